@@ -1,0 +1,417 @@
+//! An opened LeRobot dataset: metadata checked once at open, the frame table in memory, and
+//! `get`, which returns exactly the sample LeRobot's `__getitem__` returns.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::episodes::{Episode, read_episodes};
+use crate::error::{Error, Result};
+use crate::features::{Feature, FrameShape};
+use crate::image::decode_chw;
+use crate::info::{DatasetInfo, INFO_PATH};
+use crate::paths::join_under;
+use crate::sample::{Sample, Tensor, Values};
+use crate::stats::{Stats, read_stats};
+use crate::table::{ColumnValues, FrameTable};
+use crate::tasks::read_tasks;
+use crate::video::DecoderCache;
+use crate::window::{WindowSpec, window_rows};
+
+/// LeRobot's default `tolerance_s`: how far a decoded frame may be from its query timestamp.
+pub const DEFAULT_TOLERANCE_S: f64 = 1e-4;
+
+/// How a dataset is opened.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OpenOptions {
+    /// Allowed distance between a query timestamp and the frame returned, in seconds (strict).
+    /// Default 1e-4, as LeRobot.
+    pub tolerance_s: f64,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        Self { tolerance_s: DEFAULT_TOLERANCE_S }
+    }
+}
+
+/// How camera frames are returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FrameFormat {
+    /// float32 in [0, 1] (`k / 255`), LeRobot's default.
+    #[default]
+    Float,
+    /// Raw uint8, as LeRobot 0.6's training path (`return_uint8`) transports them.
+    Uint8,
+}
+
+/// A LeRobot dataset (v3.0 or v2.1) opened from a folder.
+#[derive(Debug)]
+pub struct Dataset {
+    root: PathBuf,
+    info: DatasetInfo,
+    episodes: Vec<Episode>,
+    tasks: Vec<String>,
+    stats: Stats,
+    table: FrameTable,
+    options: OpenOptions,
+}
+
+impl Dataset {
+    /// Opens the dataset at `root` with LeRobot's default tolerance.
+    pub fn open(root: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(root, OpenOptions::default())
+    }
+
+    /// Opens the dataset at `root`: reads and cross-checks all metadata and every parquet
+    /// data file; video files are opened lazily, when frames are asked for.
+    pub fn open_with(root: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
+        let root = root.as_ref().to_path_buf();
+        let info = DatasetInfo::read(&root)?;
+        let info_path = root.join(INFO_PATH);
+        let episodes = read_episodes(&root, &info)?;
+        if episodes.len() != info.total_episodes {
+            return Err(Error::field(
+                &info_path,
+                "total_episodes",
+                format!("{} but the episode table lists {}", info.total_episodes, episodes.len()),
+            ));
+        }
+        let frames = episodes.last().map_or(0, |e| e.frames.end);
+        if frames != info.total_frames {
+            return Err(Error::field(
+                &info_path,
+                "total_frames",
+                format!("{} but the episodes hold {frames} frames", info.total_frames),
+            ));
+        }
+        let tasks = read_tasks(&root, &info)?;
+        if tasks.len() != info.total_tasks {
+            return Err(Error::field(
+                &info_path,
+                "total_tasks",
+                format!("{} but the task table lists {}", info.total_tasks, tasks.len()),
+            ));
+        }
+        let stats = read_stats(&root, &info)?;
+
+        let mut files: Vec<PathBuf> = Vec::new();
+        for episode in &episodes {
+            let path = join_under(&root, &episode.data_file).map_err(|m| Error::field(&info_path, "data_path", m))?;
+            if files.last() != Some(&path) {
+                if files.contains(&path) {
+                    return Err(Error::field(
+                        &path,
+                        "episode_index",
+                        format!("episode {} is stored apart from the other episodes of this file", episode.index),
+                    ));
+                }
+                files.push(path);
+            }
+        }
+        let column_features: Vec<&Feature> = info.column_features().collect();
+        let table = FrameTable::read(&files, &column_features)?;
+        let dataset = Dataset { root, info, episodes, tasks, stats, table, options };
+        dataset.check_rows()?;
+        Ok(dataset)
+    }
+
+    /// Checks that the rows are the frames the episode table promises, in order.
+    fn check_rows(&self) -> Result<()> {
+        let n = self.table.len();
+        if n != self.info.total_frames {
+            return Err(Error::field(
+                self.root.join(INFO_PATH),
+                "total_frames",
+                format!("{} but the data files hold {n} rows", self.info.total_frames),
+            ));
+        }
+        let ints = |key: &str| self.table.column(key).and_then(|c| c.as_i64());
+        let (Some(index), Some(episode_index), Some(task_index)) =
+            (ints("index"), ints("episode_index"), ints("task_index"))
+        else {
+            return Err(Error::field(
+                self.root.join(INFO_PATH),
+                "features",
+                "`index`, `episode_index` and `task_index` must be integer features",
+            ));
+        };
+        for episode in &self.episodes {
+            for row in episode.frames.clone() {
+                let file = || self.table.file_of(row).to_path_buf();
+                if usize::try_from(index[row]).ok() != Some(row) {
+                    return Err(Error::field(
+                        file(),
+                        "index",
+                        format!(
+                            "row {row} has index {}: the global index must count the rows from 0 without gaps",
+                            index[row]
+                        ),
+                    ));
+                }
+                if usize::try_from(episode_index[row]).ok() != Some(episode.index) {
+                    return Err(Error::field(
+                        file(),
+                        "episode_index",
+                        format!(
+                            "frame {row} is in episode {} by the episode table, but its row says {}",
+                            episode.index, episode_index[row]
+                        ),
+                    ));
+                }
+                if usize::try_from(task_index[row]).ok().is_none_or(|t| t >= self.tasks.len()) {
+                    return Err(Error::field(
+                        file(),
+                        "task_index",
+                        format!(
+                            "frame {row} has task_index {} but there are {} tasks",
+                            task_index[row],
+                            self.tasks.len()
+                        ),
+                    ));
+                }
+            }
+        }
+        if !self.info.version.is_v3() {
+            self.check_timestamps_sync()?;
+        }
+        Ok(())
+    }
+
+    /// LeRobot v2.1's `check_timestamps_sync`: inside each episode consecutive timestamps
+    /// differ by `1/fps` within `tolerance_s`.
+    fn check_timestamps_sync(&self) -> Result<()> {
+        let Some(ts) = self.table.column("timestamp").and_then(|c| c.as_f32()) else {
+            return Err(Error::field(self.root.join(INFO_PATH), "features.timestamp", "must be a float feature"));
+        };
+        let period = 1.0 / self.info.fps;
+        for episode in &self.episodes {
+            for row in episode.frames.start + 1..episode.frames.end {
+                let diff = f64::from(ts[row]) - f64::from(ts[row - 1]);
+                if (diff - period).abs() > self.options.tolerance_s {
+                    return Err(Error::field(
+                        self.table.file_of(row),
+                        "timestamp",
+                        format!(
+                            "frame {row} (episode {}): {diff:.6}s after the previous frame, expected 1/fps = {period:.6}s within tolerance_s={}",
+                            episode.index, self.options.tolerance_s
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The dataset's folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `meta/info.json`.
+    pub fn info(&self) -> &DatasetInfo {
+        &self.info
+    }
+
+    /// The episodes, by `episode_index`.
+    pub fn episodes(&self) -> &[Episode] {
+        &self.episodes
+    }
+
+    /// The task strings, by `task_index`.
+    pub fn tasks(&self) -> &[String] {
+        &self.tasks
+    }
+
+    /// The statistics LeRobot would normalise with (before any ImageNet override).
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The parquet columns of every frame.
+    pub fn table(&self) -> &FrameTable {
+        &self.table
+    }
+
+    /// The options the dataset was opened with.
+    pub fn options(&self) -> OpenOptions {
+        self.options
+    }
+
+    /// The number of frames.
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Whether the dataset has no frames.
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// The episode holding frame `index`.
+    pub fn episode_of(&self, index: usize) -> Option<&Episode> {
+        let i = self.episodes.partition_point(|e| e.frames.end <= index);
+        self.episodes.get(i).filter(|e| e.frames.contains(&index))
+    }
+
+    /// The absolute path of `episode`'s video of the `camera`-th video key.
+    pub fn video_file(&self, episode: &Episode, camera: usize) -> Result<PathBuf> {
+        let video = &episode.videos[camera];
+        join_under(&self.root, &video.file).map_err(|m| Error::field(self.root.join(INFO_PATH), "video_path", m))
+    }
+
+    /// The timestamp (seconds since the episode start) of frame `row`, as stored.
+    pub fn timestamp(&self, row: usize) -> f64 {
+        let ts = self.table.column("timestamp").and_then(|c| c.as_f32()).expect("checked at open");
+        f64::from(ts[row])
+    }
+
+    /// The task string of frame `row`.
+    pub fn task_of(&self, row: usize) -> &str {
+        let t = self.table.column("task_index").and_then(|c| c.as_i64()).expect("checked at open");
+        &self.tasks[t[row] as usize]
+    }
+
+    /// The sample LeRobot returns for `index` with the windows of `spec`: every parquet
+    /// column, every camera, `{key}_is_pad` for each windowed key, and the task. Video frames
+    /// come from `decoders`, which keeps files open between calls.
+    pub fn get(
+        &self,
+        index: usize,
+        spec: &WindowSpec,
+        decoders: &mut DecoderCache,
+        format: FrameFormat,
+    ) -> Result<Sample> {
+        let episode = self.episode_of(index).ok_or_else(|| {
+            Error::request(format!("index {index} is out of range: the dataset has {} frames", self.len()))
+        })?;
+        let mut tensors = BTreeMap::new();
+        let mut rows = Vec::new();
+        let mut pads = Vec::new();
+        for feature in &self.info.features {
+            let key = feature.key.as_str();
+            rows.clear();
+            pads.clear();
+            let windowed = match spec.offsets(key) {
+                Some(offsets) => {
+                    window_rows(index, offsets, &episode.frames, &mut rows, &mut pads);
+                    tensors.insert(format!("{key}_is_pad"), Tensor::new(vec![pads.len()], Values::Bool(pads.clone())));
+                    true
+                }
+                None => {
+                    rows.push(index);
+                    false
+                }
+            };
+            let tensor = if feature.is_video() {
+                let camera = self.info.video_keys().iter().position(|k| k.as_str() == key).expect("a video key");
+                self.video_tensor(feature, episode, camera, &rows, decoders, format)?
+            } else {
+                match self.column_tensor(feature, &rows, windowed, format)? {
+                    Some(t) => t,
+                    None => continue,
+                }
+            };
+            tensors.insert(key.to_string(), tensor);
+        }
+        Ok(Sample { tensors, task: self.task_of(index).to_string() })
+    }
+
+    /// Gathers `rows` of a parquet column; `None` for string features, which are not tensors.
+    fn column_tensor(
+        &self,
+        feature: &Feature,
+        rows: &[usize],
+        windowed: bool,
+        format: FrameFormat,
+    ) -> Result<Option<Tensor>> {
+        let column = self.table.column(feature.key.as_str()).expect("every non-video feature has a column");
+        let mut shape = if windowed { vec![rows.len()] } else { Vec::new() };
+        let item_shape = feature.item_shape();
+        let values = match &column.values {
+            ColumnValues::F32(v) => {
+                Values::F32(rows.iter().flat_map(|&r| &v[r * column.width..(r + 1) * column.width]).copied().collect())
+            }
+            ColumnValues::I64(v) => {
+                Values::I64(rows.iter().flat_map(|&r| &v[r * column.width..(r + 1) * column.width]).copied().collect())
+            }
+            ColumnValues::Bool(v) => {
+                Values::Bool(rows.iter().flat_map(|&r| &v[r * column.width..(r + 1) * column.width]).copied().collect())
+            }
+            ColumnValues::Str(_) => return Ok(None),
+            ColumnValues::Image(images) => {
+                let declared = feature.frame_shape().expect("images have a frame shape");
+                let mut pixels = Vec::with_capacity(rows.len() * declared.len());
+                for &row in rows {
+                    let (shape, chw) = decode_chw(images.get(row)).map_err(|message| Error::Image {
+                        path: self.table.file_of(row).to_path_buf(),
+                        field: feature.key.to_string(),
+                        row,
+                        message,
+                    })?;
+                    if shape != declared {
+                        return Err(Error::Image {
+                            path: self.table.file_of(row).to_path_buf(),
+                            field: feature.key.to_string(),
+                            row,
+                            message: format!("image is {shape}, meta/info.json declares {declared}"),
+                        });
+                    }
+                    pixels.extend_from_slice(&chw);
+                }
+                frames_values(pixels, format)
+            }
+        };
+        shape.extend(item_shape);
+        Ok(Some(Tensor::new(shape, values)))
+    }
+
+    /// Decodes the frames of `rows` of one camera: `(T, C, H, W)`, squeezed to `(C, H, W)` when
+    /// `T = 1` as LeRobot does for videos.
+    fn video_tensor(
+        &self,
+        feature: &Feature,
+        episode: &Episode,
+        camera: usize,
+        rows: &[usize],
+        decoders: &mut DecoderCache,
+        format: FrameFormat,
+    ) -> Result<Tensor> {
+        let declared = feature.frame_shape().expect("videos have a frame shape");
+        let path = self.video_file(episode, camera)?;
+        let from = episode.videos[camera].from_timestamp;
+        let timestamps: Vec<f64> = rows.iter().map(|&r| from + self.timestamp(r)).collect();
+        let decoder = decoders.get(&path)?;
+        check_video_shape(&self.root, feature, declared, decoder.shape(), &path)?;
+        let mut pixels = vec![0u8; rows.len() * declared.len()];
+        decoder.frames_at(&timestamps, self.options.tolerance_s, &mut pixels)?;
+        let mut shape = if rows.len() == 1 { Vec::new() } else { vec![rows.len()] };
+        shape.extend([declared.channels, declared.height, declared.width]);
+        Ok(Tensor::new(shape, frames_values(pixels, format)))
+    }
+}
+
+/// Refuses a video whose frames differ from the shape `info.json` declares.
+pub(crate) fn check_video_shape(
+    root: &Path,
+    feature: &Feature,
+    declared: FrameShape,
+    actual: FrameShape,
+    video: &Path,
+) -> Result<()> {
+    if declared == actual {
+        return Ok(());
+    }
+    Err(Error::field(
+        root.join(INFO_PATH),
+        format!("features.{}.shape", feature.key),
+        format!("declares {declared} but {} decodes to {actual}", video.display()),
+    ))
+}
+
+/// Camera pixels in the requested format.
+fn frames_values(pixels: Vec<u8>, format: FrameFormat) -> Values {
+    match format {
+        FrameFormat::Uint8 => Values::U8(pixels),
+        FrameFormat::Float => Values::F32(pixels.into_iter().map(|p| f32::from(p) / 255.0).collect()),
+    }
+}

@@ -1,0 +1,137 @@
+//! The crate's one error type: every variant that concerns a file names it, and every variant
+//! that concerns a field of that file names the field.
+
+use std::path::{Path, PathBuf};
+
+/// Everything that can go wrong while reading, validating or writing a LeRobot dataset.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be opened, read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A JSON file (or one line of a JSON-lines file) is not valid JSON.
+    #[error("{}: malformed JSON: {source}", path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said, with line and column.
+        #[source]
+        source: serde_json::Error,
+    },
+
+    /// A parquet file could not be decoded.
+    #[error("{}: parquet: {message}", path.display())]
+    Parquet {
+        /// The file.
+        path: PathBuf,
+        /// What the parquet or arrow reader said.
+        message: String,
+    },
+
+    /// A file is readable but one of its fields is missing, has the wrong type, or holds a
+    /// value that breaks the format's rules.
+    #[error("{}: `{field}`: {message}", path.display())]
+    Field {
+        /// The file.
+        path: PathBuf,
+        /// The field, column or key (e.g. `features.action.shape`, `episode_index`).
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+
+    /// The dataset declares a `codebase_version` this crate does not read.
+    #[error(
+        "{}: `codebase_version` is {found:?}; supported: v3.0 and v2.1 (v2.0 is read as v2.1); \
+         convert older datasets with LeRobot's converters",
+        path.display()
+    )]
+    UnsupportedVersion {
+        /// The `info.json` file.
+        path: PathBuf,
+        /// The version string found.
+        found: String,
+    },
+
+    /// An MP4 could not be opened or decoded.
+    #[error("{}: video: {message}", path.display())]
+    Video {
+        /// The video file.
+        path: PathBuf,
+        /// What FFmpeg or the frame search said.
+        message: String,
+    },
+
+    /// No decoded frame lies within `tolerance_s` of a query timestamp.
+    #[error(
+        "{}: no frame within tolerance_s={tolerance_s} of query timestamp {query_s:.6}s \
+         (nearest decoded frame at {nearest}); the parquet timestamps and the video disagree",
+        path.display(),
+        nearest = nearest_s.map_or("none".to_string(), |s| format!("{s:.6}s"))
+    )]
+    FrameTimestamp {
+        /// The video file.
+        path: PathBuf,
+        /// The timestamp asked for, in seconds from the start of the file.
+        query_s: f64,
+        /// The nearest timestamp that could be decoded, if any.
+        nearest_s: Option<f64>,
+        /// The tolerance in seconds.
+        tolerance_s: f64,
+    },
+
+    /// An embedded image (images stored in parquet) could not be decoded.
+    #[error("{}: `{field}` row {row}: image: {message}", path.display())]
+    Image {
+        /// The parquet file holding the image.
+        path: PathBuf,
+        /// The image column.
+        field: String,
+        /// The row within the dataset (global `index`).
+        row: usize,
+        /// What the decoder said.
+        message: String,
+    },
+
+    /// A request made of the dataset is invalid (an index out of range, bad `delta_timestamps`,
+    /// an unknown key).
+    #[error("{0}")]
+    Request(String),
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An [`Error::Io`] for `path`.
+    pub fn io(path: impl AsRef<Path>, source: std::io::Error) -> Self {
+        Error::Io { path: path.as_ref().to_path_buf(), source }
+    }
+
+    /// An [`Error::Field`] for `field` of `path`.
+    pub fn field(path: impl AsRef<Path>, field: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::Field { path: path.as_ref().to_path_buf(), field: field.into(), message: message.into() }
+    }
+
+    /// An [`Error::Parquet`] for `path`.
+    pub fn parquet(path: impl AsRef<Path>, message: impl std::fmt::Display) -> Self {
+        Error::Parquet { path: path.as_ref().to_path_buf(), message: message.to_string() }
+    }
+
+    /// An [`Error::Video`] for `path`.
+    pub fn video(path: impl AsRef<Path>, message: impl std::fmt::Display) -> Self {
+        Error::Video { path: path.as_ref().to_path_buf(), message: message.to_string() }
+    }
+
+    /// An [`Error::Request`].
+    pub fn request(message: impl Into<String>) -> Self {
+        Error::Request(message.into())
+    }
+}

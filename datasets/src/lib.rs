@@ -1,0 +1,68 @@
+//! Read LeRobot datasets (v3.0 and v2.1) exactly as LeRobot reads them, and write synthetic
+//! ones for tests.
+//!
+//! A dataset is a folder: `meta/info.json` ([`DatasetInfo`]) declares the version, the frame
+//! rate, path templates and features; the episode table ([`Episode`]) says where each episode's
+//! frames are; parquet files hold every non-video feature ([`FrameTable`], read once into
+//! contiguous columns from memory-mapped files); MP4 files hold the cameras
+//! ([`VideoDecoder`], frame-exact). [`Dataset::open`] reads and cross-checks all of it;
+//! [`Dataset::get`] returns the [`Sample`] LeRobot's `__getitem__` returns for a frame index
+//! and a [`WindowSpec`] (LeRobot's `delta_timestamps`), with its `*_is_pad` masks.
+//!
+//! ```no_run
+//! use datasets::{Dataset, DecoderCache, FrameFormat, WindowSpec, diffusion_delta_timestamps};
+//!
+//! let dataset = Dataset::open("/dev/shm/pusht")?;
+//! let deltas = diffusion_delta_timestamps(dataset.info(), 2, 16);
+//! let spec = WindowSpec::from_delta_timestamps(&deltas, dataset.info(), 1e-4)?;
+//! let mut decoders = DecoderCache::default();
+//! let sample = dataset.get(42, &spec, &mut decoders, FrameFormat::Float)?;
+//! assert_eq!(sample.tensors["action"].shape, vec![16, 2]);
+//! # Ok::<(), datasets::Error>(())
+//! ```
+//!
+//! [`synth::write_dataset`] writes datasets with LeRobot's layout and encoders.
+
+mod columns;
+mod dataset;
+mod episodes;
+mod error;
+mod features;
+mod image;
+mod info;
+mod json;
+mod mmap;
+mod parquet_file;
+mod paths;
+mod sample;
+mod stats;
+mod stats_compute;
+mod table;
+mod tasks;
+mod version;
+mod window;
+
+pub mod dataset_stats;
+pub mod synth;
+pub mod validate;
+pub mod video;
+
+pub use dataset::{DEFAULT_TOLERANCE_S, Dataset, FrameFormat, OpenOptions};
+pub use episodes::{Episode, EpisodeVideo, read_episodes};
+pub use error::{Error, Result};
+pub use features::{Dtype, Feature, FeatureKey, FrameShape, MAX_FEATURE_VALUES};
+pub use image::{decode_chw, encode_png};
+pub use info::{DEFAULT_FEATURES, DatasetInfo, INFO_PATH};
+pub use mmap::{map_file, map_readonly};
+pub use paths::{PathTemplate, TemplateArg, join_under};
+pub use sample::{Batch, Sample, Tensor, Values};
+pub use stats::{
+    EPISODES_STATS_JSONL, FeatureStats, STATS_JSON, StatArray, Stats, aggregate, is_quantile_key, non_finite,
+    parse_stats, read_episode_stats, read_stats, stats_to_json,
+};
+pub use stats_compute::{QUANTILES, camera_stats, downsample, num_samples, numeric_stats, sample_indices};
+pub use table::{Column, ColumnValues, EncodedImages, FrameTable};
+pub use tasks::read_tasks;
+pub use version::CodebaseVersion;
+pub use video::{DecoderCache, DecoderCacheConfig, VideoDecoder};
+pub use window::{DeltaTimestamps, Window, WindowSpec, diffusion_delta_timestamps, window_rows};

@@ -1,0 +1,121 @@
+//! `datasets`: inspect, validate, synthesise and sample LeRobot datasets.
+//!
+//! Run `datasets --help` (or `cargo run -p datasets -- --help`) for the commands.
+
+mod commands;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Inspect, validate, synthesise and sample LeRobot datasets (v3.0 and v2.1).
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the version, frame rate, sizes, features, cameras and tasks of a dataset.
+    Info {
+        /// The dataset folder.
+        #[arg(long)]
+        root: PathBuf,
+    },
+    /// Read every file and report every problem with its file and field; exit 1 if any.
+    Validate {
+        /// The dataset folder.
+        #[arg(long)]
+        root: PathBuf,
+        /// Allowed timestamp error in seconds.
+        #[arg(long, default_value_t = datasets::DEFAULT_TOLERANCE_S)]
+        tolerance_s: f64,
+    },
+    /// Compute statistics as LeRobot does and compare them with the stored ones.
+    Stats {
+        /// The dataset folder.
+        #[arg(long)]
+        root: PathBuf,
+        /// Write the computed statistics (v3.0: meta/stats.json; v2.1:
+        /// meta/episodes_stats.jsonl).
+        #[arg(long)]
+        write: bool,
+    },
+    /// Write a synthetic dataset.
+    Synth(commands::SynthArgs),
+    /// Write LeRobot's samples for some indices as one collated safetensors batch.
+    Sample {
+        /// The dataset folder.
+        #[arg(long)]
+        root: PathBuf,
+        /// Frame indices, comma-separated, in the order wanted.
+        #[arg(long, value_delimiter = ',', required = true)]
+        indices: Vec<usize>,
+        /// Resolve windows as LeRobot does for this policy.
+        #[arg(long, value_enum)]
+        preset: Option<Preset>,
+        /// Observation steps of the diffusion preset.
+        #[arg(long, default_value_t = 2)]
+        n_obs_steps: usize,
+        /// Action horizon of the diffusion preset.
+        #[arg(long, default_value_t = 16)]
+        horizon: usize,
+        /// Explicit `delta_timestamps` as JSON, e.g. '{"action": [0.0, 0.1]}' (overrides the
+        /// preset's keys).
+        #[arg(long)]
+        delta_timestamps: Option<String>,
+        /// Camera frames as raw uint8 instead of float32 in [0, 1].
+        #[arg(long)]
+        uint8: bool,
+        /// Allowed distance between a query timestamp and its frame, in seconds.
+        #[arg(long, default_value_t = datasets::DEFAULT_TOLERANCE_S)]
+        tolerance_s: f64,
+        /// The safetensors file to write.
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+/// Policies whose windows `sample` can resolve.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Preset {
+    /// Diffusion Policy: observations at `range(1-n_obs, 1)/fps`, actions at
+    /// `range(1-n_obs, 1-n_obs+horizon)/fps`.
+    Diffusion,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Info { root } => commands::info(&root),
+        Command::Validate { root, tolerance_s } => commands::validate(&root, tolerance_s),
+        Command::Stats { root, write } => commands::stats(&root, write),
+        Command::Synth(args) => commands::synth(&args),
+        Command::Sample { root, indices, preset, n_obs_steps, horizon, delta_timestamps, uint8, tolerance_s, out } => {
+            let diffusion = preset.map(|Preset::Diffusion| (n_obs_steps, horizon));
+            commands::sample(&commands::SampleArgs {
+                root,
+                indices,
+                diffusion,
+                delta_timestamps,
+                uint8,
+                tolerance_s,
+                out,
+            })
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

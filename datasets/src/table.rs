@@ -1,0 +1,242 @@
+//! The frame table: every parquet column of the dataset, read once from memory-mapped files
+//! into contiguous, row-major columns (row `i` = global frame `index` `i`).
+
+use std::path::{Path, PathBuf};
+
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use rayon::prelude::*;
+
+use crate::columns::{flatten, image_bytes, strings};
+use crate::error::{Error, Result};
+use crate::features::{Dtype, Feature, FeatureKey};
+use crate::mmap::map_file;
+
+/// Encoded images (PNG, JPEG, ...) of an image column, back to back.
+#[derive(Debug, Clone, Default)]
+pub struct EncodedImages {
+    blob: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl EncodedImages {
+    /// The encoded bytes of `row`.
+    pub fn get(&self, row: usize) -> &[u8] {
+        let start = if row == 0 { 0 } else { self.ends[row - 1] };
+        &self.blob[start..self.ends[row]]
+    }
+
+    /// The number of images.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are no images.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    fn append(&mut self, other: EncodedImages) {
+        let base = self.blob.len();
+        self.blob.extend_from_slice(&other.blob);
+        self.ends.extend(other.ends.iter().map(|e| e + base));
+    }
+}
+
+/// The values of one column.
+#[derive(Debug, Clone)]
+pub enum ColumnValues {
+    /// Floats (float32 and float64 sources alike), `width` per row.
+    F32(Vec<f32>),
+    /// Integers of any width, `width` per row.
+    I64(Vec<i64>),
+    /// Booleans, `width` per row.
+    Bool(Vec<bool>),
+    /// One string per row.
+    Str(Vec<String>),
+    /// One encoded image per row.
+    Image(EncodedImages),
+}
+
+/// One column of the frame table.
+#[derive(Debug, Clone)]
+pub struct Column {
+    /// Values per row (the product of the declared shape; 1 for scalars, strings and images).
+    pub width: usize,
+    /// The values, row-major.
+    pub values: ColumnValues,
+}
+
+impl Column {
+    /// The floats of `row`, if this is a float column.
+    pub fn f32_row(&self, row: usize) -> Option<&[f32]> {
+        match &self.values {
+            ColumnValues::F32(v) => v.get(row * self.width..(row + 1) * self.width),
+            _ => None,
+        }
+    }
+
+    /// All values, if this is an integer column.
+    pub fn as_i64(&self) -> Option<&[i64]> {
+        match &self.values {
+            ColumnValues::I64(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// All values, if this is a float column.
+    pub fn as_f32(&self) -> Option<&[f32]> {
+        match &self.values {
+            ColumnValues::F32(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    fn empty_like(feature: &Feature) -> Result<Self, String> {
+        let values = match &feature.dtype {
+            Dtype::Float32 | Dtype::Float64 => ColumnValues::F32(Vec::new()),
+            Dtype::Int(_) => ColumnValues::I64(Vec::new()),
+            Dtype::Bool => ColumnValues::Bool(Vec::new()),
+            Dtype::String => ColumnValues::Str(Vec::new()),
+            Dtype::Image => ColumnValues::Image(EncodedImages::default()),
+            Dtype::Video => return Err("video features have no parquet column".into()),
+            Dtype::Other(d) => return Err(format!("dtype {d:?} is not supported")),
+        };
+        let width = if matches!(feature.dtype, Dtype::String | Dtype::Image) { 1 } else { feature.width() };
+        Ok(Column { width, values })
+    }
+
+    fn len(&self) -> usize {
+        match &self.values {
+            ColumnValues::F32(v) => v.len() / self.width,
+            ColumnValues::I64(v) => v.len() / self.width,
+            ColumnValues::Bool(v) => v.len() / self.width,
+            ColumnValues::Str(v) => v.len(),
+            ColumnValues::Image(v) => v.len(),
+        }
+    }
+
+    fn append(&mut self, other: Column) {
+        match (&mut self.values, other.values) {
+            (ColumnValues::F32(a), ColumnValues::F32(b)) => a.extend_from_slice(&b),
+            (ColumnValues::I64(a), ColumnValues::I64(b)) => a.extend_from_slice(&b),
+            (ColumnValues::Bool(a), ColumnValues::Bool(b)) => a.extend_from_slice(&b),
+            (ColumnValues::Str(a), ColumnValues::Str(b)) => a.extend(b),
+            (ColumnValues::Image(a), ColumnValues::Image(b)) => a.append(b),
+            _ => unreachable!("columns of one feature share their type"),
+        }
+    }
+
+    /// Appends the arrow array's values, checking the declared shape.
+    fn extend_from_arrow(&mut self, feature: &Feature, array: &dyn arrow_array::Array) -> Result<(), String> {
+        match &mut self.values {
+            ColumnValues::F32(v) => flatten(array, &feature.shape, v),
+            ColumnValues::I64(v) => flatten(array, &feature.shape, v),
+            ColumnValues::Bool(v) => flatten(array, &feature.shape, v),
+            ColumnValues::Str(v) => strings(array, v),
+            ColumnValues::Image(v) => image_bytes(array, &mut v.blob, &mut v.ends),
+        }
+    }
+}
+
+/// The parquet rows of the whole dataset, one [`Column`] per non-video feature.
+#[derive(Debug, Clone)]
+pub struct FrameTable {
+    rows: usize,
+    keys: Vec<FeatureKey>,
+    columns: Vec<Column>,
+    /// The file each row came from, as (first row, file) in row order.
+    files: Vec<(usize, PathBuf)>,
+}
+
+impl FrameTable {
+    /// Reads `features` from each of `files` (in this order, in parallel) and concatenates them.
+    pub fn read(files: &[PathBuf], features: &[&Feature]) -> Result<Self> {
+        // Read in parallel, but report the first bad file in order, whichever thread finishes first.
+        let results: Vec<Result<(usize, Vec<Column>)>> =
+            files.par_iter().map(|path| read_file(path, features)).collect();
+        let parts = results.into_iter().collect::<Result<Vec<_>>>()?;
+        let mut columns: Vec<Column> = features
+            .iter()
+            .map(|f| Column::empty_like(f).map_err(|m| Error::request(format!("feature `{}`: {m}", f.key))))
+            .collect::<Result<_>>()?;
+        let mut rows = 0;
+        let mut starts = Vec::with_capacity(files.len());
+        for ((file_rows, part), path) in parts.into_iter().zip(files) {
+            starts.push((rows, path.clone()));
+            rows += file_rows;
+            for (column, piece) in columns.iter_mut().zip(part) {
+                column.append(piece);
+            }
+        }
+        let keys = features.iter().map(|f| f.key.clone()).collect();
+        Ok(FrameTable { rows, keys, columns, files: starts })
+    }
+
+    /// The number of rows (frames).
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    /// Whether the table has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// The column of feature `key`.
+    pub fn column(&self, key: &str) -> Option<&Column> {
+        self.keys.iter().position(|k| k.as_str() == key).map(|i| &self.columns[i])
+    }
+
+    /// The feature keys of the columns, in `info.json` order.
+    pub fn keys(&self) -> &[FeatureKey] {
+        &self.keys
+    }
+
+    /// The parquet file that holds `row`.
+    pub fn file_of(&self, row: usize) -> &Path {
+        let i = self.files.partition_point(|(start, _)| *start <= row).saturating_sub(1);
+        &self.files[i].1
+    }
+}
+
+/// Reads the declared columns of one parquet file.
+fn read_file(path: &Path, features: &[&Feature]) -> Result<(usize, Vec<Column>)> {
+    let bytes = map_file(path)?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| Error::parquet(path, e))?;
+    let schema = builder.schema().clone();
+    let mut roots = Vec::with_capacity(features.len());
+    for feature in features {
+        let index = schema
+            .index_of(feature.key.as_str())
+            .map_err(|_| Error::field(path, feature.key.as_str(), "column missing (declared in meta/info.json)"))?;
+        roots.push(index);
+    }
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+    let reader = builder.with_projection(mask).with_batch_size(1 << 16).build().map_err(|e| Error::parquet(path, e))?;
+    let mut columns: Vec<Column> = features
+        .iter()
+        .map(|f| Column::empty_like(f).map_err(|m| Error::field(path, f.key.as_str(), m)))
+        .collect::<Result<_>>()?;
+    let mut rows = 0;
+    for batch in reader {
+        let batch = batch.map_err(|e| Error::parquet(path, e))?;
+        for (feature, column) in features.iter().zip(&mut columns) {
+            let array = batch.column_by_name(feature.key.as_str()).expect("projected column is present");
+            column.extend_from_arrow(feature, array.as_ref()).map_err(|m| {
+                Error::field(
+                    path,
+                    feature.key.as_str(),
+                    format!("{m} (dtype {}, shape {:?})", feature.dtype.as_str(), feature.shape),
+                )
+            })?;
+        }
+        rows += batch.num_rows();
+    }
+    for (feature, column) in features.iter().zip(&columns) {
+        if column.len() != rows {
+            return Err(Error::field(path, feature.key.as_str(), format!("{} values for {rows} rows", column.len())));
+        }
+    }
+    Ok((rows, columns))
+}

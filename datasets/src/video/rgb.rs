@@ -1,0 +1,94 @@
+//! Decoded frame (YUV, any layout) → RGB, channel-first uint8.
+//!
+//! The conversion is FFmpeg's swscale to packed RGB24 with the flags video-rs uses, which gives
+//! the same pixels as PyAV's `to_ndarray("rgb24")` and torchcodec on LeRobot's files. A swscale
+//! context is not `Send`, so each thread keeps its own, keyed by the source geometry; that
+//! keeps [`VideoDecoder`](super::VideoDecoder) movable between threads.
+
+use std::cell::RefCell;
+
+use video_rs::ffmpeg;
+use video_rs::ffmpeg::format::Pixel;
+use video_rs::ffmpeg::software::scaling;
+
+use crate::features::FrameShape;
+
+/// One scaler and its RGB24 output frame.
+struct Scaler {
+    key: (Pixel, u32, u32),
+    context: scaling::Context,
+    rgb: ffmpeg::frame::Video,
+}
+
+thread_local! {
+    /// The scalers of this thread, most recently used last; a handful of geometries at most.
+    static SCALERS: RefCell<Vec<Scaler>> = const { RefCell::new(Vec::new()) };
+}
+
+/// How many scalers a thread keeps.
+const MAX_SCALERS: usize = 8;
+
+/// Converts `frame` to RGB and writes it channel-first (`C, H, W`) into `out`, which must hold
+/// exactly `3 * H * W` bytes.
+pub(crate) fn write_chw(frame: &ffmpeg::frame::Video, out: &mut [u8]) -> Result<(), String> {
+    let (w, h) = (frame.width(), frame.height());
+    let key = (frame.format(), w, h);
+    let (wu, hu) = (w as usize, h as usize);
+    if out.len() != 3 * wu * hu {
+        return Err(format!("frame is {w}x{h} but the output holds {} bytes", out.len()));
+    }
+    SCALERS.with(|cell| {
+        let mut scalers = cell.borrow_mut();
+        let index = match scalers.iter().position(|s| s.key == key) {
+            Some(i) => i,
+            None => {
+                let context = scaling::Context::get(key.0, w, h, Pixel::RGB24, w, h, scaling::Flags::AREA)
+                    .map_err(|e| format!("cannot convert {:?} {w}x{h} to RGB: {e}", key.0))?;
+                if scalers.len() == MAX_SCALERS {
+                    scalers.remove(0);
+                }
+                scalers.push(Scaler { key, context, rgb: ffmpeg::frame::Video::empty() });
+                scalers.len() - 1
+            }
+        };
+        let scaler = &mut scalers[index];
+        scaler.context.run(frame, &mut scaler.rgb).map_err(|e| format!("colour conversion failed: {e}"))?;
+        hwc_to_chw(scaler.rgb.data(0), scaler.rgb.stride(0), hu, wu, out);
+        Ok(())
+    })
+}
+
+/// Splits packed RGB rows (with a row stride) into three planes.
+fn hwc_to_chw(src: &[u8], stride: usize, h: usize, w: usize, out: &mut [u8]) {
+    let plane = h * w;
+    let (r, rest) = out.split_at_mut(plane);
+    let (g, b) = rest.split_at_mut(plane);
+    for y in 0..h {
+        let row = &src[y * stride..y * stride + 3 * w];
+        let (r, g, b) = (&mut r[y * w..(y + 1) * w], &mut g[y * w..(y + 1) * w], &mut b[y * w..(y + 1) * w]);
+        for (x, px) in row.chunks_exact(3).enumerate() {
+            r[x] = px[0];
+            g[x] = px[1];
+            b[x] = px[2];
+        }
+    }
+}
+
+/// The RGB shape of a decoded frame.
+pub(crate) fn shape_of(frame: &ffmpeg::frame::Video) -> FrameShape {
+    FrameShape { channels: 3, height: frame.height() as usize, width: frame.width() as usize }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_rows_become_planes() {
+        // 2x2 image, stride 8 (2 bytes of padding per row).
+        let src = [1, 2, 3, 4, 5, 6, 0, 0, 7, 8, 9, 10, 11, 12, 0, 0];
+        let mut out = [0u8; 12];
+        hwc_to_chw(&src, 8, 2, 2, &mut out);
+        assert_eq!(out, [1, 4, 7, 10, 2, 5, 8, 11, 3, 6, 9, 12]);
+    }
+}

@@ -1,0 +1,275 @@
+//! Bad input gets an error that names the file and the field, never a panic or a wrong sample;
+//! `validate` reports the same problems.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Float32Array, Int64Array, RecordBatch};
+use datasets::synth::{SynthConfig, write_dataset};
+use datasets::{CodebaseVersion, Dataset, DecoderCache, DeltaTimestamps, FrameFormat, WindowSpec};
+use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+fn synth(version: CodebaseVersion) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ds");
+    write_dataset(
+        &root,
+        &SynthConfig { version, episodes: 3, min_length: 20, max_length: 24, ..SynthConfig::default() },
+    )
+    .unwrap();
+    (dir, root)
+}
+
+fn edit_json(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let mut value: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut value);
+    std::fs::write(path, serde_json::to_string_pretty(&value).unwrap()).unwrap();
+}
+
+fn info(root: &Path) -> PathBuf {
+    root.join("meta/info.json")
+}
+
+/// Rewrites a parquet file through `edit`, which gets each batch's columns by name.
+fn edit_parquet(path: &Path, edit: impl Fn(Vec<(String, ArrayRef)>) -> Vec<(String, ArrayRef)>) {
+    let file = std::fs::File::open(path).unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
+    let batches: Vec<RecordBatch> = reader
+        .map(|b| {
+            let b = b.unwrap();
+            let columns =
+                b.schema().fields().iter().zip(b.columns()).map(|(f, c)| (f.name().clone(), c.clone())).collect();
+            RecordBatch::try_from_iter(edit(columns)).unwrap()
+        })
+        .collect();
+    let mut writer = ArrowWriter::try_new(std::fs::File::create(path).unwrap(), batches[0].schema(), None).unwrap();
+    for b in &batches {
+        writer.write(b).unwrap();
+    }
+    writer.close().unwrap();
+}
+
+/// Opening fails, and the message names `file` and `field`.
+fn open_fails(root: &Path, file: &str, field: &str) -> String {
+    let err = Dataset::open(root).expect_err("opening should fail").to_string();
+    assert!(err.contains(file), "error does not name {file}: {err}");
+    assert!(err.contains(field), "error does not name {field}: {err}");
+    err
+}
+
+/// `validate` reports a problem in `file` mentioning `text`.
+fn validate_reports(root: &Path, file: &str, text: &str) {
+    let report = datasets::validate::validate(root, 1e-4);
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.file.to_string_lossy().contains(file) && (p.field.contains(text) || p.message.contains(text))),
+        "validate did not report {file} / {text}: {:#?}",
+        report.problems
+    );
+}
+
+#[test]
+fn missing_info_json() {
+    let (_d, root) = synth(CodebaseVersion::V3_0);
+    std::fs::remove_file(info(&root)).unwrap();
+    open_fails(&root, "meta/info.json", "No such file");
+    validate_reports(&root, "meta/info.json", "No such file");
+}
+
+#[test]
+fn unknown_or_older_versions_say_which_are_supported() {
+    let (_d, root) = synth(CodebaseVersion::V3_0);
+    for version in ["v1.6", "v4.0", "three"] {
+        edit_json(&info(&root), |v| v["codebase_version"] = version.into());
+        let err = open_fails(&root, "meta/info.json", "codebase_version");
+        assert!(err.contains(version) && err.contains("v3.0") && err.contains("v2.1"), "{err}");
+    }
+}
+
+#[test]
+fn malformed_json() {
+    let (_d, root) = synth(CodebaseVersion::V3_0);
+    let text = std::fs::read_to_string(info(&root)).unwrap();
+    std::fs::write(info(&root), &text[..text.len() / 2]).unwrap();
+    open_fails(&root, "meta/info.json", "malformed JSON");
+    let (_d, root) = synth(CodebaseVersion::V2_1);
+    std::fs::write(root.join("meta/episodes.jsonl"), "{\"episode_index\": 0, \"tasks\": [\n").unwrap();
+    open_fails(&root, "meta/episodes.jsonl", "malformed JSON");
+    edit_json(&info(&root), |v| v["fps"] = "ten".into());
+    open_fails(&root, "meta/info.json", "fps");
+}
+
+#[test]
+fn missing_parquet_and_mp4() {
+    for version in [CodebaseVersion::V3_0, CodebaseVersion::V2_1] {
+        let (_d, root) = synth(version);
+        let dataset = Dataset::open(&root).unwrap();
+        let data = root.join(&dataset.episodes()[1].data_file);
+        let video = root.join(&dataset.episodes()[1].videos[0].file);
+        drop(dataset);
+        std::fs::remove_file(&video).unwrap();
+        // Videos open lazily: the sample that needs the file fails, naming it.
+        let dataset = Dataset::open(&root).unwrap();
+        let index = dataset.episodes()[1].frames.start;
+        let err = dataset
+            .get(index, &WindowSpec::none(), &mut DecoderCache::default(), FrameFormat::Uint8)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&*video.to_string_lossy()) && err.contains("No such file"), "{err}");
+        validate_reports(&root, video.file_name().unwrap().to_str().unwrap(), "No such file");
+        std::fs::remove_file(&data).unwrap();
+        open_fails(&root, data.file_name().unwrap().to_str().unwrap(), "No such file");
+    }
+}
+
+#[test]
+fn truncated_and_empty_mp4() {
+    let (_d, root) = synth(CodebaseVersion::V3_0);
+    let dataset = Dataset::open(&root).unwrap();
+    let video = root.join(&dataset.episodes()[0].videos[0].file);
+    let last = dataset.len() - 1;
+    drop(dataset);
+    let bytes = std::fs::read(&video).unwrap();
+    // Cut the end off: the moov atom (written last) or the last frames go.
+    std::fs::write(&video, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let dataset = Dataset::open(&root).unwrap();
+    let err = dataset
+        .get(last, &WindowSpec::none(), &mut DecoderCache::default(), FrameFormat::Uint8)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("file-000.mp4"), "{err}");
+    validate_reports(&root, "file-000.mp4", "");
+    std::fs::write(&video, b"").unwrap();
+    let err =
+        dataset.get(0, &WindowSpec::none(), &mut DecoderCache::default(), FrameFormat::Uint8).unwrap_err().to_string();
+    assert!(err.contains("file-000.mp4") && err.contains("cannot open"), "{err}");
+}
+
+#[test]
+fn parquet_missing_a_declared_column_or_with_a_wrong_vector_length() {
+    let (_d, root) = synth(CodebaseVersion::V3_0);
+    let data = root.join("data/chunk-000/file-000.parquet");
+    edit_parquet(&data, |cols| cols.into_iter().filter(|(k, _)| k != "action").collect());
+    open_fails(&root, "file-000.parquet", "action");
+    validate_reports(&root, "file-000.parquet", "action");
+
+    let (_d, root) = synth(CodebaseVersion::V2_1);
+    edit_json(&info(&root), |v| v["features"]["observation.state"]["shape"] = serde_json::json!([3]));
+    let err = open_fails(&root, "episode_000000.parquet", "observation.state");
+    assert!(err.contains("3"), "{err}");
+}
+
+#[test]
+fn episode_indices_with_a_gap() {
+    let (_d, root) = synth(CodebaseVersion::V2_1);
+    let path = root.join("meta/episodes.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap().replace("\"episode_index\":2", "\"episode_index\":5");
+    std::fs::write(&path, text).unwrap();
+    open_fails(&root, "meta/episodes.jsonl", "episode_index");
+
+    let (_d, root) = synth(CodebaseVersion::V3_0);
+    let path = root.join("meta/episodes/chunk-000/file-000.parquet");
+    edit_parquet(&path, |cols| {
+        cols.into_iter()
+            .map(
+                |(k, v)| {
+                    if k == "episode_index" {
+                        (k, Arc::new(Int64Array::from(vec![0, 2, 3])) as ArrayRef)
+                    } else {
+                        (k, v)
+                    }
+                },
+            )
+            .collect()
+    });
+    open_fails(&root, "meta/episodes/chunk-000/file-000.parquet", "episode_index");
+}
+
+#[test]
+fn timestamps_off_by_more_than_the_tolerance() {
+    // v2.1 checks timestamps at open, like LeRobot's check_timestamps_sync.
+    let (_d, root) = synth(CodebaseVersion::V2_1);
+    let data = root.join("data/chunk-000/episode_000001.parquet");
+    let shift = |cols: Vec<(String, ArrayRef)>| -> Vec<(String, ArrayRef)> {
+        cols.into_iter()
+            .map(|(k, v)| {
+                if k != "timestamp" {
+                    return (k, v);
+                }
+                let ts = v.as_any().downcast_ref::<Float32Array>().unwrap();
+                let shifted: Vec<f32> =
+                    ts.values().iter().enumerate().map(|(i, &t)| if i == 5 { t + 0.02 } else { t }).collect();
+                (k, Arc::new(Float32Array::from(shifted)) as ArrayRef)
+            })
+            .collect()
+    };
+    edit_parquet(&data, shift);
+    open_fails(&root, "episode_000001.parquet", "timestamp");
+    validate_reports(&root, "episode_000001.parquet", "timestamp");
+
+    // v3.0 does not: the frame lookup of that row fails instead, naming the video.
+    let (_d, root) = synth(CodebaseVersion::V3_0);
+    edit_parquet(&root.join("data/chunk-000/file-000.parquet"), shift);
+    let dataset = Dataset::open(&root).unwrap();
+    let err =
+        dataset.get(5, &WindowSpec::none(), &mut DecoderCache::default(), FrameFormat::Uint8).unwrap_err().to_string();
+    assert!(err.contains("file-000.mp4") && err.contains("tolerance_s"), "{err}");
+    validate_reports(&root, "file-000.mp4", "no video frame within");
+}
+
+#[test]
+fn delta_timestamps_off_the_frame_grid() {
+    let (_d, root) = synth(CodebaseVersion::V3_0);
+    let dataset = Dataset::open(&root).unwrap();
+    let mut deltas = DeltaTimestamps::new();
+    deltas.insert("action".into(), vec![0.0, 0.15]);
+    let err = WindowSpec::from_delta_timestamps(&deltas, dataset.info(), 1e-4).unwrap_err().to_string();
+    assert!(err.contains("action") && err.contains("0.15") && err.contains("1/10"), "{err}");
+    let mut deltas = DeltaTimestamps::new();
+    deltas.insert("observation.nope".into(), vec![0.0]);
+    let err = WindowSpec::from_delta_timestamps(&deltas, dataset.info(), 1e-4).unwrap_err().to_string();
+    assert!(err.contains("observation.nope"), "{err}");
+}
+
+#[test]
+fn paths_that_would_escape_the_root() {
+    let (_d, root) = synth(CodebaseVersion::V3_0);
+    edit_json(&info(&root), |v| {
+        v["data_path"] = "../../outside/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet".into();
+    });
+    let err = open_fails(&root, "meta/info.json", "data_path");
+    assert!(err.contains(".."), "{err}");
+    edit_json(&info(&root), |v| {
+        v["data_path"] = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet".into();
+        v["video_path"] = "/tmp/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4".into();
+    });
+    let err = open_fails(&root, "meta/info.json", "video_path");
+    assert!(err.contains("absolute"), "{err}");
+    edit_json(&info(&root), |v| {
+        v["video_path"] = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4".into();
+        let camera = v["features"]["observation.image"].clone();
+        v["features"].as_object_mut().unwrap().insert("../../escape".into(), camera);
+    });
+    open_fails(&root, "meta/info.json", "../../escape");
+}
+
+#[test]
+fn wrong_totals_and_non_finite_stats() {
+    let (_d, root) = synth(CodebaseVersion::V3_0);
+    edit_json(&info(&root), |v| v["total_frames"] = 9999.into());
+    open_fails(&root, "meta/info.json", "total_frames");
+    validate_reports(&root, "meta/info.json", "total_frames");
+    edit_json(&info(&root), |v| v["total_frames"] = serde_json::Value::Null);
+    open_fails(&root, "meta/info.json", "total_frames");
+
+    let (_d, root) = synth(CodebaseVersion::V3_0);
+    let path = root.join("meta/stats.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let needle = "\"mean\": [";
+    let at = text.find(needle).unwrap() + needle.len();
+    std::fs::write(&path, format!("{}NaN, {}", &text[..at], &text[at..].split_once(',').unwrap().1)).unwrap();
+    validate_reports(&root, "meta/stats.json", "non-finite");
+}

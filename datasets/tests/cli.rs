@@ -1,0 +1,120 @@
+//! The `datasets` command line, run as a user runs it.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn datasets(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_datasets")).args(args).env("SVT_LOG", "1").output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn synth_info_validate_stats_and_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ds");
+    let root_s = root.to_str().unwrap();
+    let out = datasets(&[
+        "synth",
+        "--out",
+        root_s,
+        "--version",
+        "v2.1",
+        "--episodes",
+        "3",
+        "--length",
+        "12..16",
+        "--cameras",
+        "observation.images.top=64x96",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let out = datasets(&["info", "--root", root_s]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    for expected in ["v2.1", "episodes  3", "observation.images.top: 64x96 av1", "Push the T-shaped block"] {
+        assert!(text.contains(expected), "info lacks {expected:?}:\n{text}");
+    }
+
+    let out = datasets(&["validate", "--root", root_s]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert!(stdout(&out).contains("no problems"));
+
+    let out = datasets(&["stats", "--root", root_s]);
+    assert!(out.status.success());
+    assert!(stdout(&out).contains("observation.state.mean"));
+
+    let file = dir.path().join("batch.safetensors");
+    let out = datasets(&[
+        "sample",
+        "--root",
+        root_s,
+        "--indices",
+        "0,20,5",
+        "--preset",
+        "diffusion",
+        "--uint8",
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let bytes = std::fs::read(&file).unwrap();
+    let tensors = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let mut names = tensors.names();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "action",
+            "action_is_pad",
+            "episode_index",
+            "frame_index",
+            "index",
+            "next.done",
+            "next.reward",
+            "observation.images.top",
+            "observation.images.top_is_pad",
+            "observation.state",
+            "observation.state_is_pad",
+            "task_index",
+            "timestamp"
+        ]
+    );
+    let image = tensors.tensor("observation.images.top").unwrap();
+    assert_eq!((image.dtype(), image.shape()), (safetensors::Dtype::U8, &[3, 2, 3, 64, 96][..]));
+    let index = tensors.tensor("index").unwrap();
+    let index: Vec<i64> = index.data().chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().unwrap())).collect();
+    assert_eq!(index, vec![0, 20, 5], "samples are written in the order given");
+    let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+    let tasks: Vec<String> = serde_json::from_str(&meta.metadata().as_ref().unwrap()["task"]).unwrap();
+    assert_eq!(tasks.len(), 3);
+    assert_eq!(tasks[0], "Push the T-shaped block onto the T-shaped target.");
+}
+
+#[test]
+fn validate_exits_1_and_names_each_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ds");
+    let out = datasets(&["synth", "--out", root.to_str().unwrap(), "--episodes", "2"]);
+    assert!(out.status.success());
+    let info = root.join("meta/info.json");
+    let text = std::fs::read_to_string(&info).unwrap().replace("\"total_tasks\": 2", "\"total_tasks\": 5");
+    std::fs::write(&info, text).unwrap();
+    std::fs::remove_file(root.join("meta/stats.json")).unwrap();
+    let out = datasets(&["validate", "--root", root.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(text.contains("meta/info.json: `total_tasks`: 5 but the task table lists 2"), "{text}");
+    assert!(text.contains(&format!("{}: `(file)`: missing", Path::new("meta/stats.json").display())), "{text}");
+    assert!(text.contains("2 problem(s)"), "{text}");
+}
+
+#[test]
+fn errors_are_one_line_and_exit_1() {
+    let out = datasets(&["info", "--root", "/nonexistent/dataset"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error: /nonexistent/dataset/meta/info.json:"), "{err}");
+}

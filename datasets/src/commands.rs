@@ -149,6 +149,35 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Writes the decoded-frame cache.
+pub fn cache(root: &Path, out: &Path, resize: Option<&str>) -> Result<ExitCode> {
+    let dataset = Dataset::open(root)?;
+    let resize = resize
+        .map(|r| -> Result<(usize, usize)> {
+            let (h, w) = r.split_once('x').with_context(|| format!("--resize {r:?}: expected HxW"))?;
+            Ok((h.parse()?, w.parse()?))
+        })
+        .transpose()?;
+    let cameras = dataset.info().camera_keys().len();
+    let bar = indicatif::ProgressBar::new((dataset.len() * cameras) as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {bar:40} {pos}/{len} frames  {per_sec}  eta {eta}")
+            .expect("a valid template"),
+    );
+    let started = Instant::now();
+    let files = datasets::frame_cache::write_frame_cache(&dataset, out, resize, &|done| bar.set_position(done))?;
+    bar.finish_and_clear();
+    let bytes: u64 = files.iter().map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)).sum();
+    println!(
+        "cached {} frames of {cameras} camera(s) into {} ({:.1} MB) in {:.1}s",
+        dataset.len() * cameras,
+        out.display(),
+        bytes as f64 / 1e6,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Dataset presets of `synth`.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum SynthPreset {

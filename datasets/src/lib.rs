@@ -21,7 +21,9 @@
 //! # Ok::<(), datasets::Error>(())
 //! ```
 //!
-//! [`synth::write_dataset`] writes datasets with LeRobot's layout and encoders.
+//! [`synth::write_dataset`] writes datasets with LeRobot's layout and encoders;
+//! [`validate::validate`] checks one thoroughly; [`frame_cache`] decodes every frame once into
+//! memory-mapped files for training.
 
 mod columns;
 mod dataset;
@@ -43,6 +45,7 @@ mod version;
 mod window;
 
 pub mod dataset_stats;
+pub mod frame_cache;
 pub mod synth;
 pub mod validate;
 pub mod video;

@@ -44,6 +44,18 @@ enum Command {
         #[arg(long)]
         write: bool,
     },
+    /// Decode every camera frame once into a memory-mapped cache (one file per camera).
+    Cache {
+        /// The dataset folder.
+        #[arg(long)]
+        root: PathBuf,
+        /// The cache folder to write, e.g. /dev/shm/pusht-frames.
+        #[arg(long)]
+        out: PathBuf,
+        /// Resize every frame to HxW (bilinear) while caching.
+        #[arg(long)]
+        resize: Option<String>,
+    },
     /// Write a synthetic dataset.
     Synth(commands::SynthArgs),
     /// Write LeRobot's samples for some indices as one collated safetensors batch.
@@ -97,6 +109,7 @@ fn main() -> ExitCode {
         Command::Info { root } => commands::info(&root),
         Command::Validate { root, tolerance_s } => commands::validate(&root, tolerance_s),
         Command::Stats { root, write } => commands::stats(&root, write),
+        Command::Cache { root, out, resize } => commands::cache(&root, &out, resize.as_deref()),
         Command::Synth(args) => commands::synth(&args),
         Command::Sample { root, indices, preset, n_obs_steps, horizon, delta_timestamps, uint8, tolerance_s, out } => {
             let diffusion = preset.map(|Preset::Diffusion| (n_obs_steps, horizon));

@@ -118,3 +118,40 @@ fn errors_are_one_line_and_exit_1() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.starts_with("error: /nonexistent/dataset/meta/info.json:"), "{err}");
 }
+
+#[test]
+fn cache_writes_frames_equal_to_the_decoded_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ds");
+    let cache = dir.path().join("frames");
+    let out = datasets(&["synth", "--out", root.to_str().unwrap(), "--episodes", "3", "--episodes-per-file", "2"]);
+    assert!(out.status.success());
+    let out = datasets(&["cache", "--root", root.to_str().unwrap(), "--out", cache.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout(&out).contains("cached"));
+    let dataset = datasets::Dataset::open(&root).unwrap();
+    let frames = datasets::frame_cache::FrameCache::open(&cache, &dataset).unwrap();
+    let camera = frames.camera("observation.image").unwrap();
+    let mut decoders = datasets::DecoderCache::default();
+    for index in [0, 1, dataset.len() / 2, dataset.len() - 1] {
+        let sample =
+            dataset.get(index, &datasets::WindowSpec::none(), &mut decoders, datasets::FrameFormat::Uint8).unwrap();
+        let datasets::Values::U8(pixels) = &sample.tensors["observation.image"].values else { panic!("uint8 frames") };
+        assert_eq!(camera.frame(index), &pixels[..], "frame {index}");
+    }
+    let out = datasets(&[
+        "cache",
+        "--root",
+        root.to_str().unwrap(),
+        "--out",
+        dir.path().join("small").to_str().unwrap(),
+        "--resize",
+        "48x64",
+    ]);
+    assert!(out.status.success());
+    let small = datasets::frame_cache::FrameCache::open(&dir.path().join("small"), &dataset).unwrap();
+    assert_eq!(
+        small.camera("observation.image").unwrap().header().shape,
+        datasets::FrameShape { channels: 3, height: 48, width: 64 }
+    );
+}

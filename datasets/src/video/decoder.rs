@@ -236,6 +236,13 @@ impl VideoDecoder {
 
     /// Finds the decoded frame nearest `t`, decoding forward or seeking as needed.
     fn locate(&mut self, t: f64, tolerance_s: f64) -> Result<Held> {
+        // A frame closer to `t` than a quarter period (and within tolerance) is the only frame
+        // within tolerance, hence the nearest, without decoding its successor to compare.
+        let sure = tolerance_s.min(0.25 / self.fps);
+        let accepts = |h: &Held| (h.pts_s - t).abs() < sure;
+        if let Some(held) = self.cur.filter(accepts).or(self.prev.filter(accepts)) {
+            return Ok(held);
+        }
         if let Some(held) = self.bracketing(t) {
             return self.within_tolerance(held, t, tolerance_s);
         }
@@ -244,11 +251,13 @@ impl VideoDecoder {
             None => false,
         };
         if !forward {
-            self.seek_to(t)?;
+            // Aim a hair past `t`: a keyframe exactly at `t` whose time rounds to just above the
+            // query (float32 timestamps) must not send us a whole GOP back.
+            self.seek_to(t + sure)?;
         }
         let mut margin = 0.0;
         loop {
-            while !self.cur.is_some_and(|c| c.pts_s >= t) && self.decode_next()? {}
+            while !self.cur.is_some_and(|c| c.pts_s >= t || accepts(&c)) && self.decode_next()? {}
             // Right after a seek, a first frame later than `t` means the keyframe we landed on
             // is past the target (open GOP, or rounding in the container's index): go back
             // further, doubling the margin, until we reach the start of the stream.
@@ -261,6 +270,9 @@ impl VideoDecoder {
             }
             margin = if margin == 0.0 { (2.0 / self.fps).max(0.1) } else { margin * 2.0 };
             self.seek_to(t - margin)?;
+        }
+        if let Some(held) = self.cur.filter(accepts) {
+            return Ok(held);
         }
         let held = self.bracketing(t).or(self.nearest_held(t)).ok_or_else(|| Error::FrameTimestamp {
             path: self.path.clone(),
@@ -344,6 +356,9 @@ impl VideoDecoder {
     /// Sends the next packet of our stream (or end-of-stream) to the decoder.
     fn feed(&mut self) -> Result<()> {
         loop {
+            // `av_read_frame` does not release the packet it overwrites: start from an empty
+            // one (dropping the previous packet unreferences its buffer).
+            self.packet = ffmpeg::Packet::empty();
             match self.packet.read(&mut self.input) {
                 Ok(()) if self.packet.stream() == self.stream => {
                     return self

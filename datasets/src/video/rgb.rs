@@ -63,15 +63,46 @@ fn hwc_to_chw(src: &[u8], stride: usize, h: usize, w: usize, out: &mut [u8]) {
     let plane = h * w;
     let (r, rest) = out.split_at_mut(plane);
     let (g, b) = rest.split_at_mut(plane);
-    for y in 0..h {
+    let planes = r.chunks_exact_mut(w).zip(g.chunks_exact_mut(w)).zip(b.chunks_exact_mut(w));
+    for (y, ((r, g), b)) in planes.enumerate() {
         let row = &src[y * stride..y * stride + 3 * w];
-        let (r, g, b) = (&mut r[y * w..(y + 1) * w], &mut g[y * w..(y + 1) * w], &mut b[y * w..(y + 1) * w]);
-        for (x, px) in row.chunks_exact(3).enumerate() {
-            r[x] = px[0];
-            g[x] = px[1];
-            b[x] = px[2];
+        // Eight pixels at a time as three 64-bit words (see `deinterleave8`), the rest one by one.
+        let (groups, tail) = row.as_chunks::<24>();
+        let (r8, r_tail) = r.as_chunks_mut::<8>();
+        let (g8, g_tail) = g.as_chunks_mut::<8>();
+        let (b8, b_tail) = b.as_chunks_mut::<8>();
+        for (((px, r), g), b) in groups.iter().zip(r8).zip(g8).zip(b8) {
+            let [pr, pg, pb] = deinterleave8(px);
+            *r = pr.to_le_bytes();
+            *g = pg.to_le_bytes();
+            *b = pb.to_le_bytes();
+        }
+        let (tail, _) = tail.as_chunks::<3>();
+        for (((&[pr, pg, pb], r), g), b) in tail.iter().zip(r_tail).zip(g_tail).zip(b_tail) {
+            *r = pr;
+            *g = pg;
+            *b = pb;
         }
     }
+}
+
+/// Eight packed RGB pixels (24 bytes) → eight R, eight G and eight B bytes, each as a
+/// little-endian word: byte `i` of channel `c` is input byte `3i + c`.
+#[inline(always)]
+fn deinterleave8(px: &[u8; 24]) -> [u64; 3] {
+    let word = |i: usize| u64::from_le_bytes(px[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+    let (a, b, c) = (word(0), word(1), word(2));
+    let pick = |c0: u64| -> u64 {
+        // Input byte k lies in word k / 8 at byte k % 8; gather bytes 3i + c0 into byte i.
+        let mut out = 0u64;
+        for i in 0..8u64 {
+            let k = 3 * i + c0;
+            let source = [a, b, c][(k / 8) as usize];
+            out |= ((source >> (8 * (k % 8))) & 0xff) << (8 * i);
+        }
+        out
+    };
+    [pick(0), pick(1), pick(2)]
 }
 
 /// The RGB shape of a decoded frame.
@@ -82,6 +113,21 @@ pub(crate) fn shape_of(frame: &ffmpeg::frame::Video) -> FrameShape {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wide_rows_become_planes_in_groups_of_eight_and_one_by_one() {
+        let (h, w, stride) = (3, 11, 40);
+        let src: Vec<u8> = (0..h * stride).map(|i| (i * 7 % 251) as u8).collect();
+        let mut fast = vec![0u8; 3 * h * w];
+        hwc_to_chw(&src, stride, h, w, &mut fast);
+        for c in 0..3 {
+            for y in 0..h {
+                for x in 0..w {
+                    assert_eq!(fast[c * h * w + y * w + x], src[y * stride + 3 * x + c], "c {c} y {y} x {x}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn packed_rows_become_planes() {

@@ -1,0 +1,239 @@
+//! `bench loader`: loader throughput over workers × batch sizes, against the memcpy bound.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use datasets::{Dataset, WindowSpec, diffusion_delta_timestamps};
+use loader::Loader;
+use serde::Serialize;
+
+use crate::report::{Series, line_plot, markdown_table, table, write_csv, write_json};
+use crate::sys::{git_revision, machine, memcpy_bandwidth, quantile, rss_bytes};
+
+/// Arguments of `bench loader`.
+#[derive(Debug, Clone, Args)]
+pub struct LoaderArgs {
+    /// The dataset folder.
+    #[arg(long)]
+    pub root: PathBuf,
+    /// Read frames from this decoded-frame cache instead of the videos.
+    #[arg(long)]
+    pub frame_cache: Option<PathBuf>,
+    /// Worker counts to try.
+    #[arg(long, value_delimiter = ',', default_value = "0,1,2,4")]
+    pub workers: Vec<usize>,
+    /// Batch sizes to try.
+    #[arg(long, value_delimiter = ',', default_value = "8,32,64,256")]
+    pub batch_sizes: Vec<usize>,
+    /// Seconds of measurement per cell (after the first batch).
+    #[arg(long, default_value_t = 3.0)]
+    pub seconds: f64,
+    /// Prefetch depth.
+    #[arg(long, default_value_t = 4)]
+    pub prefetch: usize,
+    /// Diffusion Policy windows: observation steps.
+    #[arg(long, default_value_t = 2)]
+    pub n_obs_steps: usize,
+    /// Diffusion Policy windows: action horizon.
+    #[arg(long, default_value_t = 16)]
+    pub horizon: usize,
+    /// Frames dropped at the end of each episode (Diffusion Policy: 7).
+    #[arg(long, default_value_t = 7)]
+    pub drop_n_last_frames: usize,
+    /// Folder for the JSON, CSV and SVG results.
+    #[arg(long, default_value = "target/bench")]
+    pub out: PathBuf,
+}
+
+/// One measured configuration.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    /// Worker threads.
+    pub workers: usize,
+    /// Samples per batch.
+    pub batch_size: usize,
+    /// Throughput.
+    pub samples_per_s: f64,
+    /// Bytes delivered per second, in MB/s.
+    pub mb_per_s: f64,
+    /// Median time between batches, in ms.
+    pub p50_ms: f64,
+    /// 99th percentile time between batches, in ms.
+    pub p99_ms: f64,
+    /// Loader build plus the first batch, in seconds.
+    pub first_batch_s: f64,
+    /// Largest resident memory seen during the cell, in MB.
+    pub peak_rss_mb: f64,
+    /// `samples/s × bytes per sample / memcpy bytes/s`.
+    pub memcpy_fraction: f64,
+    /// Batches measured.
+    pub batches: usize,
+}
+
+/// The whole sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoaderReport {
+    /// The machine.
+    pub machine: String,
+    /// The git revision.
+    pub revision: String,
+    /// The dataset.
+    pub dataset: String,
+    /// Frames read from a frame cache rather than video.
+    pub frame_cache: bool,
+    /// Seconds to open the dataset.
+    pub open_s: f64,
+    /// Bytes one sample moves.
+    pub bytes_per_sample: usize,
+    /// Single-thread memcpy bandwidth, GB/s.
+    pub memcpy_gb_s: f64,
+    /// The cells.
+    pub cells: Vec<Cell>,
+}
+
+/// Runs the sweep and writes its results.
+pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
+    let memcpy = memcpy_bandwidth(5);
+    let opened = Instant::now();
+    let dataset = Arc::new(Dataset::open(&args.root)?);
+    let open_s = opened.elapsed().as_secs_f64();
+    let deltas = diffusion_delta_timestamps(dataset.info(), args.n_obs_steps, args.horizon);
+    let windows = WindowSpec::from_delta_timestamps(&deltas, dataset.info(), dataset.options().tolerance_s)?;
+    let mut cells = Vec::new();
+    let mut bytes_per_sample = 0;
+    for &batch_size in &args.batch_sizes {
+        for &workers in &args.workers {
+            let started = Instant::now();
+            let mut builder = Loader::builder(dataset.clone())
+                .batch_size(batch_size)
+                .num_workers(workers)
+                .prefetch(args.prefetch)
+                .drop_frames(0, args.drop_n_last_frames)
+                .windows(windows.clone());
+            if let Some(cache) = &args.frame_cache {
+                builder = builder.frame_cache(cache);
+            }
+            let mut loader = builder.build()?;
+            bytes_per_sample = loader.layout().bytes_per_sample();
+            loader.next().context("the loader produced no batch")??;
+            let first_batch_s = started.elapsed().as_secs_f64();
+            let mut latencies = Vec::new();
+            let mut samples = 0;
+            let mut peak_rss = rss_bytes();
+            let window = Instant::now();
+            let mut last = Instant::now();
+            while window.elapsed().as_secs_f64() < args.seconds || latencies.len() < 5 {
+                let batch = loader.next().context("the loader ended")??;
+                samples += batch.len();
+                latencies.push(last.elapsed().as_secs_f64() * 1e3);
+                last = Instant::now();
+                peak_rss = peak_rss.max(rss_bytes());
+            }
+            let elapsed = window.elapsed().as_secs_f64();
+            let counters = loader.decode_counters();
+            let samples_per_s = samples as f64 / elapsed;
+            let cell = Cell {
+                workers,
+                batch_size,
+                samples_per_s,
+                mb_per_s: samples_per_s * bytes_per_sample as f64 / 1e6,
+                p50_ms: quantile(&latencies, 0.5),
+                p99_ms: quantile(&latencies, 0.99),
+                first_batch_s,
+                peak_rss_mb: peak_rss as f64 / 1e6,
+                memcpy_fraction: samples_per_s * bytes_per_sample as f64 / memcpy,
+                batches: latencies.len(),
+            };
+            let total_samples = (samples + batch_size) as f64;
+            eprintln!(
+                "workers {workers:>2} batch {batch_size:>4}: {:>10.0} samples/s ({:.2} frames decoded, {:.2} seeks, {:.2} converted per sample)",
+                cell.samples_per_s,
+                counters.frames_decoded as f64 / total_samples,
+                counters.seeks as f64 / total_samples,
+                counters.frames_converted as f64 / total_samples
+            );
+            cells.push(cell);
+        }
+    }
+    let report = LoaderReport {
+        machine: machine(),
+        revision: git_revision(),
+        dataset: args.root.display().to_string(),
+        frame_cache: args.frame_cache.is_some(),
+        open_s,
+        bytes_per_sample,
+        memcpy_gb_s: memcpy / 1e9,
+        cells,
+    };
+    write_outputs(&args.out, &report)?;
+    Ok(report)
+}
+
+const HEADER: [&str; 9] =
+    ["workers", "batch", "samples/s", "MB/s", "p50 ms", "p99 ms", "first batch s", "peak RSS MB", "of memcpy"];
+
+fn rows(report: &LoaderReport) -> Vec<Vec<String>> {
+    report
+        .cells
+        .iter()
+        .map(|c| {
+            vec![
+                c.workers.to_string(),
+                c.batch_size.to_string(),
+                format!("{:.0}", c.samples_per_s),
+                format!("{:.1}", c.mb_per_s),
+                format!("{:.2}", c.p50_ms),
+                format!("{:.2}", c.p99_ms),
+                format!("{:.3}", c.first_batch_s),
+                format!("{:.0}", c.peak_rss_mb),
+                format!("{:.1}%", 100.0 * c.memcpy_fraction),
+            ]
+        })
+        .collect()
+}
+
+/// The sweep as an aligned table, with its context line.
+pub fn render(report: &LoaderReport) -> String {
+    format!(
+        "{}\n{} ({}), open {:.3}s, {} bytes/sample, memcpy {:.1} GB/s, {}\n{}",
+        report.machine,
+        report.dataset,
+        if report.frame_cache { "frame cache" } else { "video" },
+        report.open_s,
+        report.bytes_per_sample,
+        report.memcpy_gb_s,
+        report.revision,
+        table(&HEADER, &rows(report))
+    )
+}
+
+/// The sweep as a Markdown table, for `RESULTS.md`.
+pub fn markdown(report: &LoaderReport) -> String {
+    markdown_table(&HEADER, &rows(report))
+}
+
+fn write_outputs(dir: &Path, report: &LoaderReport) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let stem = if report.frame_cache { "loader-frame-cache" } else { "loader-video" };
+    write_json(&dir.join(format!("{stem}.json")), report)?;
+    write_csv(&dir.join(format!("{stem}.csv")), &HEADER, &rows(report))?;
+    let mut batch_sizes: Vec<usize> = report.cells.iter().map(|c| c.batch_size).collect();
+    batch_sizes.dedup();
+    let series: Vec<Series> = batch_sizes
+        .iter()
+        .map(|&b| Series {
+            label: format!("batch {b}"),
+            points: report
+                .cells
+                .iter()
+                .filter(|c| c.batch_size == b)
+                .map(|c| (c.workers as f64, c.samples_per_s))
+                .collect(),
+        })
+        .collect();
+    let title = format!("loader samples/s ({})", if report.frame_cache { "frame cache" } else { "video" });
+    line_plot(&dir.join(format!("{stem}.svg")), &title, "workers", "samples/s", &series)
+}

@@ -1,0 +1,73 @@
+//! What the machine can do and what the process uses: memcpy bandwidth, resident memory, and a
+//! one-line description of the machine for reports.
+
+use std::time::Instant;
+
+/// Resident set size of this process now, in bytes (Linux `/proc/self/status` `VmRSS`).
+pub fn rss_bytes() -> u64 {
+    status_kib("VmRSS:") * 1024
+}
+
+fn status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// Single-thread memcpy bandwidth in bytes/s: the best of `repeats` copies of a 64 MiB buffer
+/// (larger than any cache), after one warm-up copy that also faults the pages in.
+pub fn memcpy_bandwidth(repeats: usize) -> f64 {
+    const LEN: usize = 64 << 20;
+    let src = vec![1u8; LEN];
+    let mut dst = vec![0u8; LEN];
+    dst.copy_from_slice(&src);
+    let mut best = f64::INFINITY;
+    for _ in 0..repeats.max(1) {
+        let started = Instant::now();
+        dst.copy_from_slice(std::hint::black_box(&src));
+        std::hint::black_box(&mut dst);
+        best = best.min(started.elapsed().as_secs_f64());
+    }
+    LEN as f64 / best
+}
+
+/// CPU model, core count and memory, e.g. `2 x Intel Xeon ..., 23 GiB`.
+pub fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map_or("unknown CPU", str::trim)
+        .to_string();
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let mem_kib: u64 = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("MemTotal:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0);
+    format!("{cores} x {model}, {} GiB", mem_kib / (1 << 20))
+}
+
+/// The current git revision, when run inside a checkout.
+pub fn git_revision() -> String {
+    std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or_else(|| "unknown".into(), |o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+/// The `q`-quantile (0..=1) of `values` (sorted copy, nearest rank).
+pub fn quantile(values: &[f64], q: f64) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((q * (sorted.len() - 1) as f64).round() as usize).min(sorted.len() - 1);
+    sorted[rank]
+}

@@ -1,0 +1,155 @@
+//! What a batch holds, decided once per loader: one field per dataset feature (LeRobot's keys),
+//! where its values come from, and its per-sample shape exactly as LeRobot returns it.
+
+use datasets::frame_cache::FrameCache;
+use datasets::{Dataset, Dtype, FrameShape, WindowSpec};
+
+use crate::error::{Error, Result};
+
+/// Where a field's values come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Decoded from the `camera`-th video feature's MP4s.
+    Video {
+        /// Position among the dataset's video keys.
+        camera: usize,
+    },
+    /// Decoded from PNG/JPEG bytes in the parquet column.
+    Image,
+    /// Copied from the decoded-frame cache.
+    FrameCache,
+    /// Gathered from a numeric parquet column.
+    Column,
+}
+
+/// The element type of a field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueType {
+    /// Camera frames.
+    U8,
+    /// Float features (returned as f32 like LeRobot).
+    F32,
+    /// Integer features.
+    I64,
+    /// Boolean features.
+    Bool,
+}
+
+/// One field of a batch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Field {
+    /// The feature key (LeRobot's output key).
+    pub key: String,
+    /// Where its values come from.
+    pub source: Source,
+    /// Its element type.
+    pub value_type: ValueType,
+    /// Window offsets in frames, when read as a window (then `{key}_is_pad` exists).
+    pub offsets: Option<Vec<i64>>,
+    /// The stored frame shape, for cameras.
+    pub frame: Option<FrameShape>,
+    /// Values per window step (one frame, or the feature's width).
+    pub step_len: usize,
+    /// The shape of one sample's value, as LeRobot returns it (a video window of one step is
+    /// squeezed to `C, H, W`; scalars are 0-dimensional).
+    pub item_shape: Vec<usize>,
+}
+
+impl Field {
+    /// Window steps per sample (1 without a window).
+    pub fn steps(&self) -> usize {
+        self.offsets.as_ref().map_or(1, Vec::len)
+    }
+
+    /// Values per sample.
+    pub fn per_sample(&self) -> usize {
+        self.steps() * self.step_len
+    }
+}
+
+/// The fields of every batch of a loader.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchLayout {
+    /// Samples per full batch.
+    pub batch_size: usize,
+    /// The fields, in `info.json` order (string features are left out: they are not tensors).
+    pub fields: Vec<Field>,
+}
+
+impl BatchLayout {
+    /// The layout for `dataset` read with `windows`, cameras from `cache` when given.
+    pub fn new(dataset: &Dataset, windows: &WindowSpec, cache: Option<&FrameCache>, batch_size: usize) -> Result<Self> {
+        let info = dataset.info();
+        let videos = info.video_keys();
+        let mut fields = Vec::new();
+        for feature in &info.features {
+            let key = feature.key.as_str();
+            let offsets = windows.offsets(key).map(<[i64]>::to_vec);
+            let windowed = offsets.is_some();
+            let steps = offsets.as_ref().map_or(1, Vec::len);
+            let (source, value_type, frame, step_len) = match &feature.dtype {
+                Dtype::Video | Dtype::Image => {
+                    let (source, frame) = match cache {
+                        Some(cache) => {
+                            let camera = cache.camera(key).ok_or_else(|| {
+                                Error::Config(format!(
+                                    "the frame cache in {} has no camera `{key}`",
+                                    cache.dir().display()
+                                ))
+                            })?;
+                            (Source::FrameCache, camera.header().shape)
+                        }
+                        None if feature.is_video() => {
+                            let camera = videos.iter().position(|k| k.as_str() == key).expect("a video key");
+                            (Source::Video { camera }, feature.frame_shape().expect("cameras have a frame shape"))
+                        }
+                        None => (Source::Image, feature.frame_shape().expect("cameras have a frame shape")),
+                    };
+                    (source, ValueType::U8, Some(frame), frame.len())
+                }
+                Dtype::Float32 | Dtype::Float64 => (Source::Column, ValueType::F32, None, feature.width()),
+                Dtype::Int(_) => (Source::Column, ValueType::I64, None, feature.width()),
+                Dtype::Bool => (Source::Column, ValueType::Bool, None, feature.width()),
+                Dtype::String => continue,
+                Dtype::Other(d) => {
+                    return Err(Error::Config(format!(
+                        "feature `{key}` has dtype {d:?}, which the loader cannot read"
+                    )));
+                }
+            };
+            let item_shape = match frame {
+                Some(f) => {
+                    let chw = [f.channels, f.height, f.width];
+                    let squeeze = feature.is_video() && steps == 1;
+                    if windowed && !squeeze { [vec![steps], chw.to_vec()].concat() } else { chw.to_vec() }
+                }
+                None => {
+                    let item = if feature.is_scalar() { Vec::new() } else { feature.shape.clone() };
+                    if windowed { [vec![steps], item].concat() } else { item }
+                }
+            };
+            fields.push(Field { key: key.to_string(), source, value_type, offsets, frame, step_len, item_shape });
+        }
+        Ok(Self { batch_size, fields })
+    }
+
+    /// The field `key`.
+    pub fn field(&self, key: &str) -> Option<&Field> {
+        self.fields.iter().find(|f| f.key == key)
+    }
+
+    /// Bytes one sample moves (frames, values and pads), the unit of the memcpy bound.
+    pub fn bytes_per_sample(&self) -> usize {
+        self.fields
+            .iter()
+            .map(|f| {
+                let element = match f.value_type {
+                    ValueType::U8 | ValueType::Bool => 1,
+                    ValueType::F32 => 4,
+                    ValueType::I64 => 8,
+                };
+                f.per_sample() * element + f.offsets.as_ref().map_or(0, Vec::len)
+            })
+            .sum()
+    }
+}

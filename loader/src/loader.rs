@@ -1,0 +1,257 @@
+//! The loader: a builder that validates the configuration against the dataset, and an iterator
+//! of batches that runs either on the caller's thread (`num_workers = 0`) or on a persistent
+//! worker pool behind a prefetch channel.
+
+use std::path::PathBuf;
+use std::sync::{Arc, PoisonError};
+
+use crossbeam_channel::{Receiver, Sender, unbounded};
+use datasets::frame_cache::FrameCache;
+use datasets::video::DecodeCounters;
+use datasets::{Dataset, DecoderCacheConfig, WindowSpec};
+
+use crate::assemble::{Assembler, Scratch};
+use crate::batch::{Batch, Buffers};
+use crate::error::{Error, Result};
+use crate::layout::BatchLayout;
+use crate::prefetch::{Pipeline, produce};
+use crate::sampler::{EpisodeSampler, Planner, SamplerConfig, SamplerState};
+
+/// Configures and builds a [`Loader`].
+#[derive(Debug, Clone)]
+pub struct LoaderBuilder {
+    dataset: Arc<Dataset>,
+    sampler: SamplerConfig,
+    windows: WindowSpec,
+    num_workers: usize,
+    prefetch: usize,
+    frame_cache: Option<PathBuf>,
+    decoder_cache: DecoderCacheConfig,
+    resume: SamplerState,
+    max_epochs: Option<u64>,
+}
+
+impl LoaderBuilder {
+    /// Samples per batch. Default 8.
+    pub fn batch_size(mut self, n: usize) -> Self {
+        self.sampler.batch_size = n;
+        self
+    }
+
+    /// Worker threads (0: batches are made on the caller's thread, without prefetch). Default 0.
+    pub fn num_workers(mut self, n: usize) -> Self {
+        self.num_workers = n;
+        self
+    }
+
+    /// Finished batches kept waiting ahead of the consumer. Default 4.
+    pub fn prefetch(mut self, depth: usize) -> Self {
+        self.prefetch = depth;
+        self
+    }
+
+    /// Seed of the per-epoch shuffles. Default 1000.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.sampler.seed = seed;
+        self
+    }
+
+    /// Shuffle each epoch (default) or keep dataset order.
+    pub fn shuffle(mut self, shuffle: bool) -> Self {
+        self.sampler.shuffle = shuffle;
+        self
+    }
+
+    /// Frames skipped at the start and end of each episode (Diffusion Policy: 0 and 7).
+    pub fn drop_frames(mut self, first: usize, last: usize) -> Self {
+        self.sampler.drop_n_first_frames = first;
+        self.sampler.drop_n_last_frames = last;
+        self
+    }
+
+    /// Drop each epoch's incomplete last batch. Default false, as LeRobot.
+    pub fn drop_last(mut self, drop_last: bool) -> Self {
+        self.sampler.drop_last = drop_last;
+        self
+    }
+
+    /// Use only this trainer's shard: `rank` of `world_size`.
+    pub fn shard(mut self, rank: usize, world_size: usize) -> Self {
+        self.sampler.rank = rank;
+        self.sampler.world_size = world_size;
+        self
+    }
+
+    /// Sample only these episodes.
+    pub fn episodes(mut self, episodes: Vec<usize>) -> Self {
+        self.sampler.episodes = Some(episodes);
+        self
+    }
+
+    /// The whole sampler configuration at once.
+    pub fn sampler(mut self, config: SamplerConfig) -> Self {
+        self.sampler = config;
+        self
+    }
+
+    /// Windows (LeRobot's `delta_timestamps`, resolved). Default: none.
+    pub fn windows(mut self, windows: WindowSpec) -> Self {
+        self.windows = windows;
+        self
+    }
+
+    /// Read camera frames from this decoded-frame cache (`datasets cache`) instead of videos.
+    pub fn frame_cache(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.frame_cache = Some(dir.into());
+        self
+    }
+
+    /// Limits of each worker's decoder cache.
+    pub fn decoder_cache(mut self, config: DecoderCacheConfig) -> Self {
+        self.decoder_cache = config;
+        self
+    }
+
+    /// Continue from a saved state (the `state()` of the last batch consumed).
+    pub fn resume(mut self, state: SamplerState) -> Self {
+        self.resume = state;
+        self
+    }
+
+    /// Stop after this many epochs. Default: never (the iterator is endless, as LeRobot's
+    /// training loop cycles its DataLoader).
+    pub fn max_epochs(mut self, epochs: u64) -> Self {
+        self.max_epochs = Some(epochs);
+        self
+    }
+
+    /// Checks the configuration and starts the workers.
+    pub fn build(self) -> Result<Loader> {
+        let ranges: Vec<std::ops::Range<usize>> = self.dataset.episodes().iter().map(|e| e.frames.clone()).collect();
+        let sampler = EpisodeSampler::new(self.sampler.clone(), &ranges)?;
+        let cache =
+            self.frame_cache.as_ref().map(|dir| FrameCache::open(dir, &self.dataset)).transpose()?.map(Arc::new);
+        let layout =
+            Arc::new(BatchLayout::new(&self.dataset, &self.windows, cache.as_deref(), self.sampler.batch_size)?);
+        let assembler = Arc::new(Assembler::new(
+            self.dataset.clone(),
+            layout.clone(),
+            cache,
+            self.decoder_cache,
+            self.num_workers,
+        )?);
+        let planner = Planner::new(sampler.clone(), self.resume, self.max_epochs);
+        let (recycle_tx, recycle_rx) = unbounded();
+        let engine = if self.num_workers == 0 {
+            Engine::Inline { planner, scratch: Scratch::default(), recycle: recycle_rx }
+        } else {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(self.num_workers)
+                .thread_name(|i| format!("loader-worker-{i}"))
+                .build()
+                .map_err(|e| Error::Config(format!("cannot start {} workers: {e}", self.num_workers)))?;
+            let pipeline =
+                Pipeline::start(assembler.clone(), Arc::new(pool), planner, layout.clone(), self.prefetch, recycle_rx)
+                    .map_err(|e| Error::Config(format!("cannot start the prefetch thread: {e}")))?;
+            Engine::Pool(pipeline)
+        };
+        Ok(Loader { layout, sampler, assembler, engine, recycle: recycle_tx, failed: false })
+    }
+}
+
+/// Where batches are made.
+enum Engine {
+    /// On the caller's thread, when asked.
+    Inline { planner: Planner, scratch: Scratch, recycle: Receiver<Box<Buffers>> },
+    /// On the worker pool, ahead of time.
+    Pool(Pipeline),
+}
+
+/// An endless (or `max_epochs`-long) iterator of batches.
+pub struct Loader {
+    layout: Arc<BatchLayout>,
+    sampler: EpisodeSampler,
+    assembler: Arc<Assembler>,
+    engine: Engine,
+    recycle: Sender<Box<Buffers>>,
+    failed: bool,
+}
+
+impl Loader {
+    /// A builder for `dataset` with LeRobot's defaults (batch 8, shuffled, seed 1000, no
+    /// windows, 0 workers, prefetch 4).
+    pub fn builder(dataset: Arc<Dataset>) -> LoaderBuilder {
+        LoaderBuilder {
+            dataset,
+            sampler: SamplerConfig::default(),
+            windows: WindowSpec::none(),
+            num_workers: 0,
+            prefetch: 4,
+            frame_cache: None,
+            decoder_cache: DecoderCacheConfig::default(),
+            resume: SamplerState::default(),
+            max_epochs: None,
+        }
+    }
+
+    /// The layout of every batch.
+    pub fn layout(&self) -> &BatchLayout {
+        &self.layout
+    }
+
+    /// The sampler (anchors, epoch length).
+    pub fn sampler(&self) -> &EpisodeSampler {
+        &self.sampler
+    }
+
+    /// The estimated memory held by the open video decoders, summed over workers.
+    pub fn decoder_bytes(&self) -> usize {
+        self.assembler.decoder_caches().iter().map(|c| c.lock().unwrap_or_else(PoisonError::into_inner).bytes()).sum()
+    }
+
+    /// Decoding work so far (frames decoded, seeks, frames converted), summed over workers.
+    pub fn decode_counters(&self) -> DecodeCounters {
+        let mut total = DecodeCounters::default();
+        for cache in self.assembler.decoder_caches() {
+            let c = cache.lock().unwrap_or_else(PoisonError::into_inner).counters();
+            total.frames_decoded += c.frames_decoded;
+            total.seeks += c.seeks;
+            total.frames_converted += c.frames_converted;
+        }
+        total
+    }
+
+    /// Video files opened so far, summed over workers.
+    pub fn files_opened(&self) -> u64 {
+        self.assembler
+            .decoder_caches()
+            .iter()
+            .map(|c| c.lock().unwrap_or_else(PoisonError::into_inner).files_opened())
+            .sum()
+    }
+}
+
+impl Iterator for Loader {
+    type Item = Result<Batch>;
+
+    fn next(&mut self) -> Option<Result<Batch>> {
+        if self.failed {
+            return None;
+        }
+        let made = match &mut self.engine {
+            Engine::Inline { planner, scratch, recycle } => {
+                let plan = planner.next_plan()?;
+                let mut buffers = recycle.try_recv().unwrap_or_else(|_| Box::new(Buffers::new(&self.layout)));
+                produce(&self.assembler, &plan, &mut buffers, scratch).map(|()| buffers)
+            }
+            Engine::Pool(pipeline) => pipeline.next()?,
+        };
+        match made {
+            Ok(buffers) => Some(Ok(Batch::new(buffers, self.layout.clone(), Some(self.recycle.clone())))),
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
+}

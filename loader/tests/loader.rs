@@ -1,0 +1,228 @@
+//! One expectation over every code path: the same batches, bit for bit, whatever the number of
+//! workers, the prefetch depth, or the camera source (video or frame cache); each sample equal
+//! to what `datasets sample` (Dataset::get) returns; errors delivered, never a hang.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use datasets::synth::{CameraSpec, SynthConfig, write_dataset};
+use datasets::{
+    Batch as Collated, CodebaseVersion, Dataset, DecoderCache, DecoderCacheConfig, FrameFormat, Tensor, WindowSpec,
+};
+use loader::{Loader, LoaderBuilder, SamplerState};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    dataset: Arc<Dataset>,
+    cache: std::path::PathBuf,
+    windows: WindowSpec,
+}
+
+fn fixture(cfg: SynthConfig) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ds");
+    write_dataset(&root, &cfg).unwrap();
+    let dataset = Arc::new(Dataset::open(&root).unwrap());
+    let cache = dir.path().join("frames");
+    datasets::frame_cache::write_frame_cache(&dataset, &cache, None, &|_| {}).unwrap();
+    let deltas = datasets::diffusion_delta_timestamps(dataset.info(), 2, 16);
+    let windows = WindowSpec::from_delta_timestamps(&deltas, dataset.info(), 1e-4).unwrap();
+    Fixture { _dir: dir, dataset, cache, windows }
+}
+
+fn small() -> SynthConfig {
+    SynthConfig {
+        episodes: 5,
+        min_length: 20,
+        max_length: 30,
+        episodes_per_file: Some(2),
+        cameras: vec![
+            CameraSpec { key: "observation.images.top".into(), height: 64, width: 64 },
+            CameraSpec { key: "observation.images.side".into(), height: 64, width: 96 },
+        ],
+        seed: 9,
+        ..SynthConfig::default()
+    }
+}
+
+fn builder(f: &Fixture) -> LoaderBuilder {
+    Loader::builder(f.dataset.clone()).batch_size(16).drop_frames(0, 7).seed(5).windows(f.windows.clone())
+}
+
+fn collect(loader: Loader, n: usize) -> Vec<(BTreeMap<String, Tensor>, Vec<usize>, SamplerState)> {
+    loader
+        .take(n)
+        .map(|b| {
+            let b = b.unwrap();
+            (b.to_tensors(), b.indices().to_vec(), b.state())
+        })
+        .collect()
+}
+
+#[test]
+fn every_path_gives_the_same_batches() {
+    let f = fixture(small());
+    let epoch = builder(&f).build().unwrap().sampler().batches_per_epoch();
+    let n = 2 * epoch + 1;
+    let reference = collect(builder(&f).num_workers(0).build().unwrap(), n);
+    assert_eq!(reference.len(), n);
+    for (workers, prefetch, cache) in [(1, 1, false), (4, 8, false), (1, 8, true), (4, 1, true), (0, 4, true)] {
+        let mut b = builder(&f).num_workers(workers).prefetch(prefetch);
+        if cache {
+            b = b.frame_cache(&f.cache);
+        }
+        let got = collect(b.build().unwrap(), n);
+        assert!(got == reference, "workers {workers}, prefetch {prefetch}, frame cache {cache}: batches differ");
+    }
+}
+
+#[test]
+fn samples_are_what_datasets_sample_returns() {
+    let f = fixture(small());
+    let mut decoders = DecoderCache::default();
+    for batch in builder(&f).num_workers(2).max_epochs(1).build().unwrap() {
+        let batch = batch.unwrap();
+        let samples: Vec<_> = batch
+            .indices()
+            .iter()
+            .map(|&i| f.dataset.get(i, &f.windows, &mut decoders, FrameFormat::Uint8).unwrap())
+            .collect();
+        let expected = Collated::collate(&samples).unwrap();
+        assert_eq!(batch.to_tensors(), expected.tensors, "batch {} of epoch {}", batch.index_in_epoch(), batch.epoch());
+        let shape = batch.shape("observation.images.side").unwrap();
+        assert_eq!(shape, vec![batch.len(), 2, 3, 64, 96]);
+        assert_eq!(batch.pad("action").unwrap().len(), batch.len() * 16);
+    }
+}
+
+#[test]
+fn an_epoch_visits_every_anchor_once_and_shards_split_it() {
+    let f = fixture(SynthConfig { episodes: 3, min_length: 20, max_length: 20, seed: 1, ..SynthConfig::default() });
+    let anchors = builder(&f).build().unwrap().sampler().anchors().to_vec();
+    assert_eq!(anchors.len(), 3 * 13);
+    let mut seen: Vec<usize> = Vec::new();
+    for rank in 0..3 {
+        for batch in builder(&f).shard(rank, 3).max_epochs(1).num_workers(1).build().unwrap() {
+            seen.extend(batch.unwrap().indices());
+        }
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, anchors);
+    let sizes: Vec<usize> = builder(&f).max_epochs(1).build().unwrap().map(|b| b.unwrap().len()).collect();
+    assert_eq!(sizes, vec![16, 16, 7]);
+    let sizes: Vec<usize> =
+        builder(&f).drop_last(true).max_epochs(1).build().unwrap().map(|b| b.unwrap().len()).collect();
+    assert_eq!(sizes, vec![16, 16]);
+}
+
+#[test]
+fn resuming_from_a_batch_state_continues_exactly() {
+    let f = fixture(small());
+    let straight = collect(builder(&f).num_workers(2).build().unwrap(), 12);
+    for cut in [1, 5, 9] {
+        let state = straight[cut - 1].2;
+        let resumed = collect(builder(&f).num_workers(2).resume(state).build().unwrap(), 12 - cut);
+        assert!(resumed[..] == straight[cut..], "resuming after batch {cut} differs");
+    }
+}
+
+/// Cuts the video holding the last episodes so that decoding them fails.
+fn break_last_video(f: &Fixture) -> std::path::PathBuf {
+    let last = f.dataset.episodes().last().unwrap();
+    let video = f.dataset.video_file(last, 0).unwrap();
+    let bytes = std::fs::read(&video).unwrap();
+    std::fs::write(&video, &bytes[..bytes.len() / 2]).unwrap();
+    video
+}
+
+#[test]
+fn a_worker_error_reaches_the_consumer_and_stops_the_pipeline() {
+    for workers in [0, 1, 3] {
+        let f = fixture(small());
+        let video = break_last_video(&f);
+        let started = Instant::now();
+        let mut loader = builder(&f).num_workers(workers).prefetch(2).shuffle(false).build().unwrap();
+        let mut good = 0;
+        let error = loop {
+            match loader.next().expect("the error is delivered before the end") {
+                Ok(_) => good += 1,
+                Err(e) => break e,
+            }
+        };
+        let text =
+            format!("{error}: {}", std::error::Error::source(&error).map(ToString::to_string).unwrap_or_default());
+        assert!(text.contains(&*video.to_string_lossy()), "workers {workers}: {text}");
+        assert!(text.contains("epoch 0"), "{text}");
+        assert!(good > 0, "batches before the broken file arrive first");
+        assert!(loader.next().is_none(), "the pipeline stops after an error");
+        assert!(started.elapsed() < Duration::from_secs(60));
+    }
+}
+
+#[test]
+fn dropping_a_busy_loader_does_not_hang() {
+    let f = fixture(small());
+    let started = Instant::now();
+    for workers in [1, 4] {
+        let mut loader = builder(&f).num_workers(workers).prefetch(8).build().unwrap();
+        let held: Vec<_> = loader.by_ref().take(3).collect();
+        std::thread::sleep(Duration::from_millis(50)); // let the prefetch queue fill
+        drop(loader);
+        drop(held);
+    }
+    assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+#[test]
+fn decoder_memory_stays_within_its_budget() {
+    // v2.1: one file per episode, so many decoders would open without a bound.
+    let f = fixture(SynthConfig {
+        version: CodebaseVersion::V2_1,
+        episodes: 12,
+        min_length: 12,
+        max_length: 14,
+        seed: 2,
+        ..SynthConfig::default()
+    });
+    let one = DecoderCacheConfig { max_decoders: 3, max_bytes: usize::MAX };
+    let mut loader = builder(&f).num_workers(2).decoder_cache(one).build().unwrap();
+    for _ in 0..10 {
+        loader.next().unwrap().unwrap();
+        assert!(loader.decoder_bytes() <= 2 * 3 * (96 * 96 * 3 / 2 * 11 + (1 << 20)));
+    }
+    assert!(loader.files_opened() > 6, "files were reopened under the bound: {}", loader.files_opened());
+    let budget = DecoderCacheConfig { max_decoders: 100, max_bytes: 3 << 20 };
+    let mut loader = builder(&f).num_workers(1).decoder_cache(budget).build().unwrap();
+    for _ in 0..10 {
+        loader.next().unwrap().unwrap();
+        assert!(loader.decoder_bytes() <= 3 << 20, "{}", loader.decoder_bytes());
+    }
+}
+
+fn rewrite_header_byte(path: &Path, offset: u64, value: u8) {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    file.write_all_at(&[value], offset).unwrap();
+}
+
+#[test]
+fn stale_foreign_or_old_frame_caches_are_refused() {
+    let f = fixture(SynthConfig { episodes: 2, seed: 3, ..SynthConfig::default() });
+    let other = fixture(SynthConfig { episodes: 2, seed: 4, ..SynthConfig::default() });
+    let err = builder(&f).frame_cache(&other.cache).build().err().unwrap().to_string();
+    assert!(err.contains("another dataset") && err.contains("observation.image.frames"), "{err}");
+
+    let file = datasets::frame_cache::cache_file(&f.cache, "observation.image");
+    rewrite_header_byte(&file, 8, 7); // format version 7
+    let err = builder(&f).frame_cache(&f.cache).build().err().unwrap().to_string();
+    assert!(err.contains("format version 7"), "{err}");
+    rewrite_header_byte(&file, 8, 1);
+    builder(&f).frame_cache(&f.cache).build().unwrap();
+
+    let len = std::fs::metadata(&file).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&file).unwrap().set_len(len - 100).unwrap();
+    let err = builder(&f).frame_cache(&f.cache).build().err().unwrap().to_string();
+    assert!(err.contains("truncated"), "{err}");
+}

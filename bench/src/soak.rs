@@ -83,7 +83,9 @@ pub fn run(args: &SoakArgs) -> Result<SoakReport> {
         .drop_frames(0, 7)
         .windows(windows)
         .decoder_cache(decoders)
-        .max_epochs(args.epochs);
+        // One epoch more than measured, so the pipeline is still running (not shutting down)
+        // when the last measured epoch ends.
+        .max_epochs(args.epochs + 1);
     if let Some(cache) = &args.frame_cache {
         builder = builder.frame_cache(cache);
     }

@@ -5,6 +5,8 @@ mod loader_bench;
 mod report;
 mod soak;
 mod sys;
+mod train_bench;
+mod transforms_bench;
 
 use clap::{Parser, Subcommand};
 
@@ -22,6 +24,10 @@ enum Command {
     Loader(loader_bench::LoaderArgs),
     /// Many epochs through one loader: RSS and decoder memory per epoch.
     Soak(soak::SoakArgs),
+    /// Images/s of the default augmentation chain on a device.
+    Transforms(transforms_bench::TransformsArgs),
+    /// The trainer's step time, phase by phase, and the real loop's data-wait share.
+    TrainStep(train_bench::TrainStepArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -34,6 +40,21 @@ fn main() -> anyhow::Result<()> {
             let report = loader_bench::run(&args)?;
             println!("{}", loader_bench::render(&report));
             println!("{}", loader_bench::markdown(&report));
+        }
+        Command::Transforms(args) => {
+            let report = transforms_bench::run(&args)?;
+            println!(
+                "| device | batch x frames | size | images/s | ms/batch | upload ms | augment ms | normalise ms |"
+            );
+            println!("{}", transforms_bench::render(&report));
+        }
+        Command::TrainStep(args) => {
+            let reports = train_bench::run(&args)?;
+            println!("{}", train_bench::HEADER);
+            for r in &reports {
+                println!("{}", train_bench::render(r));
+            }
+            println!("{}", serde_json::to_string_pretty(&reports)?);
         }
         Command::Soak(args) => {
             let report = soak::run(&args)?;

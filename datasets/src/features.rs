@@ -101,7 +101,7 @@ impl Dtype {
 }
 
 /// Channel count, height and width of a camera frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct FrameShape {
     /// Channels (3 for RGB).
     pub channels: usize,

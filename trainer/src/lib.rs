@@ -1,2 +1,49 @@
-//! LeRobot's Diffusion Policy in burn and its training loop (built in the trainer issue; this
-//! crate is a placeholder until then).
+//! LeRobot's Diffusion Policy in burn, and its training loop.
+//!
+//! [`DiffusionModel`] is LeRobot's network (ResNet-18 camera encoders with SpatialSoftmax,
+//! global conditioning, the FiLM-conditioned 1-D U-Net) built from a [`DiffusionConfig`] (the
+//! `classic` or `lerobot-0.6` defaults) for a dataset's [`PolicyFeatures`]. [`train()`] runs
+//! LeRobot's loop — loader, device-side transforms and normalisation ([`InputPipeline`]), DDPM
+//! noising ([`NoiseSchedule`]), MSE, backward, global-norm clipping, Adam with L2 decay and the
+//! warm-up cosine schedule — with atomic checkpoints ([`checkpoint`]) and exact resume.
+//! [`PolicyRunner`] generates actions with LeRobot's queues.
+//!
+//! ```no_run
+//! use burn::backend::{Autodiff, Flex};
+//! use trainer::{Preset, TrainConfig, train};
+//!
+//! let mut config = TrainConfig::defaults(Preset::Classic);
+//! config.dataset.root = "/dev/shm/pusht".into();
+//! config.steps = 1000;
+//! let outcome = train::<Autodiff<Flex>>(&config, None, Default::default(), |_| {})?;
+//! println!("final loss {:?}", outcome.losses.last());
+//! # Ok::<(), trainer::Error>(())
+//! ```
+
+pub mod checkpoint;
+pub mod metrics;
+pub mod model;
+pub mod noise;
+pub mod optim;
+
+mod config;
+mod error;
+mod inference;
+mod inputs;
+mod pretrained;
+mod run_config;
+mod seeds;
+mod step;
+mod train;
+
+pub use config::{DiffusionConfig, PolicyFeatures, Preset};
+pub use error::{Error, Result};
+pub use inference::{PolicyRunner, StepObservation};
+pub use inputs::{HostObservation, InputPipeline, Mode, TrainInputs};
+pub use model::{DiffusionModel, Observation, Sampler, TrainingNoise};
+pub use noise::{BetaSchedule, NoiseSchedule, PredictionType, SchedulerKind};
+pub use pretrained::{StateDict, load_resnet18, read_state_dict};
+pub use run_config::{DatasetConfig, PolicySection, TrainConfig, merge};
+pub use seeds::{Purpose, step_seed};
+pub use step::{Learner, PolicyOptimizer, Prepared, StepOutput, draw_noise, schedule_of};
+pub use train::{Progress, TrainData, TrainOutcome, init_model, train};

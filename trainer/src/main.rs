@@ -1,5 +1,23 @@
-//! `trainer`: trains a Diffusion Policy on a LeRobot dataset (not built yet).
-fn main() {
-    eprintln!("error: the trainer is not implemented yet (see the trainer issue)");
-    std::process::exit(2);
+//! `trainer`: trains LeRobot's Diffusion Policy on a LeRobot dataset (`trainer --dataset.root
+//! DIR ...`), and runs trained checkpoints (`trainer sample ...`).
+
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = cli::Cli::parse();
+    match cli::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }

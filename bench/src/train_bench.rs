@@ -1,0 +1,262 @@
+//! `bench train-step`: the trainer's step time, phase by phase, on one real batch (the protocol
+//! of LeRobot's `../shared/anchors/bench_train.py`, so the two compare), then the real loop with
+//! the loader running: steps/s and the share of time spent waiting for data.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use burn::backend::Autodiff;
+use burn::prelude::*;
+use clap::Args;
+use loader::SamplerState;
+use serde::Serialize;
+use serde_json::json;
+use trainer::{InputPipeline, Learner, Preset, TrainConfig, TrainData, init_model};
+use transforms::{DeviceKind, DeviceTask, run_on};
+
+/// Arguments of `bench train-step`.
+#[derive(Debug, Clone, Args)]
+pub struct TrainStepArgs {
+    /// The dataset folder.
+    #[arg(long)]
+    pub root: PathBuf,
+    /// Read frames from this decoded-frame cache.
+    #[arg(long)]
+    pub frame_cache: Option<PathBuf>,
+    /// Policy defaults: classic or lerobot-0.6.
+    #[arg(long, default_value = "classic")]
+    pub preset: Preset,
+    /// The tiny policy (U-Net widths 64/128/256, step embedding 64), as `--demo` trains it.
+    #[arg(long)]
+    pub tiny: bool,
+    /// Batch sizes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "8")]
+    pub batch: Vec<usize>,
+    /// Warm-up steps (not timed).
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Timed steps on the fixed batch.
+    #[arg(long, default_value_t = 5)]
+    pub steps: usize,
+    /// Steps of the real loop (loader running) after the phase timings; 0 skips it.
+    #[arg(long, default_value_t = 0)]
+    pub loop_steps: usize,
+    /// Loader workers of the real loop.
+    #[arg(long, default_value_t = 2)]
+    pub num_workers: usize,
+    /// cpu, wgpu or cuda (the last two need the bench built with that feature).
+    #[arg(long, default_value = "cpu")]
+    pub device: DeviceKind,
+}
+
+/// Mean milliseconds of each phase of a step.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Phases {
+    /// Upload, transforms, normalisation and noise.
+    pub prepare: f64,
+    /// Forward to the loss.
+    pub forward: f64,
+    /// Backward.
+    pub backward: f64,
+    /// Global-norm clipping.
+    pub clip: f64,
+    /// Adam update.
+    pub optim: f64,
+    /// The whole step.
+    pub total: f64,
+}
+
+/// The real loop's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoopFigures {
+    /// Steps run.
+    pub steps: usize,
+    /// Samples per second.
+    pub samples_per_s: f64,
+    /// Mean step time, ms.
+    pub step_ms: f64,
+    /// Share of the wall time spent waiting for the next batch.
+    pub data_wait_share: f64,
+}
+
+/// One batch size's measurement.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrainStepReport {
+    /// The device.
+    pub device: String,
+    /// The policy measured.
+    pub policy: String,
+    /// Learnable parameters.
+    pub params: usize,
+    /// Samples per batch.
+    pub batch: usize,
+    /// Timed steps.
+    pub steps: usize,
+    /// Mean phase times, ms.
+    pub phases: Phases,
+    /// Median step time, ms.
+    pub step_ms_median: f64,
+    /// Samples per second on the fixed batch.
+    pub samples_per_s: f64,
+    /// The losses of every step (warm-up included).
+    pub losses: Vec<f64>,
+    /// The real loop, when run.
+    pub real_loop: Option<LoopFigures>,
+}
+
+struct Task {
+    args: TrainStepArgs,
+    batch: usize,
+}
+
+impl Task {
+    fn config(&self) -> Result<TrainConfig> {
+        let mut overrides = json!({
+            "dataset": {"root": self.args.root, "frame_cache": self.args.frame_cache},
+            "policy": {"preset": self.args.preset},
+            "batch_size": self.batch,
+            "steps": 100_000,
+            "num_workers": self.args.num_workers,
+        });
+        if self.args.tiny {
+            overrides["policy"]["down_dims"] = json!([64, 128, 256]);
+            overrides["policy"]["diffusion_step_embed_dim"] = json!(64);
+        }
+        Ok(TrainConfig::resolve(None, overrides)?)
+    }
+}
+
+impl DeviceTask for Task {
+    type Output = Result<TrainStepReport>;
+
+    fn run<B: Backend>(self, device: B::Device) -> Result<TrainStepReport> {
+        let config = self.config()?;
+        let policy = &config.policy.config;
+        let data = TrainData::open(&config)?;
+        let normalizer = data.normalizer(&config)?;
+        let pipeline = InputPipeline::new(
+            policy.clone(),
+            data.features.clone(),
+            normalizer,
+            config.dataset.image_transforms.clone(),
+        );
+        let model = init_model::<Autodiff<B>>(policy, &data.features, config.seed, &device)?;
+        let params = model.num_learnable_params();
+        let mut learner = Learner::new(model, policy.clone(), pipeline, config.seed, config.steps, device.clone());
+        let mut loader = data.loader(&config, SamplerState::default())?;
+        let batch = loader.next().context("the loader gave no batch")??;
+        let sync = || B::sync(&device).context("synchronising the device");
+
+        let mut phases = Vec::new();
+        let mut losses = Vec::new();
+        for step in 0..self.args.warmup + self.args.steps {
+            let t0 = Instant::now();
+            let prepared = learner.prepare(&batch, step)?;
+            sync()?;
+            let t1 = Instant::now();
+            let loss = learner.loss(&prepared);
+            sync()?;
+            let t2 = Instant::now();
+            let mut grads = learner.gradients(&loss);
+            sync()?;
+            let t3 = Instant::now();
+            let norm = learner.clip(&mut grads);
+            sync()?;
+            let t4 = Instant::now();
+            learner.update(grads, step);
+            sync()?;
+            let t5 = Instant::now();
+            losses.push(f64::from(loss.into_scalar().elem::<f32>()));
+            drop(norm);
+            if step >= self.args.warmup {
+                let ms = |a: Instant, b: Instant| 1e3 * (b - a).as_secs_f64();
+                phases.push([ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t3, t4), ms(t4, t5), ms(t0, t5)]);
+            }
+        }
+        let n = phases.len().max(1) as f64;
+        let mean = |i: usize| phases.iter().map(|p| p[i]).sum::<f64>() / n;
+        let mut totals: Vec<f64> = phases.iter().map(|p| p[5]).collect();
+        totals.sort_by(f64::total_cmp);
+        let phases_mean = Phases {
+            prepare: mean(0),
+            forward: mean(1),
+            backward: mean(2),
+            clip: mean(3),
+            optim: mean(4),
+            total: mean(5),
+        };
+
+        let real_loop = if self.args.loop_steps > 0 {
+            let mut waited = 0.0;
+            let started = Instant::now();
+            let mut samples = 0;
+            for step in 0..self.args.loop_steps {
+                let t = Instant::now();
+                let batch = loader.next().context("the loader ended")??;
+                waited += t.elapsed().as_secs_f64();
+                let output = learner.step(&batch, step)?;
+                samples += batch.len();
+                drop(batch);
+                // Read the loss as the training loop does at a log line: one sync per step.
+                let _ = output.loss.into_scalar();
+            }
+            let elapsed = started.elapsed().as_secs_f64();
+            Some(LoopFigures {
+                steps: self.args.loop_steps,
+                samples_per_s: samples as f64 / elapsed,
+                step_ms: 1e3 * elapsed / self.args.loop_steps as f64,
+                data_wait_share: waited / elapsed,
+            })
+        } else {
+            None
+        };
+        let policy_name = format!(
+            "{}{}",
+            serde_json::to_value(self.args.preset)?.as_str().unwrap_or("?"),
+            if self.args.tiny { " tiny" } else { "" }
+        );
+        Ok(TrainStepReport {
+            device: self.args.device.to_string(),
+            policy: policy_name,
+            params,
+            batch: self.batch,
+            steps: phases.len(),
+            step_ms_median: totals.get(totals.len() / 2).copied().unwrap_or(0.0),
+            samples_per_s: self.batch as f64 * 1e3 / phases_mean.total.max(1e-9),
+            phases: phases_mean,
+            losses,
+            real_loop,
+        })
+    }
+}
+
+/// Runs the measurement for every batch size.
+pub fn run(args: &TrainStepArgs) -> Result<Vec<TrainStepReport>> {
+    args.batch.iter().map(|&batch| run_on(args.device, Task { args: args.clone(), batch })?).collect()
+}
+
+/// The header of [`render`]'s rows.
+pub const HEADER: &str = "| device | policy | batch | step ms (mean / median) | samples/s | prepare | forward | backward | clip | optim | real loop samples/s | data wait |\n|---|---|---|---|---|---|---|---|---|---|---|---|";
+
+/// One markdown row.
+pub fn render(r: &TrainStepReport) -> String {
+    let p = &r.phases;
+    let (loop_rate, wait) = r.real_loop.as_ref().map_or(("-".to_string(), "-".to_string()), |l| {
+        (format!("{:.1}", l.samples_per_s), format!("{:.1}%", 100.0 * l.data_wait_share))
+    });
+    format!(
+        "| {} | {} | {} | {:.0} / {:.0} | {:.1} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {loop_rate} | {wait} |",
+        r.device,
+        r.policy,
+        r.batch,
+        p.total,
+        r.step_ms_median,
+        r.samples_per_s,
+        p.prepare,
+        p.forward,
+        p.backward,
+        p.clip,
+        p.optim
+    )
+}

@@ -1,0 +1,426 @@
+//! The `trainer` command line: flags named like `lerobot-train`'s, a config file with the
+//! same keys, and the `sample` command.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use burn::backend::Autodiff;
+use burn::prelude::*;
+use clap::{Args, Parser, Subcommand};
+use datasets::{Batch as Collated, Dataset, DecoderCache, FrameFormat, Values, WindowSpec, diffusion_delta_timestamps};
+use serde_json::{Value, json};
+use trainer::{HostObservation, PolicyRunner, Preset, Progress, TrainConfig};
+use transforms::{DeviceKind, DeviceTask, run_on};
+
+/// Train LeRobot's Diffusion Policy on a LeRobot dataset, fast.
+#[derive(Debug, Parser)]
+#[command(version, about, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    train: TrainArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Predict action chunks for dataset frames with a trained checkpoint.
+    Sample(SampleArgs),
+}
+
+/// Training flags (`lerobot-train`'s names; a config file may set the same keys).
+#[derive(Debug, Args)]
+struct TrainArgs {
+    /// Synthesise a small dataset and train a tiny policy on it for a few dozen steps.
+    #[arg(long)]
+    demo: bool,
+    /// Build everything for the dataset, print the parameter count and the resolved
+    /// configuration, and exit.
+    #[arg(long)]
+    dry_run: bool,
+    /// A TOML or JSON file with the configuration's keys (flags override it).
+    #[arg(long = "config_path")]
+    config_path: Option<PathBuf>,
+    /// Continue from a checkpoint (an output folder or a checkpoint folder).
+    #[arg(long)]
+    resume: Option<PathBuf>,
+    /// The dataset folder.
+    #[arg(long = "dataset.root")]
+    dataset_root: Option<PathBuf>,
+    /// Read frames from this decoded-frame cache (`datasets cache`).
+    #[arg(long = "frame-cache", alias = "dataset.frame_cache")]
+    frame_cache: Option<PathBuf>,
+    /// Replace the cameras' mean/std with ImageNet's (default true).
+    #[arg(long = "dataset.use_imagenet_stats")]
+    use_imagenet_stats: Option<bool>,
+    /// Enable LeRobot's image augmentation (default false).
+    #[arg(long = "dataset.image_transforms.enable")]
+    image_transforms: Option<bool>,
+    /// Policy defaults: classic or lerobot-0.6.
+    #[arg(long = "policy.preset")]
+    preset: Option<Preset>,
+    /// Observation steps.
+    #[arg(long = "policy.n_obs_steps")]
+    n_obs_steps: Option<usize>,
+    /// Action horizon.
+    #[arg(long = "policy.horizon")]
+    horizon: Option<usize>,
+    /// Actions executed per prediction.
+    #[arg(long = "policy.n_action_steps")]
+    n_action_steps: Option<usize>,
+    /// Crop HxW, or `none`.
+    #[arg(long = "policy.crop_shape")]
+    crop_shape: Option<String>,
+    /// Resize HxW, or `none`.
+    #[arg(long = "policy.resize_shape")]
+    resize_shape: Option<String>,
+    /// U-Net widths, comma-separated.
+    #[arg(long = "policy.down_dims", value_delimiter = ',')]
+    down_dims: Option<Vec<usize>>,
+    /// torchvision ResNet-18 weights file (.pth or .safetensors).
+    #[arg(long = "policy.pretrained_backbone_weights")]
+    pretrained_backbone_weights: Option<PathBuf>,
+    /// GroupNorm instead of BatchNorm in the backbone.
+    #[arg(long = "policy.use_group_norm")]
+    use_group_norm: Option<bool>,
+    /// One encoder per camera.
+    #[arg(long = "policy.use_separate_rgb_encoder_per_camera")]
+    separate_encoders: Option<bool>,
+    /// DDPM or DDIM.
+    #[arg(long = "policy.noise_scheduler_type")]
+    noise_scheduler_type: Option<String>,
+    /// Inference steps.
+    #[arg(long = "policy.num_inference_steps")]
+    num_inference_steps: Option<usize>,
+    /// epsilon or sample.
+    #[arg(long = "policy.prediction_type")]
+    prediction_type: Option<String>,
+    /// Leave padded actions out of the loss.
+    #[arg(long = "policy.do_mask_loss_for_padding")]
+    mask_loss: Option<bool>,
+    /// Learning rate.
+    #[arg(long = "policy.optimizer_lr")]
+    lr: Option<f64>,
+    /// Warm-up steps.
+    #[arg(long = "policy.scheduler_warmup_steps")]
+    warmup: Option<usize>,
+    /// Samples per batch.
+    #[arg(long = "batch_size")]
+    batch_size: Option<usize>,
+    /// Optimiser steps.
+    #[arg(long)]
+    steps: Option<usize>,
+    /// Loader worker threads.
+    #[arg(long = "num_workers")]
+    num_workers: Option<usize>,
+    /// Batches prepared ahead.
+    #[arg(long)]
+    prefetch: Option<usize>,
+    /// Seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Steps between log lines.
+    #[arg(long = "log_freq")]
+    log_freq: Option<usize>,
+    /// Steps between checkpoints.
+    #[arg(long = "save_freq")]
+    save_freq: Option<usize>,
+    /// Output folder.
+    #[arg(long = "output_dir")]
+    output_dir: Option<PathBuf>,
+    /// cpu, wgpu or cuda.
+    #[arg(long)]
+    device: Option<DeviceKind>,
+}
+
+fn shape_value(text: &str) -> Result<Value> {
+    if text == "none" {
+        return Ok(Value::Null);
+    }
+    let (h, w) = text.split_once('x').with_context(|| format!("{text:?}: expected HxW or none"))?;
+    Ok(json!([h.parse::<usize>()?, w.parse::<usize>()?]))
+}
+
+impl TrainArgs {
+    /// The flags given, as a JSON patch over the configuration.
+    fn overrides(&self) -> Result<Value> {
+        let mut v = json!({"dataset": {}, "policy": {}});
+        let mut set = |path: &[&str], value: Value| {
+            let mut at = &mut v;
+            for k in &path[..path.len() - 1] {
+                at = at.as_object_mut().expect("objects").entry(*k).or_insert_with(|| json!({}));
+            }
+            at.as_object_mut().expect("an object").insert(path[path.len() - 1].to_string(), value);
+        };
+        macro_rules! opt {
+            ($field:expr, $path:expr) => {
+                if let Some(x) = &$field {
+                    set(&$path, json!(x));
+                }
+            };
+        }
+        opt!(self.dataset_root, ["dataset", "root"]);
+        opt!(self.frame_cache, ["dataset", "frame_cache"]);
+        opt!(self.use_imagenet_stats, ["dataset", "use_imagenet_stats"]);
+        if let Some(enable) = self.image_transforms {
+            set(&["dataset", "image_transforms", "enable"], json!(enable));
+        }
+        if let Some(p) = self.preset {
+            set(&["policy", "preset"], serde_json::to_value(p)?);
+        }
+        opt!(self.n_obs_steps, ["policy", "n_obs_steps"]);
+        opt!(self.horizon, ["policy", "horizon"]);
+        opt!(self.n_action_steps, ["policy", "n_action_steps"]);
+        if let Some(c) = &self.crop_shape {
+            set(&["policy", "crop_shape"], shape_value(c)?);
+        }
+        if let Some(r) = &self.resize_shape {
+            set(&["policy", "resize_shape"], shape_value(r)?);
+        }
+        opt!(self.down_dims, ["policy", "down_dims"]);
+        opt!(self.pretrained_backbone_weights, ["policy", "pretrained_backbone_weights"]);
+        opt!(self.use_group_norm, ["policy", "use_group_norm"]);
+        opt!(self.separate_encoders, ["policy", "use_separate_rgb_encoder_per_camera"]);
+        opt!(self.noise_scheduler_type, ["policy", "noise_scheduler_type"]);
+        opt!(self.num_inference_steps, ["policy", "num_inference_steps"]);
+        opt!(self.prediction_type, ["policy", "prediction_type"]);
+        opt!(self.mask_loss, ["policy", "do_mask_loss_for_padding"]);
+        opt!(self.lr, ["policy", "optimizer_lr"]);
+        opt!(self.warmup, ["policy", "scheduler_warmup_steps"]);
+        opt!(self.batch_size, ["batch_size"]);
+        opt!(self.steps, ["steps"]);
+        opt!(self.num_workers, ["num_workers"]);
+        opt!(self.prefetch, ["prefetch"]);
+        opt!(self.seed, ["seed"]);
+        opt!(self.log_freq, ["log_freq"]);
+        opt!(self.save_freq, ["save_freq"]);
+        opt!(self.output_dir, ["output_dir"]);
+        if let Some(d) = self.device {
+            set(&["device"], json!(d.to_string()));
+        }
+        Ok(v)
+    }
+}
+
+/// Reads a TOML or JSON configuration file.
+fn read_config_file(path: &Path) -> Result<Value> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    if path.extension().is_some_and(|e| e == "toml") {
+        let value: toml::Value = toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        Ok(serde_json::to_value(value)?)
+    } else {
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+    }
+}
+
+/// Runs the command line.
+pub fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Some(Command::Sample(args)) => sample(&args),
+        None => train(&cli.train),
+    }
+}
+
+/// The demo's configuration: a tiny policy (U-Net widths 64/128/256, 84×84 crop) trained for a
+/// few dozen steps on a synthetic PushT-like dataset written to `output/demo-dataset`.
+fn demo_overrides(output: &Path) -> Result<Value> {
+    // A demo starts over each time: remove what an earlier demo wrote (never anything else).
+    let checkpoints = trainer::checkpoint::checkpoints_dir(output);
+    if checkpoints.exists() {
+        std::fs::remove_dir_all(&checkpoints)?;
+    }
+    if output.exists() {
+        for entry in std::fs::read_dir(output)? {
+            let path = entry?.path();
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if name == "metrics.csv" || name.starts_with("events.out.tfevents.") {
+                std::fs::remove_file(&path)?;
+            }
+        }
+    }
+    let root = output.join("demo-dataset");
+    if !root.join("meta/info.json").exists() {
+        if root.exists() {
+            std::fs::remove_dir_all(&root)?;
+        }
+        eprintln!("writing a synthetic PushT-like dataset to {}", root.display());
+        datasets::synth::write_dataset(
+            &root,
+            &datasets::synth::SynthConfig { episodes: 6, min_length: 40, max_length: 60, ..Default::default() },
+        )?;
+    }
+    Ok(json!({
+        "dataset": {"root": root},
+        "policy": {"down_dims": [64, 128, 256], "diffusion_step_embed_dim": 64, "optimizer_lr": 1e-3, "scheduler_warmup_steps": 5},
+        "batch_size": 8, "steps": 40, "log_freq": 5, "save_freq": 0, "num_workers": 1,
+        "output_dir": output,
+    }))
+}
+
+fn train(args: &TrainArgs) -> Result<()> {
+    let file = args.config_path.as_deref().map(read_config_file).transpose()?;
+    let mut overrides = args.overrides()?;
+    if args.demo {
+        let output = args.output_dir.clone().unwrap_or_else(|| PathBuf::from("outputs/demo"));
+        let mut demo = demo_overrides(&output)?;
+        // Explicit flags still win over the demo's choices.
+        trainer::merge(&mut demo, overrides);
+        overrides = demo;
+    }
+    let config = TrainConfig::resolve(file, overrides)?;
+    if config.dataset.root.as_os_str().is_empty() {
+        bail!("no dataset: pass --dataset.root DIR (or --demo to try on a synthetic one)");
+    }
+    std::fs::create_dir_all(&config.output_dir).with_context(|| format!("creating {}", config.output_dir.display()))?;
+    let resolved = serde_json::to_string_pretty(&config)?;
+    std::fs::write(config.output_dir.join("train_config.json"), &resolved)?;
+    if args.dry_run {
+        let n = run_on(config.device, DryRun { config: config.clone() })??;
+        println!("num_learnable_params={n} ({})", trainer::metrics::big_number(n as f64));
+        println!("{resolved}");
+        return Ok(());
+    }
+    let outcome = run_on(config.device, Train { config: config.clone(), resume: args.resume.clone() })??;
+    if let (Some(first), Some(last)) = (outcome.losses.first(), outcome.losses.last()) {
+        println!("loss {:.4} at step {} → {:.4} at step {}", first.1, first.0, last.1, last.0);
+    }
+    if let Some(dir) = outcome.checkpoint {
+        println!("last checkpoint: {}", dir.display());
+    }
+    Ok(())
+}
+
+struct DryRun {
+    config: TrainConfig,
+}
+
+impl DeviceTask for DryRun {
+    type Output = Result<usize>;
+    fn run<B: Backend>(self, device: B::Device) -> Result<usize> {
+        let dataset = Dataset::open(&self.config.dataset.root)?;
+        let features = trainer::PolicyFeatures::from_info(dataset.info())?;
+        self.config.policy.config.validate(&features)?;
+        let model = trainer::init_model::<B>(&self.config.policy.config, &features, self.config.seed, &device)?;
+        Ok(model.num_learnable_params())
+    }
+}
+
+struct Train {
+    config: TrainConfig,
+    resume: Option<PathBuf>,
+}
+
+impl DeviceTask for Train {
+    type Output = Result<trainer::TrainOutcome>;
+    fn run<B: Backend>(self, device: B::Device) -> Result<trainer::TrainOutcome> {
+        let bar = indicatif::ProgressBar::new(self.config.steps as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {per_sec}  eta {eta}")
+                .expect("a valid template"),
+        );
+        let outcome =
+            trainer::train::<Autodiff<B>>(&self.config, self.resume.as_deref(), device, |progress| match progress {
+                // A hidden bar (output not a terminal) prints nothing: log lines go to stdout then.
+                Progress::Line(line) if bar.is_hidden() => println!("{line}"),
+                Progress::Line(line) => bar.println(line),
+                Progress::Step(step) => bar.set_position(step as u64),
+            });
+        bar.finish_and_clear();
+        Ok(outcome?)
+    }
+}
+
+/// Arguments of `trainer sample`.
+#[derive(Debug, Args)]
+struct SampleArgs {
+    /// The checkpoint (an output folder or a checkpoint folder).
+    #[arg(long)]
+    checkpoint: PathBuf,
+    /// The dataset whose frames to observe.
+    #[arg(long)]
+    root: PathBuf,
+    /// Frame indices, comma-separated.
+    #[arg(long, value_delimiter = ',', required = true)]
+    indices: Vec<usize>,
+    /// The safetensors file to write.
+    #[arg(long)]
+    out: PathBuf,
+    /// Seed of the diffusion noise.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Use the EMA weights when the checkpoint has them.
+    #[arg(long)]
+    ema: bool,
+    /// cpu, wgpu or cuda.
+    #[arg(long, default_value = "cpu")]
+    device: DeviceKind,
+}
+
+struct Sample<'a> {
+    args: &'a SampleArgs,
+}
+
+impl DeviceTask for Sample<'_> {
+    type Output = Result<(Vec<f32>, [usize; 3])>;
+    fn run<B: Backend>(self, device: B::Device) -> Result<(Vec<f32>, [usize; 3])> {
+        let args = self.args;
+        let mut runner = PolicyRunner::<B>::load(&args.checkpoint, args.seed, args.ema, device)?;
+        let dataset = Dataset::open(&args.root)?;
+        let n_obs = runner.config().n_obs_steps;
+        let deltas: datasets::DeltaTimestamps =
+            diffusion_delta_timestamps(dataset.info(), n_obs, runner.config().horizon)
+                .into_iter()
+                .filter(|(k, _)| k.starts_with("observation."))
+                .collect();
+        let windows = WindowSpec::from_delta_timestamps(&deltas, dataset.info(), dataset.options().tolerance_s)?;
+        let mut decoders = DecoderCache::default();
+        let samples = args
+            .indices
+            .iter()
+            .map(|&i| dataset.get(i, &windows, &mut decoders, FrameFormat::Uint8))
+            .collect::<datasets::Result<Vec<_>>>()?;
+        let batch = Collated::collate(&samples)?;
+        let f32s = |k: &str| -> Result<&[f32]> {
+            match &batch.tensors.get(k).with_context(|| format!("the dataset has no `{k}`"))?.values {
+                Values::F32(v) => Ok(v),
+                _ => bail!("`{k}` is not float"),
+            }
+        };
+        let cameras = runner
+            .features()
+            .cameras
+            .iter()
+            .map(|(k, shape)| {
+                match &batch.tensors.get(k).with_context(|| format!("the dataset has no camera `{k}`"))?.values {
+                    Values::U8(v) => Ok((k.clone(), v.as_slice(), *shape)),
+                    _ => bail!("`{k}` is not uint8"),
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let env =
+            if runner.features().env_state_dim.is_some() { Some(f32s("observation.environment_state")?) } else { None };
+        let host =
+            HostObservation { batch: args.indices.len(), state: f32s("observation.state")?, env_state: env, cameras };
+        let actions = runner.predict_chunk(&host)?;
+        let dims = actions.dims();
+        Ok((actions.into_data().convert::<f32>().to_vec().expect("f32 data"), dims))
+    }
+}
+
+fn sample(args: &SampleArgs) -> Result<()> {
+    let (actions, shape) = run_on(args.device, Sample { args })??;
+    let mut tensors = BTreeMap::new();
+    tensors.insert("action".to_string(), datasets::Tensor::new(shape.to_vec(), Values::F32(actions)));
+    tensors.insert(
+        "index".to_string(),
+        datasets::Tensor::new(vec![args.indices.len()], Values::I64(args.indices.iter().map(|&i| i as i64).collect())),
+    );
+    let batch = Collated { tensors, tasks: Vec::new() };
+    let mut meta = BTreeMap::new();
+    meta.insert("checkpoint".to_string(), args.checkpoint.display().to_string());
+    meta.insert("seed".to_string(), args.seed.to_string());
+    batch.write_safetensors(&args.out, &meta)?;
+    println!("wrote {} action chunks of shape {:?} to {}", args.indices.len(), &shape[1..], args.out.display());
+    Ok(())
+}

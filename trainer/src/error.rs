@@ -1,0 +1,50 @@
+//! The trainer library's error type.
+
+/// What can go wrong while building, training, checkpointing or running the policy.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The configuration is invalid.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// Reading the dataset failed.
+    #[error(transparent)]
+    Dataset(#[from] datasets::Error),
+    /// The loader failed (a worker's error, with its batch).
+    #[error(transparent)]
+    Loader(#[from] loader::Error),
+    /// Transforms or normalisation failed.
+    #[error(transparent)]
+    Transforms(#[from] transforms::Error),
+    /// A checkpoint could not be written or read.
+    #[error("checkpoint {}: {message}", path.display())]
+    Checkpoint {
+        /// The checkpoint folder or file.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// Writing outputs (logs, metrics) failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What the OS said.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The trainer's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A checkpoint error for `path`.
+    pub fn checkpoint(path: impl AsRef<std::path::Path>, message: impl std::fmt::Display) -> Self {
+        Error::Checkpoint { path: path.as_ref().to_path_buf(), message: message.to_string() }
+    }
+
+    /// An I/O error for `path`.
+    pub fn io(path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
+        Error::Io { path: path.as_ref().to_path_buf(), source }
+    }
+}

@@ -1,0 +1,157 @@
+//! torchvision's ResNet-18 without its pooling and classifier (`children()[:-2]`), with
+//! BatchNorm or, as LeRobot's `use_group_norm` does, every `BatchNorm2d(c)` replaced by
+//! `GroupNorm(c / 16, c)`.
+
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
+use burn::nn::{BatchNorm, BatchNormConfig, GroupNorm, GroupNormConfig, Initializer, PaddingConfig2d};
+use burn::prelude::*;
+use burn::tensor::activation::relu;
+
+/// BatchNorm or GroupNorm over 2-D feature maps.
+#[derive(Module, Debug)]
+pub enum Norm2d<B: Backend> {
+    /// `BatchNorm2d` (running statistics update while training).
+    Batch(BatchNorm<B>),
+    /// `GroupNorm(c / 16, c)`.
+    Group(GroupNorm<B>),
+}
+
+impl<B: Backend> Norm2d<B> {
+    /// A norm over `channels`, grouped in 16s when `group_norm`.
+    pub fn new(channels: usize, group_norm: bool, device: &B::Device) -> Self {
+        if group_norm {
+            Self::Group(GroupNormConfig::new(channels / 16, channels).init(device))
+        } else {
+            Self::Batch(BatchNormConfig::new(channels).init(device))
+        }
+    }
+
+    /// Normalises `[N, C, H, W]`.
+    pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        match self {
+            Self::Batch(n) => n.forward(x),
+            Self::Group(n) => super::norm::group_norm(n, x),
+        }
+    }
+}
+
+/// torchvision's ResNet initialisation: `kaiming_normal_(mode="fan_out", nonlinearity="relu")`.
+fn conv(channels: [usize; 2], kernel: usize, stride: usize, padding: usize) -> Conv2dConfig {
+    Conv2dConfig::new(channels, [kernel, kernel])
+        .with_stride([stride, stride])
+        .with_padding(PaddingConfig2d::Explicit(padding, padding, padding, padding))
+        .with_bias(false)
+        .with_initializer(Initializer::KaimingNormal { gain: std::f64::consts::SQRT_2, fan_out_only: true })
+}
+
+/// The 1×1 projection of a block that changes resolution or width.
+#[derive(Module, Debug)]
+pub struct Downsample<B: Backend> {
+    /// `downsample.0`.
+    pub conv: Conv2d<B>,
+    /// `downsample.1`.
+    pub norm: Norm2d<B>,
+}
+
+/// torchvision's `BasicBlock`.
+#[derive(Module, Debug)]
+pub struct BasicBlock<B: Backend> {
+    /// 3×3 convolution (carries the stride).
+    pub conv1: Conv2d<B>,
+    /// Its norm.
+    pub bn1: Norm2d<B>,
+    /// 3×3 convolution.
+    pub conv2: Conv2d<B>,
+    /// Its norm.
+    pub bn2: Norm2d<B>,
+    /// The shortcut projection, when shapes change.
+    pub downsample: Option<Downsample<B>>,
+}
+
+impl<B: Backend> BasicBlock<B> {
+    fn new(inputs: usize, outputs: usize, stride: usize, group_norm: bool, device: &B::Device) -> Self {
+        let downsample = (stride != 1 || inputs != outputs).then(|| Downsample {
+            conv: conv([inputs, outputs], 1, stride, 0).init(device),
+            norm: Norm2d::new(outputs, group_norm, device),
+        });
+        Self {
+            conv1: conv([inputs, outputs], 3, stride, 1).init(device),
+            bn1: Norm2d::new(outputs, group_norm, device),
+            conv2: conv([outputs, outputs], 3, 1, 1).init(device),
+            bn2: Norm2d::new(outputs, group_norm, device),
+            downsample,
+        }
+    }
+
+    fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let identity = match &self.downsample {
+            Some(d) => d.norm.forward(d.conv.forward(x.clone())),
+            None => x.clone(),
+        };
+        let out = relu(self.bn1.forward(self.conv1.forward(x)));
+        let out = self.bn2.forward(self.conv2.forward(out));
+        relu(out + identity)
+    }
+}
+
+/// The ResNet-18 trunk: conv 7×7/2 → norm → ReLU → max-pool 3/2 → four stages of two blocks
+/// (64, 128, 256, 512 channels). `[N, 3, H, W]` → `[N, 512, ⌈H/32⌉, ⌈W/32⌉]`.
+#[derive(Module, Debug)]
+pub struct ResNet18<B: Backend> {
+    /// `backbone.0`.
+    pub conv1: Conv2d<B>,
+    /// `backbone.1`.
+    pub bn1: Norm2d<B>,
+    /// `backbone.3`.
+    pub maxpool: MaxPool2d,
+    /// `backbone.4` .. `backbone.7`, two blocks each.
+    pub layers: Vec<Vec<BasicBlock<B>>>,
+}
+
+impl<B: Backend> ResNet18<B> {
+    /// A freshly initialised trunk.
+    pub fn new(group_norm: bool, device: &B::Device) -> Self {
+        let widths = [64, 128, 256, 512];
+        let mut inputs = 64;
+        let layers = widths
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| {
+                let stride = if i == 0 { 1 } else { 2 };
+                let blocks = vec![
+                    BasicBlock::new(inputs, w, stride, group_norm, device),
+                    BasicBlock::new(w, w, 1, group_norm, device),
+                ];
+                inputs = w;
+                blocks
+            })
+            .collect();
+        Self {
+            conv1: conv([3, 64], 7, 2, 3).init(device),
+            bn1: Norm2d::new(64, group_norm, device),
+            maxpool: MaxPool2dConfig::new([3, 3])
+                .with_strides([2, 2])
+                .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
+                .init(),
+            layers,
+        }
+    }
+
+    /// The feature map of `[N, 3, H, W]` images.
+    pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let x = self.maxpool.forward(relu(self.bn1.forward(self.conv1.forward(x))));
+        self.layers.iter().flatten().fold(x, |x, block| block.forward(x))
+    }
+
+    /// The feature-map size for `(height, width)` inputs.
+    pub fn output_size(height: usize, width: usize) -> (usize, usize) {
+        let conv = |s: usize, k: usize, stride: usize, p: usize| (s + 2 * p - k) / stride + 1;
+        let mut hw = (conv(height, 7, 2, 3), conv(width, 7, 2, 3));
+        hw = (conv(hw.0, 3, 2, 1), conv(hw.1, 3, 2, 1));
+        for _ in 0..3 {
+            hw = (conv(hw.0, 3, 2, 1), conv(hw.1, 3, 2, 1));
+        }
+        hw
+    }
+}

@@ -1,0 +1,144 @@
+//! The configuration of a training run: dataset, policy, loop and outputs, with the keys of
+//! LeRobot's `lerobot-train` where they exist. Resolved from a preset's defaults, a config file
+//! and command-line overrides, and saved with every checkpoint.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use transforms::{DeviceKind, ImageTransformsConfig};
+
+use crate::config::{DiffusionConfig, Preset};
+use crate::error::{Error, Result};
+
+/// The dataset part of the configuration (LeRobot's `--dataset.*`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DatasetConfig {
+    /// The dataset folder.
+    pub root: PathBuf,
+    /// A decoded-frame cache (`datasets cache`) to read frames from. Default none.
+    pub frame_cache: Option<PathBuf>,
+    /// Replace the cameras' mean and std by ImageNet's. Default true.
+    pub use_imagenet_stats: bool,
+    /// Image augmentation (LeRobot's `image_transforms`). Default: disabled.
+    pub image_transforms: ImageTransformsConfig,
+    /// Timestamp tolerance in seconds. Default 1e-4.
+    pub tolerance_s: f64,
+}
+
+/// The policy part: a preset and its (possibly overridden) hyper-parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicySection {
+    /// Which defaults the hyper-parameters started from. Default classic.
+    pub preset: Preset,
+    /// The hyper-parameters.
+    #[serde(flatten)]
+    pub config: DiffusionConfig,
+}
+
+/// Everything a training run needs (the keys of LeRobot's `lerobot-train` where they exist).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainConfig {
+    /// `--dataset.*`.
+    pub dataset: DatasetConfig,
+    /// `--policy.*`.
+    pub policy: PolicySection,
+    /// Samples per batch. Default 8.
+    pub batch_size: usize,
+    /// Optimiser steps. Default 100,000.
+    pub steps: usize,
+    /// Loader worker threads. Default 4.
+    pub num_workers: usize,
+    /// Batches prepared ahead. Default 4.
+    pub prefetch: usize,
+    /// Seed of everything random. Default 1000.
+    pub seed: u64,
+    /// Steps between log lines. Default 200.
+    pub log_freq: usize,
+    /// Steps between checkpoints (0: only at the end). Default 20,000.
+    pub save_freq: usize,
+    /// Write checkpoints. Default true.
+    pub save_checkpoint: bool,
+    /// Where logs, metrics and checkpoints go. Default `outputs/train`.
+    pub output_dir: PathBuf,
+    /// cpu, wgpu or cuda. Default cpu.
+    pub device: DeviceKind,
+}
+
+impl TrainConfig {
+    /// LeRobot's defaults with the policy's `preset`.
+    pub fn defaults(preset: Preset) -> Self {
+        Self {
+            dataset: DatasetConfig {
+                root: PathBuf::new(),
+                frame_cache: None,
+                use_imagenet_stats: true,
+                image_transforms: ImageTransformsConfig::default(),
+                tolerance_s: datasets::DEFAULT_TOLERANCE_S,
+            },
+            policy: PolicySection { preset, config: DiffusionConfig::preset(preset) },
+            batch_size: 8,
+            steps: 100_000,
+            num_workers: 4,
+            prefetch: 4,
+            seed: 1000,
+            log_freq: 200,
+            save_freq: 20_000,
+            save_checkpoint: true,
+            output_dir: PathBuf::from("outputs/train"),
+            device: DeviceKind::Cpu,
+        }
+    }
+
+    /// Resolves a configuration: the preset's defaults, then `file` (JSON), then `overrides`
+    /// (JSON), each merged key by key.
+    pub fn resolve(file: Option<serde_json::Value>, overrides: serde_json::Value) -> Result<Self> {
+        let preset_of =
+            |v: &serde_json::Value| v.pointer("/policy/preset").and_then(|p| p.as_str()).map(str::parse::<Preset>);
+        let preset = match preset_of(&overrides).or_else(|| file.as_ref().and_then(preset_of)) {
+            Some(p) => p?,
+            None => Preset::Classic,
+        };
+        let mut value = serde_json::to_value(Self::defaults(preset)).map_err(|e| Error::Config(e.to_string()))?;
+        let mut given = serde_json::Value::Object(Default::default());
+        if let Some(file) = file {
+            merge(&mut given, file);
+        }
+        merge(&mut given, overrides);
+        merge(&mut value, given.clone());
+        let config: Self = serde_json::from_value(value).map_err(|e| Error::Config(format!("{e}")))?;
+        // A misspelt key would otherwise be ignored silently and train with the default.
+        let known = serde_json::to_value(&config).map_err(|e| Error::Config(e.to_string()))?;
+        let mut unknown = Vec::new();
+        unknown_keys(&given, &known, "", &mut unknown);
+        if !unknown.is_empty() {
+            return Err(Error::Config(format!("unknown configuration key(s): {}", unknown.join(", "))));
+        }
+        Ok(config)
+    }
+}
+
+/// The keys of `given` (objects, recursively) that `known` lacks, as dotted paths.
+fn unknown_keys(given: &serde_json::Value, known: &serde_json::Value, prefix: &str, out: &mut Vec<String>) {
+    let (serde_json::Value::Object(given), serde_json::Value::Object(known)) = (given, known) else {
+        return;
+    };
+    for (key, value) in given {
+        let path = format!("{prefix}{key}");
+        match known.get(key) {
+            None => out.push(path),
+            Some(k) => unknown_keys(value, k, &format!("{path}."), out),
+        }
+    }
+}
+
+/// Merges `patch` into `base`: objects key by key, everything else replaced.
+pub fn merge(base: &mut serde_json::Value, patch: serde_json::Value) {
+    match (base, patch) {
+        (serde_json::Value::Object(b), serde_json::Value::Object(p)) => {
+            for (k, v) in p {
+                merge(b.entry(k).or_insert(serde_json::Value::Null), v);
+            }
+        }
+        (b, p) => *b = p,
+    }
+}

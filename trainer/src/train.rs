@@ -1,0 +1,296 @@
+//! The training loop: loader → [`Learner::step`] (transforms, normalisation, forward, MSE,
+//! backward, global-norm clipping, Adam) → metrics, with checkpoints and exact resume.
+//!
+//! Every random draw of a step (noise, timesteps, crops, augmentation) comes from the run's seed
+//! and the step number, and the loader's order from the seed and the epoch, so a run resumed from
+//! a checkpoint continues exactly as an uninterrupted one would.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use burn::module::Module;
+use burn::optim::Optimizer;
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+use datasets::{Dataset, OpenOptions, WindowSpec, diffusion_delta_timestamps};
+use loader::{Loader, SamplerState};
+use transforms::{Normalizer, diffusion_mapping};
+
+use crate::checkpoint::{self, CheckpointContents, TrainingState};
+use crate::config::{DiffusionConfig, PolicyFeatures};
+use crate::error::{Error, Result};
+use crate::inputs::InputPipeline;
+use crate::metrics::{Metrics, MetricsWriter, big_number};
+use crate::model::DiffusionModel;
+use crate::pretrained;
+use crate::run_config::TrainConfig;
+use crate::step::{Learner, StepOutput};
+
+/// What a run did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainOutcome {
+    /// Optimiser steps done in total (including before a resume).
+    pub steps: usize,
+    /// The mean loss of each logging period, by step.
+    pub losses: Vec<(usize, f64)>,
+    /// The last checkpoint written.
+    pub checkpoint: Option<PathBuf>,
+    /// Learnable parameters.
+    pub num_params: usize,
+}
+
+/// What a run reports as it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress<'a> {
+    /// A log line (parameter count, metrics, checkpoints).
+    Line(&'a str),
+    /// Optimiser steps done so far.
+    Step(usize),
+}
+
+/// The model for `features`, seeded so that two runs start from the same weights, with the
+/// pretrained backbone when the configuration names one.
+pub fn init_model<B: Backend>(
+    config: &DiffusionConfig,
+    features: &PolicyFeatures,
+    seed: u64,
+    device: &B::Device,
+) -> Result<DiffusionModel<B>> {
+    B::seed(device, seed);
+    let mut model = DiffusionModel::new(config, features, device);
+    if let Some(path) = &config.pretrained_backbone_weights {
+        model.rgb_encoder =
+            model.rgb_encoder.into_iter().map(|e| pretrained::load_resnet18(e, path, device)).collect::<Result<_>>()?;
+    }
+    Ok(model)
+}
+
+/// The dataset side of a run, checked against the policy: the dataset, the features the policy
+/// is built for, and the windows its samples need.
+pub struct TrainData {
+    /// The dataset.
+    pub dataset: Arc<Dataset>,
+    /// What the policy reads and writes.
+    pub features: PolicyFeatures,
+    /// The observation and action windows (LeRobot's `delta_timestamps` for the policy).
+    pub windows: WindowSpec,
+}
+
+impl TrainData {
+    /// Opens the dataset of `config` and checks the configuration against it.
+    pub fn open(config: &TrainConfig) -> Result<Self> {
+        let policy = &config.policy.config;
+        if config.batch_size == 0 || config.steps == 0 || config.log_freq == 0 {
+            return Err(Error::Config("batch_size, steps and log_freq must be at least 1".into()));
+        }
+        config.dataset.image_transforms.validate()?;
+        let dataset = Arc::new(Dataset::open_with(
+            &config.dataset.root,
+            OpenOptions { tolerance_s: config.dataset.tolerance_s },
+        )?);
+        let features = PolicyFeatures::from_info(dataset.info())?;
+        policy.validate(&features)?;
+        let deltas = diffusion_delta_timestamps(dataset.info(), policy.n_obs_steps, policy.horizon);
+        let windows = WindowSpec::from_delta_timestamps(&deltas, dataset.info(), config.dataset.tolerance_s)?;
+        Ok(Self { dataset, features, windows })
+    }
+
+    /// The dataset's normalisation statistics, as the policy uses them.
+    pub fn normalizer(&self, config: &TrainConfig) -> Result<Normalizer> {
+        Ok(Normalizer::new(
+            self.dataset.info(),
+            self.dataset.stats(),
+            &diffusion_mapping(),
+            config.dataset.use_imagenet_stats,
+        )?)
+    }
+
+    /// The training loader, continuing from `resume`.
+    pub fn loader(&self, config: &TrainConfig, resume: SamplerState) -> Result<Loader> {
+        let mut builder = Loader::builder(self.dataset.clone())
+            .batch_size(config.batch_size)
+            .num_workers(config.num_workers)
+            .prefetch(config.prefetch)
+            .seed(config.seed)
+            .drop_frames(0, config.policy.config.drop_n_last_frames)
+            .windows(self.windows.clone())
+            .resume(resume);
+        if let Some(cache) = &config.dataset.frame_cache {
+            builder = builder.frame_cache(cache);
+        }
+        Ok(builder.build()?)
+    }
+}
+
+/// Trains as `config` says on backend `B`; continues from `resume` (an output folder or a
+/// checkpoint) when given. `on_progress` receives every log line and every step.
+pub fn train<B: AutodiffBackend>(
+    config: &TrainConfig,
+    resume: Option<&Path>,
+    device: B::Device,
+    mut on_progress: impl FnMut(Progress<'_>),
+) -> Result<TrainOutcome> {
+    let policy = &config.policy.config;
+    let run = TrainData::open(config)?;
+    if resume.is_none() && checkpoint::checkpoints_dir(&config.output_dir).exists() {
+        return Err(Error::Config(format!(
+            "{} already holds a run: pass --resume {0} to continue it, or choose another --output_dir",
+            config.output_dir.display()
+        )));
+    }
+    let (mut learner, mut state, normalizer) = match resume {
+        None => {
+            let model = init_model::<B>(policy, &run.features, config.seed, &device)?;
+            let normalizer = run.normalizer(config)?;
+            let pipeline = InputPipeline::new(
+                policy.clone(),
+                run.features.clone(),
+                normalizer.clone(),
+                config.dataset.image_transforms.clone(),
+            );
+            let learner = Learner::new(model, policy.clone(), pipeline, config.seed, config.steps, device.clone());
+            let state = TrainingState {
+                step: 0,
+                sampler: SamplerState::default(),
+                seed: config.seed,
+                samples: 0,
+                loss_scale: None,
+            };
+            (learner, state, normalizer)
+        }
+        Some(path) => {
+            let dir = checkpoint::resolve(path)?;
+            let state: TrainingState = checkpoint::read_json(&dir, "training_state.json")?;
+            if state.seed != config.seed {
+                return Err(Error::Config(format!(
+                    "the checkpoint was trained with seed {}, this run has {}",
+                    state.seed, config.seed
+                )));
+            }
+            let normalizer: Normalizer = checkpoint::read_json(&dir, "normalizer.json")?;
+            let model = DiffusionModel::<B>::new(policy, &run.features, &device)
+                .load_file(dir.join("model"), &checkpoint::recorder(), &device)
+                .map_err(|e| Error::checkpoint(&dir, format!("model: {e}")))?;
+            let pipeline = InputPipeline::new(
+                policy.clone(),
+                run.features.clone(),
+                normalizer.clone(),
+                config.dataset.image_transforms.clone(),
+            );
+            let learner = Learner::new(model, policy.clone(), pipeline, config.seed, config.steps, device.clone());
+            let optim = learner.optimizer().clone().load_record(checkpoint::load_record(&dir, "optimizer", &device)?);
+            on_progress(Progress::Line(&format!("resuming from {} at step {}", dir.display(), state.step)));
+            (learner.with_optimizer(optim), state, normalizer)
+        }
+    };
+    let mut loader = run.loader(config, state.sampler)?;
+
+    let num_params = learner.model().num_learnable_params();
+    on_progress(Progress::Line(&format!("num_learnable_params={num_params} ({})", big_number(num_params as f64))));
+    let mut metrics = MetricsWriter::open(&config.output_dir)?;
+    let config_json = serde_json::to_value(config).map_err(|e| Error::Config(e.to_string()))?;
+    let frames = run.dataset.len() as f64;
+    let episode_len = frames / run.dataset.episodes().len().max(1) as f64;
+
+    let mut losses = Vec::new();
+    let mut last_checkpoint = None;
+    let mut period = Period::default();
+    while state.step < config.steps {
+        let waited = Instant::now();
+        let batch = loader.next().ok_or_else(|| Error::Config("the loader ended".into()))??;
+        let data_s = waited.elapsed().as_secs_f64();
+        let computed = Instant::now();
+        let output = learner.step(&batch, state.step)?;
+        state.step += 1;
+        state.samples += batch.len() as u64;
+        state.sampler = batch.state();
+        period.add(output, data_s, computed.elapsed().as_secs_f64(), batch.len());
+        drop(batch);
+
+        let step = state.step;
+        on_progress(Progress::Step(step));
+        if step % config.log_freq == 0 || step == config.steps {
+            let m = period.take(step, state.samples, episode_len, frames);
+            losses.push((step, m.loss));
+            on_progress(Progress::Line(&m.line()));
+            metrics.write(&m)?;
+        }
+        let save_now =
+            config.save_checkpoint && (step == config.steps || (config.save_freq > 0 && step % config.save_freq == 0));
+        if save_now {
+            let contents = CheckpointContents {
+                state: &state,
+                config: &config_json,
+                normalizer: &normalizer,
+                features: &run.features,
+            };
+            let optim_record = learner.optimizer().to_record();
+            let dir = checkpoint::save::<B, _>(&config.output_dir, learner.model(), &contents, |tmp| {
+                checkpoint::save_record::<B, _>(tmp, "optimizer", optim_record)
+            })?;
+            on_progress(Progress::Line(&format!("checkpoint {}", dir.display())));
+            last_checkpoint = Some(dir);
+        }
+    }
+    Ok(TrainOutcome { steps: state.step, losses, checkpoint: last_checkpoint, num_params })
+}
+
+/// Sums over one logging period, on the device until read.
+struct Period<B: Backend> {
+    loss: Option<Tensor<B, 1>>,
+    norm: Option<Tensor<B, 1>>,
+    lr: f64,
+    steps: usize,
+    samples: usize,
+    data_s: f64,
+    update_s: f64,
+    started: Instant,
+}
+
+impl<B: Backend> Default for Period<B> {
+    fn default() -> Self {
+        Self {
+            loss: None,
+            norm: None,
+            lr: 0.0,
+            steps: 0,
+            samples: 0,
+            data_s: 0.0,
+            update_s: 0.0,
+            started: Instant::now(),
+        }
+    }
+}
+
+impl<B: Backend> Period<B> {
+    fn add(&mut self, output: StepOutput<B>, data_s: f64, update_s: f64, samples: usize) {
+        let add = |acc: Option<Tensor<B, 1>>, x: Tensor<B, 1>| Some(acc.map_or(x.clone(), |a| a + x));
+        self.loss = add(self.loss.take(), output.loss);
+        self.norm = add(self.norm.take(), output.grad_norm);
+        self.lr = output.lr;
+        self.steps += 1;
+        self.samples += samples;
+        self.data_s += data_s;
+        self.update_s += update_s;
+    }
+
+    fn take(&mut self, step: usize, samples: u64, episode_len: f64, frames: f64) -> Metrics {
+        let n = self.steps.max(1) as f64;
+        let scalar = |t: Option<Tensor<B, 1>>| t.map_or(0.0, |t| f64::from(t.into_scalar().elem::<f32>()));
+        let m = Metrics {
+            step,
+            samples,
+            episodes: samples as f64 / episode_len,
+            epochs: samples as f64 / frames,
+            loss: scalar(self.loss.take()) / n,
+            grad_norm: scalar(self.norm.take()) / n,
+            lr: self.lr,
+            update_s: self.update_s / n,
+            data_s: self.data_s / n,
+            samples_per_s: self.samples as f64 / self.started.elapsed().as_secs_f64().max(1e-9),
+        };
+        *self = Self::default();
+        m
+    }
+}

@@ -12,7 +12,7 @@ use clap::Args;
 use loader::SamplerState;
 use serde::Serialize;
 use serde_json::json;
-use trainer::{InputPipeline, Learner, Preset, TrainConfig, TrainData, init_model};
+use trainer::{InputPipeline, Learner, Precision, Preset, TrainConfig, TrainData, init_model};
 use transforms::{DeviceKind, DeviceTask, run_on};
 
 /// Arguments of `bench train-step`.
@@ -48,6 +48,9 @@ pub struct TrainStepArgs {
     /// cpu, wgpu or cuda (the last two need the bench built with that feature).
     #[arg(long, default_value = "cpu")]
     pub device: DeviceKind,
+    /// Compute precision: f32, bf16 or f16.
+    #[arg(long, default_value = "f32")]
+    pub precision: Precision,
 }
 
 /// Mean milliseconds of each phase of a step.
@@ -55,6 +58,8 @@ pub struct TrainStepArgs {
 pub struct Phases {
     /// Upload, transforms, normalisation and noise.
     pub prepare: f64,
+    /// Of `prepare`: the host-to-device copy of the batch's uint8 frames alone.
+    pub transfer: f64,
     /// Forward to the loss.
     pub forward: f64,
     /// Backward.
@@ -87,6 +92,8 @@ pub struct TrainStepReport {
     pub device: String,
     /// The policy measured.
     pub policy: String,
+    /// Compute precision.
+    pub precision: String,
     /// Learnable parameters.
     pub params: usize,
     /// Samples per batch.
@@ -143,16 +150,40 @@ impl DeviceTask for Task {
         );
         let model = init_model::<Autodiff<B>>(policy, &data.features, config.seed, &device)?;
         let params = model.num_learnable_params();
-        let mut learner = Learner::new(model, policy.clone(), pipeline, config.seed, config.steps, device.clone());
+        let mut learner = Learner::new(model, policy.clone(), pipeline, config.seed, config.steps, device.clone())
+            .with_precision(self.args.precision)?;
         let mut loader = data.loader(&config, SamplerState::default())?;
         let batch = loader.next().context("the loader gave no batch")??;
         let sync = || B::sync(&device).context("synchronising the device");
+
+        // The host-to-device copy alone: every camera's uint8 frames, uploaded and synchronised.
+        let cameras: Vec<(&[u8], [usize; 4])> = data
+            .features
+            .cameras
+            .iter()
+            .filter_map(|(key, _)| {
+                let shape = batch.shape(key)?;
+                let n = shape[..shape.len() - 3].iter().product();
+                Some((batch.u8(key)?, [n, shape[shape.len() - 3], shape[shape.len() - 2], shape[shape.len() - 1]]))
+            })
+            .collect();
+        let mut transfers = Vec::new();
+        for _ in 0..self.args.warmup + self.args.steps {
+            let t = Instant::now();
+            let uploaded: Vec<_> =
+                cameras.iter().map(|(bytes, shape)| transforms::frames_to_int::<B>(bytes, *shape, &device)).collect();
+            sync()?;
+            transfers.push(1e3 * t.elapsed().as_secs_f64());
+            drop(uploaded);
+        }
+        let transfer_ms = transfers[self.args.warmup.min(transfers.len() - 1)..].iter().sum::<f64>()
+            / self.args.steps.max(1) as f64;
 
         let mut phases = Vec::new();
         let mut losses = Vec::new();
         for step in 0..self.args.warmup + self.args.steps {
             let t0 = Instant::now();
-            let prepared = learner.prepare(&batch, step)?;
+            let prepared = learner.prepare(&batch, step, 0)?;
             sync()?;
             let t1 = Instant::now();
             let loss = learner.loss(&prepared);
@@ -180,6 +211,7 @@ impl DeviceTask for Task {
         totals.sort_by(f64::total_cmp);
         let phases_mean = Phases {
             prepare: mean(0),
+            transfer: transfer_ms,
             forward: mean(1),
             backward: mean(2),
             clip: mean(3),
@@ -219,6 +251,7 @@ impl DeviceTask for Task {
         Ok(TrainStepReport {
             device: self.args.device.to_string(),
             policy: policy_name,
+            precision: self.args.precision.to_string(),
             params,
             batch: self.batch,
             steps: phases.len(),
@@ -237,7 +270,7 @@ pub fn run(args: &TrainStepArgs) -> Result<Vec<TrainStepReport>> {
 }
 
 /// The header of [`render`]'s rows.
-pub const HEADER: &str = "| device | policy | batch | step ms (mean / median) | samples/s | prepare | forward | backward | clip | optim | real loop samples/s | data wait |\n|---|---|---|---|---|---|---|---|---|---|---|---|";
+pub const HEADER: &str = "| device | policy | precision | batch | step ms (mean / median) | samples/s | prepare | forward | backward | clip | optim | real loop samples/s | data wait |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|";
 
 /// One markdown row.
 pub fn render(r: &TrainStepReport) -> String {
@@ -246,9 +279,10 @@ pub fn render(r: &TrainStepReport) -> String {
         (format!("{:.1}", l.samples_per_s), format!("{:.1}%", 100.0 * l.data_wait_share))
     });
     format!(
-        "| {} | {} | {} | {:.0} / {:.0} | {:.1} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {loop_rate} | {wait} |",
+        "| {} | {} | {} | {} | {:.0} / {:.0} | {:.1} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {loop_rate} | {wait} |",
         r.device,
         r.policy,
+        r.precision,
         r.batch,
         p.total,
         r.step_ms_median,

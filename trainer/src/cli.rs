@@ -27,6 +27,9 @@ pub struct Cli {
 enum Command {
     /// Predict action chunks for dataset frames with a trained checkpoint.
     Sample(SampleArgs),
+    /// Write a checkpoint as a LeRobot pretrained policy (model.safetensors, config.json,
+    /// pre/post-processors) that LeRobot's `DiffusionPolicy.from_pretrained` loads.
+    Export(ExportArgs),
 }
 
 /// Training flags (`lerobot-train`'s names; a config file may set the same keys).
@@ -132,6 +135,30 @@ struct TrainArgs {
     /// cpu, wgpu or cuda.
     #[arg(long)]
     device: Option<DeviceKind>,
+    /// Compute precision: f32, bf16 or f16 (f32 master weights; f16 with loss scaling).
+    #[arg(long)]
+    precision: Option<trainer::Precision>,
+    /// Micro-batches of batch_size per optimiser step.
+    #[arg(long = "grad_accum")]
+    grad_accum: Option<usize>,
+    /// Keep an exponential moving average of the weights (used by `sample` and `export`).
+    #[arg(long = "ema.enable")]
+    ema_enable: Option<bool>,
+    /// Optimiser steps before the EMA starts moving.
+    #[arg(long = "ema.update_after_step")]
+    ema_update_after_step: Option<usize>,
+    /// EMA warm-up inv_gamma.
+    #[arg(long = "ema.inv_gamma")]
+    ema_inv_gamma: Option<f64>,
+    /// EMA warm-up power.
+    #[arg(long = "ema.power")]
+    ema_power: Option<f64>,
+    /// Lowest EMA decay.
+    #[arg(long = "ema.min_decay")]
+    ema_min_decay: Option<f64>,
+    /// Highest EMA decay.
+    #[arg(long = "ema.max_decay")]
+    ema_max_decay: Option<f64>,
 }
 
 fn shape_value(text: &str) -> Result<Value> {
@@ -199,6 +226,16 @@ impl TrainArgs {
         if let Some(d) = self.device {
             set(&["device"], json!(d.to_string()));
         }
+        if let Some(p) = self.precision {
+            set(&["precision"], serde_json::to_value(p)?);
+        }
+        opt!(self.grad_accum, ["grad_accum"]);
+        opt!(self.ema_enable, ["ema", "enable"]);
+        opt!(self.ema_update_after_step, ["ema", "update_after_step"]);
+        opt!(self.ema_inv_gamma, ["ema", "inv_gamma"]);
+        opt!(self.ema_power, ["ema", "power"]);
+        opt!(self.ema_min_decay, ["ema", "min_decay"]);
+        opt!(self.ema_max_decay, ["ema", "max_decay"]);
         Ok(v)
     }
 }
@@ -218,6 +255,7 @@ fn read_config_file(path: &Path) -> Result<Value> {
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Some(Command::Sample(args)) => sample(&args),
+        Some(Command::Export(args)) => export(&args),
         None => train(&cli.train),
     }
 }
@@ -349,9 +387,13 @@ struct SampleArgs {
     /// Seed of the diffusion noise.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Use the EMA weights when the checkpoint has them.
+    /// Use the trained weights even when the checkpoint has an EMA of them.
     #[arg(long)]
-    ema: bool,
+    no_ema: bool,
+    /// Start the reverse diffusion from the `noise` tensor `[B, horizon, A]` of this
+    /// safetensors file (to compare with LeRobot's `generate_actions(batch, noise)`).
+    #[arg(long)]
+    initial_noise: Option<PathBuf>,
     /// cpu, wgpu or cuda.
     #[arg(long, default_value = "cpu")]
     device: DeviceKind,
@@ -365,7 +407,7 @@ impl DeviceTask for Sample<'_> {
     type Output = Result<(Vec<f32>, [usize; 3])>;
     fn run<B: Backend>(self, device: B::Device) -> Result<(Vec<f32>, [usize; 3])> {
         let args = self.args;
-        let mut runner = PolicyRunner::<B>::load(&args.checkpoint, args.seed, args.ema, device)?;
+        let mut runner = PolicyRunner::<B>::load(&args.checkpoint, args.seed, !args.no_ema, device)?;
         let dataset = Dataset::open(&args.root)?;
         let n_obs = runner.config().n_obs_steps;
         let deltas: datasets::DeltaTimestamps =
@@ -402,10 +444,23 @@ impl DeviceTask for Sample<'_> {
             if runner.features().env_state_dim.is_some() { Some(f32s("observation.environment_state")?) } else { None };
         let host =
             HostObservation { batch: args.indices.len(), state: f32s("observation.state")?, env_state: env, cameras };
-        let actions = runner.predict_chunk(&host)?;
+        let initial = args.initial_noise.as_deref().map(read_noise).transpose()?;
+        let actions = runner.predict_chunk_from(&host, initial)?;
         let dims = actions.dims();
         Ok((actions.into_data().convert::<f32>().to_vec().expect("f32 data"), dims))
     }
+}
+
+/// The float32 `noise` tensor of a safetensors file.
+fn read_noise(path: &Path) -> Result<Vec<f32>> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let tensors =
+        safetensors::SafeTensors::deserialize(&bytes).with_context(|| format!("parsing {}", path.display()))?;
+    let noise = tensors.tensor("noise").with_context(|| format!("{}: no `noise` tensor", path.display()))?;
+    if noise.dtype() != safetensors::Dtype::F32 {
+        bail!("{}: `noise` is {:?}, expected F32", path.display(), noise.dtype());
+    }
+    Ok(noise.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
 }
 
 fn sample(args: &SampleArgs) -> Result<()> {
@@ -422,5 +477,29 @@ fn sample(args: &SampleArgs) -> Result<()> {
     meta.insert("seed".to_string(), args.seed.to_string());
     batch.write_safetensors(&args.out, &meta)?;
     println!("wrote {} action chunks of shape {:?} to {}", args.indices.len(), &shape[1..], args.out.display());
+    Ok(())
+}
+
+/// Arguments of `trainer export`.
+#[derive(Debug, Args)]
+struct ExportArgs {
+    /// The checkpoint (an output folder or a checkpoint folder).
+    #[arg(long)]
+    checkpoint: PathBuf,
+    /// The folder to write.
+    #[arg(long)]
+    out: PathBuf,
+    /// Export the trained weights even when the checkpoint has an EMA of them.
+    #[arg(long)]
+    no_ema: bool,
+}
+
+fn export(args: &ExportArgs) -> Result<()> {
+    let runner = PolicyRunner::<burn::backend::Flex>::load(&args.checkpoint, 0, !args.no_ema, Default::default())?;
+    let (config, features, normalizer) =
+        (runner.config().clone(), runner.features().clone(), runner.normalizer().clone());
+    let model = runner.into_model();
+    trainer::export::export(&model, &config, &features, &normalizer, &args.out)?;
+    println!("wrote a LeRobot Diffusion Policy to {}", args.out.display());
     Ok(())
 }

@@ -92,6 +92,11 @@ impl<B: Backend> PolicyRunner<B> {
         self.model
     }
 
+    /// The normalisation statistics.
+    pub fn normalizer(&self) -> &Normalizer {
+        self.pipeline.normalizer()
+    }
+
     /// The policy's features.
     pub fn features(&self) -> &PolicyFeatures {
         &self.features
@@ -105,10 +110,21 @@ impl<B: Backend> PolicyRunner<B> {
     /// LeRobot's `predict_action_chunk` on `obs` (each sample a window of `n_obs_steps`
     /// steps): `[B, n_action_steps, A]` unnormalised actions.
     pub fn predict_chunk(&mut self, obs: &HostObservation<'_>) -> Result<Tensor<B, 3>> {
+        self.predict_chunk_from(obs, None)
+    }
+
+    /// [`PolicyRunner::predict_chunk`] starting the reverse diffusion from `initial` noise
+    /// `[B, horizon, A]` (row-major) when given, as LeRobot's `generate_actions(batch, noise)`.
+    pub fn predict_chunk_from(&mut self, obs: &HostObservation<'_>, initial: Option<Vec<f32>>) -> Result<Tensor<B, 3>> {
         let observation = self.pipeline.observation_from_host::<B>(obs, Mode::Eval, &self.device)?;
         let shape = [obs.batch, self.config.horizon, self.features.action_dim];
-        let initial: Vec<f32> =
-            (0..shape.iter().product::<usize>()).map(|_| StandardNormal.sample(&mut self.rng)).collect();
+        let initial = match initial {
+            Some(noise) if noise.len() == shape.iter().product::<usize>() => noise,
+            Some(noise) => {
+                return Err(Error::Config(format!("initial noise holds {} values, expected {shape:?}", noise.len())));
+            }
+            None => (0..shape.iter().product::<usize>()).map(|_| StandardNormal.sample(&mut self.rng)).collect(),
+        };
         let rng = &mut self.rng;
         let sampler = Sampler {
             schedule: &self.schedule,

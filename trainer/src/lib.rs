@@ -21,10 +21,13 @@
 //! ```
 
 pub mod checkpoint;
+pub mod ema;
+pub mod export;
 pub mod metrics;
 pub mod model;
 pub mod noise;
 pub mod optim;
+pub mod precision;
 
 mod config;
 mod error;
@@ -37,11 +40,13 @@ mod step;
 mod train;
 
 pub use config::{DiffusionConfig, PolicyFeatures, Preset};
+pub use ema::{Ema, EmaConfig};
 pub use error::{Error, Result};
 pub use inference::{PolicyRunner, StepObservation};
 pub use inputs::{HostObservation, InputPipeline, Mode, TrainInputs};
 pub use model::{DiffusionModel, Observation, Sampler, TrainingNoise};
 pub use noise::{BetaSchedule, NoiseSchedule, PredictionType, SchedulerKind};
+pub use precision::{LossScaler, Precision};
 pub use pretrained::{StateDict, load_resnet18, read_state_dict};
 pub use run_config::{DatasetConfig, PolicySection, TrainConfig, merge};
 pub use seeds::{Purpose, step_seed};

@@ -30,6 +30,10 @@ pub struct Metrics {
     pub data_s: f64,
     /// Throughput over the period.
     pub samples_per_s: f64,
+    /// The f16 loss scale at the period's end (f16 training only).
+    pub loss_scale: Option<f32>,
+    /// Steps skipped in the period because f16 gradients overflowed.
+    pub skipped: usize,
 }
 
 /// LeRobot's `format_big_number`: 1234 → `1K`, 1_600_000 → `2M`.
@@ -48,7 +52,7 @@ pub fn big_number(n: f64) -> String {
 impl Metrics {
     /// The log line, as LeRobot's `MetricsTracker` prints it, plus samples/s.
     pub fn line(&self) -> String {
-        format!(
+        let mut line = format!(
             "step:{} smpl:{} ep:{} epch:{:.2} loss:{:.3} grdn:{:.3} lr:{:.1e} updt_s:{:.3} data_s:{:.3} smp/s:{:.1}",
             big_number(self.step as f64),
             big_number(self.samples as f64),
@@ -60,7 +64,11 @@ impl Metrics {
             self.update_s,
             self.data_s,
             self.samples_per_s
-        )
+        );
+        if let Some(scale) = self.loss_scale {
+            line += &format!(" loss_scale:{scale} skipped:{}", self.skipped);
+        }
+        line
     }
 }
 

@@ -86,18 +86,27 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for Scale<'_, B> {
 }
 
 /// torch's `clip_grad_norm_`: the global L2 norm of all gradients (computed in float32), and, when
-/// it exceeds `max_norm`, every gradient scaled by `max_norm / (norm + 1e-6)`. Returns the norm
-/// before clipping as a `[1]` tensor, left on the device (reading it synchronises).
+/// it exceeds `max_norm`, every gradient scaled by `max_norm / (norm + 1e-6)`. Gradients of a
+/// loss multiplied by `loss_scale` (f16 training) are divided by it in the same pass, as
+/// `GradScaler.unscale_` then `clip_grad_norm_` do. Returns the (unscaled) norm before clipping
+/// as a `[1]` tensor, left on the device (reading it synchronises).
 pub fn clip_grad_norm<B: AutodiffBackend, M: AutodiffModule<B>>(
     model: &M,
     grads: &mut GradientsParams,
     max_norm: f64,
+    loss_scale: f64,
 ) -> Tensor<B::InnerBackend, 1> {
     let mut visitor = SquaredNorm::<B> { grads: &mut *grads, total: None };
     model.visit(&mut visitor);
     let norm = visitor.total.map_or_else(|| Tensor::zeros([1], &Default::default()), Tensor::sqrt);
-    if max_norm > 0.0 {
-        let factor = (norm.clone().add_scalar(1e-6).recip() * max_norm).clamp_max(1.0);
+    let norm = if loss_scale == 1.0 { norm } else { norm.div_scalar(loss_scale) };
+    if max_norm > 0.0 || loss_scale != 1.0 {
+        let clip = if max_norm > 0.0 {
+            (norm.clone().add_scalar(1e-6).recip() * max_norm).clamp_max(1.0)
+        } else {
+            norm.ones_like()
+        };
+        let factor = if loss_scale == 1.0 { clip } else { clip.div_scalar(loss_scale) };
         let mut scale = Scale::<B> { grads, factor };
         model.visit(&mut scale);
     }

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 use transforms::{DeviceKind, ImageTransformsConfig};
 
 use crate::config::{DiffusionConfig, Preset};
+use crate::ema::EmaConfig;
 use crate::error::{Error, Result};
+use crate::precision::Precision;
 
 /// The dataset part of the configuration (LeRobot's `--dataset.*`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,6 +64,19 @@ pub struct TrainConfig {
     pub output_dir: PathBuf,
     /// cpu, wgpu or cuda. Default cpu.
     pub device: DeviceKind,
+    /// Compute precision: f32, bf16 or f16 (f32 master weights). Default f32.
+    #[serde(default)]
+    pub precision: Precision,
+    /// Micro-batches of `batch_size` per optimiser step. Default 1.
+    #[serde(default = "one")]
+    pub grad_accum: usize,
+    /// `--ema.*`: an exponential moving average of the weights. Default off.
+    #[serde(default)]
+    pub ema: EmaConfig,
+}
+
+fn one() -> usize {
+    1
 }
 
 impl TrainConfig {
@@ -86,6 +101,9 @@ impl TrainConfig {
             save_checkpoint: true,
             output_dir: PathBuf::from("outputs/train"),
             device: DeviceKind::Cpu,
+            precision: Precision::F32,
+            grad_accum: 1,
+            ema: EmaConfig::default(),
         }
     }
 

@@ -1,10 +1,11 @@
 //! One training step, phase by phase: prepare the batch on the device (transforms,
 //! normalisation, noise), forward to the loss, backward, clip by the global norm, and the Adam
-//! update at the step's learning rate. The training loop runs [`Learner::step`]; the step-time
+//! update at the step's learning rate, in f32 or mixed precision, over one or several
+//! micro-batches, with an optional EMA of the weights. The training loop runs [`Learner::step`]; the step-time
 //! bench runs the phases one at a time.
 
 use burn::optim::adaptor::OptimizerAdaptor;
-use burn::optim::{Adam, GradientsParams, Optimizer};
+use burn::optim::{Adam, GradientsAccumulator, GradientsParams, Optimizer};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use loader::Batch;
@@ -13,11 +14,13 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 
 use crate::config::DiffusionConfig;
-use crate::error::Result;
+use crate::ema::Ema;
+use crate::error::{Error, Result};
 use crate::inputs::{InputPipeline, Mode, TrainInputs};
 use crate::model::{DiffusionModel, TrainingNoise};
 use crate::noise::NoiseSchedule;
 use crate::optim::{adam, clip_grad_norm, learning_rate};
+use crate::precision::{LossScaler, Precision, ScaleUpdate};
 use crate::seeds::{Purpose, step_seed};
 
 /// The optimiser of a [`DiffusionModel`].
@@ -37,12 +40,23 @@ pub struct Prepared<B: Backend> {
 /// What one step reports, left on the device (of the inner backend `B`) until read.
 #[derive(Debug, Clone)]
 pub struct StepOutput<B: Backend> {
-    /// The loss, `[1]`.
+    /// The loss (mean over the step's micro-batches), `[1]`.
     pub loss: Tensor<B, 1>,
-    /// The global gradient norm before clipping, `[1]`.
+    /// The global gradient norm before clipping (unscaled), `[1]`.
     pub grad_norm: Tensor<B, 1>,
     /// The learning rate used.
     pub lr: f64,
+    /// False when f16 gradients overflowed and the update was skipped.
+    pub applied: bool,
+    /// The f16 loss scale after the step.
+    pub loss_scale: Option<f32>,
+}
+
+/// Gradients and losses of the micro-batches of the optimiser step in progress.
+struct Pending<B: AutodiffBackend> {
+    grads: GradientsAccumulator<DiffusionModel<B>>,
+    loss: Tensor<B::InnerBackend, 1>,
+    micro_batches: usize,
 }
 
 /// The model, its optimiser and what a step needs to run.
@@ -56,11 +70,16 @@ pub struct Learner<B: AutodiffBackend> {
     seed: u64,
     total_steps: usize,
     device: B::Device,
+    precision: Precision,
+    scaler: Option<LossScaler>,
+    grad_accum: usize,
+    ema: Option<Ema<B::InnerBackend>>,
+    pending: Option<Pending<B>>,
 }
 
 impl<B: AutodiffBackend> Learner<B> {
     /// A learner for `model`, with a fresh optimiser, that runs `total_steps` steps (the
-    /// cosine schedule's length) seeded by `seed`.
+    /// cosine schedule's length) seeded by `seed`; f32, one micro-batch per step, no EMA.
     pub fn new(
         model: DiffusionModel<B>,
         config: DiffusionConfig,
@@ -71,12 +90,58 @@ impl<B: AutodiffBackend> Learner<B> {
     ) -> Self {
         let optim = adam(&config).init::<B, DiffusionModel<B>>();
         let schedule = schedule_of(&config);
-        Self { model: Some(model), optim, config, pipeline, schedule, seed, total_steps, device }
+        crate::model::materialize(&model);
+        Self {
+            model: Some(model),
+            optim,
+            config,
+            pipeline,
+            schedule,
+            seed,
+            total_steps,
+            device,
+            precision: Precision::F32,
+            scaler: None,
+            grad_accum: 1,
+            ema: None,
+            pending: None,
+        }
     }
 
     /// Continues with the optimiser state of a checkpoint.
     pub fn with_optimizer(mut self, optim: PolicyOptimizer<B>) -> Self {
         self.optim = optim;
+        self
+    }
+
+    /// Computes in `precision` (f16 with a fresh [`LossScaler`]); an error when the device
+    /// cannot.
+    pub fn with_precision(mut self, precision: Precision) -> Result<Self> {
+        if !precision.supported::<B>(&self.device) {
+            return Err(Error::Config(format!("this device does not compute in {precision}")));
+        }
+        self.precision = precision;
+        self.scaler = (precision == Precision::F16).then(LossScaler::default);
+        Ok(self)
+    }
+
+    /// Continues the f16 loss scale of a checkpoint (ignored in other precisions).
+    pub fn with_loss_scaler(mut self, scaler: LossScaler) -> Self {
+        if self.scaler.is_some() {
+            self.scaler = Some(scaler);
+        }
+        self
+    }
+
+    /// Sums the gradients of `k` micro-batches per optimiser step.
+    pub fn with_grad_accum(mut self, k: usize) -> Self {
+        self.grad_accum = k.max(1);
+        self
+    }
+
+    /// Keeps `ema` updated after every optimiser step.
+    pub fn with_ema(mut self, ema: Ema<B::InnerBackend>) -> Self {
+        self.ema = Some(ema);
         self
     }
 
@@ -90,6 +155,21 @@ impl<B: AutodiffBackend> Learner<B> {
         &self.optim
     }
 
+    /// The EMA of the weights, when kept.
+    pub fn ema(&self) -> Option<&Ema<B::InnerBackend>> {
+        self.ema.as_ref()
+    }
+
+    /// The f16 loss scaler, when used.
+    pub fn loss_scaler(&self) -> Option<&LossScaler> {
+        self.scaler.as_ref()
+    }
+
+    /// Micro-batches per optimiser step.
+    pub fn grad_accum(&self) -> usize {
+        self.grad_accum
+    }
+
     /// The model, giving the learner up.
     pub fn into_model(self) -> DiffusionModel<B> {
         self.model.expect("the model is only taken during an update")
@@ -100,39 +180,46 @@ impl<B: AutodiffBackend> Learner<B> {
         &self.device
     }
 
-    /// Uploads and transforms `batch` for optimiser step `step` (its crops, augmentation and
-    /// noise derive from the seed and the step).
-    pub fn prepare(&self, batch: &Batch, step: usize) -> Result<Prepared<B>> {
-        let inputs = self.pipeline.train_inputs::<B>(
-            batch,
-            Mode::Train { seed: step_seed(self.seed, step, Purpose::Augment) },
-            &self.device,
-        )?;
+    /// Uploads and transforms `batch`, micro-batch `micro` of optimiser step `step`. Its noise
+    /// derives from the seed, the step and each sample's position in the step (so `K`
+    /// micro-batches of `B` draw what one batch of `K·B` draws); its crops and augmentation
+    /// from the seed, the step and `micro`.
+    pub fn prepare(&self, batch: &Batch, step: usize, micro: usize) -> Result<Prepared<B>> {
+        let augment = step_seed(self.seed, step, Purpose::Augment) ^ (micro as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let inputs = self.pipeline.train_inputs::<B>(batch, Mode::Train { seed: augment }, &self.device)?;
         let [_, horizon, actions] = inputs.actions.dims();
         let noise = draw_noise::<B>(
             &self.schedule,
             [batch.len(), horizon, actions],
             step_seed(self.seed, step, Purpose::Noise),
+            micro * batch.len(),
             &self.device,
         );
         Ok(Prepared { inputs, noise, samples: batch.len() })
     }
 
-    /// The loss of a prepared batch.
+    /// The loss of a prepared batch (f32), computed through a copy of the model in the compute
+    /// precision.
     pub fn loss(&self, prepared: &Prepared<B>) -> Tensor<B, 1> {
         let inputs = &prepared.inputs;
         let mask = self.config.do_mask_loss_for_padding.then(|| inputs.action_is_pad.clone());
-        self.model().loss(&inputs.obs, inputs.actions.clone(), &prepared.noise, self.config.prediction_type, mask)
+        let model = self.precision.cast_model(self.model());
+        model.loss(&inputs.obs, inputs.actions.clone(), &prepared.noise, self.config.prediction_type, mask)
     }
 
-    /// The gradients of `loss` with respect to the model's parameters.
+    /// The gradients of one micro-batch's `loss` with respect to the (f32) parameters: of
+    /// `loss / K`, times the loss scale in f16.
     pub fn gradients(&self, loss: &Tensor<B, 1>) -> GradientsParams {
-        GradientsParams::from_grads(loss.backward(), self.model())
+        let factor = f64::from(self.scaler.map_or(1.0, |s| s.scale)) / self.grad_accum as f64;
+        let scaled = if factor == 1.0 { loss.clone() } else { loss.clone().mul_scalar(factor) };
+        GradientsParams::from_grads(scaled.backward(), self.model())
     }
 
-    /// Clips `grads` to the configured global norm; returns the norm before clipping.
+    /// Clips `grads` to the configured global norm, undoing the loss scale; returns the
+    /// unscaled norm before clipping.
     pub fn clip(&self, grads: &mut GradientsParams) -> Tensor<B::InnerBackend, 1> {
-        clip_grad_norm(self.model(), grads, self.config.grad_clip_norm)
+        let scale = f64::from(self.scaler.map_or(1.0, |s| s.scale));
+        clip_grad_norm(self.model(), grads, self.config.grad_clip_norm, scale)
     }
 
     /// The learning rate of optimiser step `step`.
@@ -140,22 +227,63 @@ impl<B: AutodiffBackend> Learner<B> {
         learning_rate(self.config.optimizer_lr, step, self.config.scheduler_warmup_steps, self.total_steps)
     }
 
-    /// Applies `grads` as optimiser step `step`.
+    /// Applies `grads` as optimiser step `step` and moves the EMA.
     pub fn update(&mut self, grads: GradientsParams, step: usize) -> f64 {
         let lr = self.learning_rate(step);
         let model = self.model.take().expect("the model is only taken during an update");
         self.model = Some(self.optim.step(lr, model, grads));
+        if let Some(ema) = &mut self.ema {
+            ema.update(self.model.as_ref().expect("just put back"), step + 1);
+        }
         lr
     }
 
-    /// A whole step on `batch` as optimiser step `step`.
-    pub fn step(&mut self, batch: &Batch, step: usize) -> Result<StepOutput<B::InnerBackend>> {
-        let prepared = self.prepare(batch, step)?;
+    /// Forward and backward of micro-batch `micro` of optimiser step `step`; its gradients wait
+    /// for [`Learner::finish`].
+    pub fn accumulate(&mut self, batch: &Batch, step: usize, micro: usize) -> Result<()> {
+        let prepared = self.prepare(batch, step, micro)?;
         let loss = self.loss(&prepared);
-        let mut grads = self.gradients(&loss);
+        let grads = self.gradients(&loss);
+        let loss = loss.inner();
+        let mut pending = self.pending.take().unwrap_or_else(|| Pending {
+            grads: GradientsAccumulator::new(),
+            loss: Tensor::zeros([1], &loss.device()),
+            micro_batches: 0,
+        });
+        pending.grads.accumulate(self.model(), grads);
+        pending.loss = pending.loss + loss;
+        pending.micro_batches += 1;
+        self.pending = Some(pending);
+        Ok(())
+    }
+
+    /// Ends optimiser step `step`: clips the summed gradients and updates, unless f16
+    /// gradients overflowed (then the step is skipped and the loss scale halved).
+    pub fn finish(&mut self, step: usize) -> StepOutput<B::InnerBackend> {
+        let mut pending = self.pending.take().expect("accumulate() comes before finish()");
+        let mut grads = pending.grads.grads();
         let grad_norm = self.clip(&mut grads);
-        let lr = self.update(grads, step);
-        Ok(StepOutput { loss: loss.inner().cast(burn::tensor::FloatDType::F32), grad_norm, lr })
+        let applied = match &mut self.scaler {
+            Some(scaler) => {
+                let norm: f32 = grad_norm.clone().into_scalar().elem();
+                scaler.update(norm.is_finite()) == ScaleUpdate::Apply
+            }
+            None => true,
+        };
+        let lr = if applied { self.update(grads, step) } else { self.learning_rate(step) };
+        StepOutput {
+            loss: pending.loss.div_scalar(pending.micro_batches as f64),
+            grad_norm,
+            lr,
+            applied,
+            loss_scale: self.scaler.map(|s| s.scale),
+        }
+    }
+
+    /// A whole step of one micro-batch, `batch`, as optimiser step `step`.
+    pub fn step(&mut self, batch: &Batch, step: usize) -> Result<StepOutput<B::InnerBackend>> {
+        self.accumulate(batch, step, 0)?;
+        Ok(self.finish(step))
     }
 }
 
@@ -173,17 +301,25 @@ pub fn schedule_of(config: &DiffusionConfig) -> NoiseSchedule {
 }
 
 /// Draws a training batch's noise ε `[B, T, A]` (standard normal) and timesteps (uniform over
-/// the schedule) from `seed`, with their `add_noise` coefficients.
+/// the schedule), with their `add_noise` coefficients. Sample `i` draws from ChaCha8 stream
+/// `first_sample + i` of `seed`, so a sample's noise depends on its position in the optimiser
+/// step only, not on how the step is split into micro-batches.
 pub fn draw_noise<B: Backend>(
     schedule: &NoiseSchedule,
     shape: [usize; 3],
     seed: u64,
+    first_sample: usize,
     device: &B::Device,
 ) -> TrainingNoise<B> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let [b, _, _] = shape;
-    let eps: Vec<f32> = (0..shape.iter().product::<usize>()).map(|_| StandardNormal.sample(&mut rng)).collect();
-    let steps: Vec<usize> = (0..b).map(|_| (rng.next_u64() % schedule.steps() as u64) as usize).collect();
+    let [b, t, a] = shape;
+    let mut eps = Vec::with_capacity(b * t * a);
+    let mut steps = Vec::with_capacity(b);
+    for i in 0..b {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        rng.set_stream((first_sample + i) as u64);
+        eps.extend((0..t * a).map(|_| -> f32 { StandardNormal.sample(&mut rng) }));
+        steps.push((rng.next_u64() % schedule.steps() as u64) as usize);
+    }
     let (signal, noise): (Vec<f32>, Vec<f32>) = steps.iter().map(|&t| schedule.noise_coefficients(t)).unzip();
     TrainingNoise {
         eps: Tensor::from_data(TensorData::new(eps, shape), device),

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use burn::module::Module;
+use burn::module::{AutodiffModule, Module};
 use burn::optim::Optimizer;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
@@ -19,10 +19,12 @@ use transforms::{Normalizer, diffusion_mapping};
 
 use crate::checkpoint::{self, CheckpointContents, TrainingState};
 use crate::config::{DiffusionConfig, PolicyFeatures};
+use crate::ema::Ema;
 use crate::error::{Error, Result};
 use crate::inputs::InputPipeline;
 use crate::metrics::{Metrics, MetricsWriter, big_number};
 use crate::model::DiffusionModel;
+use crate::precision::LossScaler;
 use crate::pretrained;
 use crate::run_config::TrainConfig;
 use crate::step::{Learner, StepOutput};
@@ -59,6 +61,9 @@ pub fn init_model<B: Backend>(
 ) -> Result<DiffusionModel<B>> {
     B::seed(device, seed);
     let mut model = DiffusionModel::new(config, features, device);
+    // burn initialises parameters lazily, on first use, from the device's RNG as it is then:
+    // draw them all now, in a fixed order, right after seeding.
+    crate::model::materialize(&model);
     if let Some(path) = &config.pretrained_backbone_weights {
         model.rgb_encoder =
             model.rgb_encoder.into_iter().map(|e| pretrained::load_resnet18(e, path, device)).collect::<Result<_>>()?;
@@ -81,9 +86,10 @@ impl TrainData {
     /// Opens the dataset of `config` and checks the configuration against it.
     pub fn open(config: &TrainConfig) -> Result<Self> {
         let policy = &config.policy.config;
-        if config.batch_size == 0 || config.steps == 0 || config.log_freq == 0 {
-            return Err(Error::Config("batch_size, steps and log_freq must be at least 1".into()));
+        if config.batch_size == 0 || config.steps == 0 || config.log_freq == 0 || config.grad_accum == 0 {
+            return Err(Error::Config("batch_size, steps, grad_accum and log_freq must be at least 1".into()));
         }
+        config.ema.validate()?;
         config.dataset.image_transforms.validate()?;
         let dataset = Arc::new(Dataset::open_with(
             &config.dataset.root,
@@ -149,7 +155,12 @@ pub fn train<B: AutodiffBackend>(
                 normalizer.clone(),
                 config.dataset.image_transforms.clone(),
             );
-            let learner = Learner::new(model, policy.clone(), pipeline, config.seed, config.steps, device.clone());
+            let ema = config.ema.enable.then(|| Ema::new(model.valid(), config.ema.clone()));
+            let learner = configure(
+                Learner::new(model, policy.clone(), pipeline, config.seed, config.steps, device.clone()),
+                config,
+                ema,
+            )?;
             let state = TrainingState {
                 step: 0,
                 sampler: SamplerState::default(),
@@ -178,7 +189,25 @@ pub fn train<B: AutodiffBackend>(
                 normalizer.clone(),
                 config.dataset.image_transforms.clone(),
             );
-            let learner = Learner::new(model, policy.clone(), pipeline, config.seed, config.steps, device.clone());
+            let ema = if !config.ema.enable {
+                None
+            } else if dir.join("ema.mpk").exists() {
+                let average = DiffusionModel::<B::InnerBackend>::new(policy, &run.features, &device)
+                    .load_file(dir.join("ema"), &checkpoint::recorder(), &device)
+                    .map_err(|e| Error::checkpoint(&dir, format!("ema: {e}")))?;
+                Some(Ema::new(average, config.ema.clone()))
+            } else {
+                on_progress(Progress::Line("the checkpoint has no EMA: starting one from its weights"));
+                Some(Ema::new(model.valid(), config.ema.clone()))
+            };
+            let mut learner = configure(
+                Learner::new(model, policy.clone(), pipeline, config.seed, config.steps, device.clone()),
+                config,
+                ema,
+            )?;
+            if let Some(scale) = state.loss_scale {
+                learner = learner.with_loss_scaler(LossScaler::from_state(scale));
+            }
             let optim = learner.optimizer().clone().load_record(checkpoint::load_record(&dir, "optimizer", &device)?);
             on_progress(Progress::Line(&format!("resuming from {} at step {}", dir.display(), state.step)));
             (learner.with_optimizer(optim), state, normalizer)
@@ -197,16 +226,24 @@ pub fn train<B: AutodiffBackend>(
     let mut last_checkpoint = None;
     let mut period = Period::default();
     while state.step < config.steps {
-        let waited = Instant::now();
-        let batch = loader.next().ok_or_else(|| Error::Config("the loader ended".into()))??;
-        let data_s = waited.elapsed().as_secs_f64();
+        let (mut data_s, mut compute_s, mut samples) = (0.0, 0.0, 0);
+        for micro in 0..config.grad_accum {
+            let waited = Instant::now();
+            let batch = loader.next().ok_or_else(|| Error::Config("the loader ended".into()))??;
+            data_s += waited.elapsed().as_secs_f64();
+            let computed = Instant::now();
+            learner.accumulate(&batch, state.step, micro)?;
+            compute_s += computed.elapsed().as_secs_f64();
+            samples += batch.len();
+            state.sampler = batch.state();
+        }
         let computed = Instant::now();
-        let output = learner.step(&batch, state.step)?;
+        let output = learner.finish(state.step);
+        compute_s += computed.elapsed().as_secs_f64();
         state.step += 1;
-        state.samples += batch.len() as u64;
-        state.sampler = batch.state();
-        period.add(output, data_s, computed.elapsed().as_secs_f64(), batch.len());
-        drop(batch);
+        state.samples += samples as u64;
+        state.loss_scale = learner.loss_scaler().map(LossScaler::state);
+        period.add(output, data_s, compute_s, samples);
 
         let step = state.step;
         on_progress(Progress::Step(step));
@@ -226,14 +263,34 @@ pub fn train<B: AutodiffBackend>(
                 features: &run.features,
             };
             let optim_record = learner.optimizer().to_record();
+            let ema = learner.ema().map(|e| e.model.clone());
             let dir = checkpoint::save::<B, _>(&config.output_dir, learner.model(), &contents, |tmp| {
-                checkpoint::save_record::<B, _>(tmp, "optimizer", optim_record)
+                checkpoint::save_record::<B, _>(tmp, "optimizer", optim_record)?;
+                match ema {
+                    Some(ema) => ema
+                        .save_file(tmp.join("ema"), &checkpoint::recorder())
+                        .map_err(|e| Error::checkpoint(tmp, format!("ema: {e}"))),
+                    None => Ok(()),
+                }
             })?;
             on_progress(Progress::Line(&format!("checkpoint {}", dir.display())));
             last_checkpoint = Some(dir);
         }
     }
     Ok(TrainOutcome { steps: state.step, losses, checkpoint: last_checkpoint, num_params })
+}
+
+/// Sets a learner up as `config` says: precision, gradient accumulation, EMA.
+fn configure<B: AutodiffBackend>(
+    learner: Learner<B>,
+    config: &TrainConfig,
+    ema: Option<Ema<B::InnerBackend>>,
+) -> Result<Learner<B>> {
+    let learner = learner.with_precision(config.precision)?.with_grad_accum(config.grad_accum);
+    Ok(match ema {
+        Some(ema) => learner.with_ema(ema),
+        None => learner,
+    })
 }
 
 /// Sums over one logging period, on the device until read.
@@ -245,6 +302,8 @@ struct Period<B: Backend> {
     samples: usize,
     data_s: f64,
     update_s: f64,
+    skipped: usize,
+    loss_scale: Option<f32>,
     started: Instant,
 }
 
@@ -258,6 +317,8 @@ impl<B: Backend> Default for Period<B> {
             samples: 0,
             data_s: 0.0,
             update_s: 0.0,
+            skipped: 0,
+            loss_scale: None,
             started: Instant::now(),
         }
     }
@@ -269,6 +330,8 @@ impl<B: Backend> Period<B> {
         self.loss = add(self.loss.take(), output.loss);
         self.norm = add(self.norm.take(), output.grad_norm);
         self.lr = output.lr;
+        self.skipped += usize::from(!output.applied);
+        self.loss_scale = output.loss_scale;
         self.steps += 1;
         self.samples += samples;
         self.data_s += data_s;
@@ -289,6 +352,8 @@ impl<B: Backend> Period<B> {
             update_s: self.update_s / n,
             data_s: self.data_s / n,
             samples_per_s: self.samples as f64 / self.started.elapsed().as_secs_f64().max(1e-9),
+            loss_scale: self.loss_scale,
+            skipped: self.skipped,
         };
         *self = Self::default();
         m

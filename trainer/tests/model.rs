@@ -158,3 +158,49 @@ fn timestep_embedding_is_diffusers_sinusoid() {
         }
     }
 }
+
+/// The names and shapes of LeRobot 0.6.1's `DiffusionPolicy.state_dict()` for `case`
+/// (`tests/fixtures/lerobot_export/make_fixture.py`).
+fn lerobot_state_dict_shapes(case: &str) -> Vec<(String, Vec<usize>)> {
+    let text = include_str!("../../tests/fixtures/lerobot_export/state_dict_shapes.json");
+    let all: serde_json::Value = serde_json::from_str(text).unwrap();
+    serde_json::from_value(all[case].clone()).unwrap()
+}
+
+#[test]
+fn the_export_names_and_shapes_every_tensor_as_lerobot_does() {
+    for (case, preset, features) in [
+        ("pusht_classic", Preset::Classic, pusht()),
+        ("pusht_lerobot06", Preset::Lerobot06, pusht()),
+        ("aloha_lerobot06", Preset::Lerobot06, aloha()),
+    ] {
+        let config = DiffusionConfig::preset(preset);
+        let model = DiffusionModel::<Flex>::new(&config, &features, &Default::default());
+        let mut ours: Vec<(String, Vec<usize>)> = trainer::export::lerobot_state_dict(&model, &config, false)
+            .into_iter()
+            .map(|e| (e.name, e.shape))
+            .collect();
+        let mut theirs = lerobot_state_dict_shapes(case);
+        ours.sort();
+        theirs.sort();
+        let missing: Vec<_> = theirs.iter().filter(|t| !ours.contains(t)).collect();
+        let extra: Vec<_> = ours.iter().filter(|o| !theirs.contains(o)).collect();
+        assert!(missing.is_empty() && extra.is_empty(), "{case}: missing {missing:?}, unexpected {extra:?}");
+    }
+}
+
+#[test]
+fn the_exported_config_has_lerobots_keys_and_values() {
+    let theirs: serde_json::Value =
+        serde_json::from_str(include_str!("../../tests/fixtures/lerobot_export/pusht_classic_config.json")).unwrap();
+    let config = DiffusionConfig::preset(Preset::Classic);
+    let ours = trainer::export::lerobot_config(&config, &pusht());
+    let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&ours), keys(&theirs), "draccus refuses unknown keys and wants every one");
+    for (key, value) in theirs.as_object().unwrap() {
+        // LeRobot's default is to push to the Hub; an export is a local folder.
+        if key != "push_to_hub" {
+            assert_eq!(&ours[key], value, "{key}");
+        }
+    }
+}

@@ -80,7 +80,7 @@ fn a_resumed_run_ends_bit_identical_to_an_uninterrupted_one() {
     // 39 sampleable frames at batch 4: an epoch is 10 steps, so the 12 steps cross into the
     // second epoch after the resume point.
     let whole = scratch("resume-whole");
-    let config = tiny(&whole, 12, json!({"save_freq": 6}));
+    let config = tiny(&whole, 12, json!({"save_freq": 6, "ema": {"enable": true}}));
     train::<Backend>(&config, None, Default::default(), |_| {}).unwrap();
 
     let resumed = scratch("resume-second-half");
@@ -97,6 +97,7 @@ fn a_resumed_run_ends_bit_identical_to_an_uninterrupted_one() {
 
     let (a, b) = (whole.join("checkpoints/000012"), resumed.join("checkpoints/000012"));
     assert!(file_bytes(&a, "model.mpk") == file_bytes(&b, "model.mpk"), "model weights differ after resume");
+    assert!(file_bytes(&a, "ema.mpk") == file_bytes(&b, "ema.mpk"), "EMA weights differ after resume");
     // The optimiser record is a hash map (its bytes depend on iteration order): compare what
     // it does instead. Two more steps from each must give identical weights again.
     for (from, name) in [(&a, "continue-whole"), (&b, "continue-resumed")] {
@@ -257,6 +258,58 @@ fn trainer_sample_writes_unnormalised_action_chunks() {
         );
     }
     assert_eq!(file.tensor("index").unwrap().shape(), [4]);
+}
+
+#[test]
+fn trainer_export_writes_lerobots_pretrained_policy_files() {
+    let out = scratch("export-cli");
+    let (ok, _, stderr) = run_trainer(&[
+        "export",
+        "--checkpoint",
+        trained_checkpoint().to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    let bytes = std::fs::read(out.join("model.safetensors")).unwrap();
+    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    // The trained weights, in PyTorch's layout: Linear transposed, Conv1d `[out, in, k]`.
+    let runner = PolicyRunner::<Flex>::load(trained_checkpoint(), 0, true, Default::default()).unwrap();
+    let config = runner.config().clone();
+    let model = runner.into_model();
+    let floats = |name: &str| -> (Vec<usize>, Vec<f32>) {
+        let t = file.tensor(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        (t.shape().to_vec(), t.data().chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect())
+    };
+    let values = |t: burn::tensor::Tensor<Flex, 2>| t.into_data().to_vec::<f32>().unwrap();
+    let (shape, out_weight) = floats("diffusion.rgb_encoder.out.weight");
+    assert_eq!(shape, [64, 64]);
+    assert_eq!(out_weight, values(model.rgb_encoder[0].out.weight.val().transpose()));
+    let (shape, final_conv) = floats("diffusion.unet.final_conv.1.weight");
+    assert_eq!(shape, [2, 16, 1]);
+    assert_eq!(final_conv, values(model.unet.final_conv.weight.val()));
+    assert_eq!(file.names().len(), trainer::export::lerobot_state_dict(&model, &config, false).len());
+    for name in ["config.json", "policy_preprocessor.json", "policy_postprocessor.json"] {
+        let text = std::fs::read_to_string(out.join(name)).unwrap();
+        serde_json::from_str::<serde_json::Value>(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    // The processors' statistics: min and max of the state and the action (MIN_MAX), ImageNet
+    // mean and std for the camera (MEAN_STD with use_imagenet_stats).
+    let bytes = std::fs::read(out.join("policy_preprocessor_step_3_normalizer_processor.safetensors")).unwrap();
+    let stats = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let mut names: Vec<&str> = stats.names();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "action.max",
+            "action.min",
+            "observation.image.mean",
+            "observation.image.std",
+            "observation.state.max",
+            "observation.state.min"
+        ]
+    );
 }
 
 fn run_trainer(args: &[&str]) -> (bool, String, String) {

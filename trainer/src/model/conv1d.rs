@@ -11,7 +11,6 @@
 use burn::module::{Param, ParamId};
 use burn::nn::Initializer;
 use burn::prelude::*;
-use burn::tensor::ops::PadMode;
 
 /// `Conv1d(in, out, kernel, stride, padding)` with PyTorch's default initialisation.
 #[derive(Module, Debug)]
@@ -76,7 +75,15 @@ impl<B: Backend> GemmConv1d<B> {
     pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
         let [batch, channels, length] = x.dims();
         let out_length = self.output_length(length);
-        let padded = if self.padding > 0 { x.pad([(self.padding, self.padding)], PadMode::Constant(0.0)) } else { x };
+        // Zeros made in the input's dtype: burn's `pad` fills in the default dtype and fails on
+        // half-precision inputs.
+        let padded = if self.padding > 0 {
+            let [b, c, _] = x.dims();
+            let zeros = Tensor::<B, 3>::zeros([b, c, self.padding], (&x.device(), x.dtype()));
+            Tensor::cat(vec![zeros.clone(), x, zeros], 2)
+        } else {
+            x
+        };
         // Window j of every output position: padded[.., .., j + stride·t].
         let last = self.stride * (out_length - 1) + 1;
         let windows: Vec<Tensor<B, 3>> =

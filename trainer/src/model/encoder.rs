@@ -5,6 +5,7 @@
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{Linear, LinearConfig};
 use burn::prelude::*;
+use burn::tensor::FloatDType;
 use burn::tensor::activation::{relu, softmax};
 
 use super::resnet::ResNet18;
@@ -40,16 +41,18 @@ impl<B: Backend> SpatialSoftmax<B> {
         grid
     }
 
-    /// `[N, C, h, w]` → `[N, 2·K]`, ordered `[kp0.x, kp0.y, kp1.x, ...]`.
+    /// `[N, C, h, w]` → `[N, 2·K]`, ordered `[kp0.x, kp0.y, kp1.x, ...]`. The softmax and the
+    /// expectation run in f32; the result comes back in the input's dtype.
     pub fn forward(&self, features: Tensor<B, 4>) -> Tensor<B, 2> {
         let features = self.nets.forward(features);
+        let dtype = features.dtype();
         let [n, k, h, w] = features.dims();
-        let attention = softmax(features.reshape([n * k, h * w]), 1);
+        let attention = softmax(features.reshape([n * k, h * w]).cast(FloatDType::F32), 1);
         let grid = Tensor::<B, 2>::from_data(
             TensorData::new(Self::pos_grid(h, w), [h * w, 2]),
             (&attention.device(), attention.dtype()),
         );
-        attention.matmul(grid).reshape([n, k * 2])
+        attention.matmul(grid).reshape([n, k * 2]).cast(dtype)
     }
 }
 
@@ -75,8 +78,10 @@ impl<B: Backend> RgbEncoder<B> {
         }
     }
 
-    /// `[N, 3, H, W]` normalised images → `[N, 2·K]` features.
+    /// `[N, 3, H, W]` normalised images → `[N, 2·K]` features, in the dtype of the encoder's
+    /// weights.
     pub fn forward(&self, images: Tensor<B, 4>) -> Tensor<B, 2> {
+        let images = images.cast(self.out.weight.val().dtype());
         relu(self.out.forward(self.pool.forward(self.backbone.forward(images))))
     }
 

@@ -109,9 +109,11 @@ impl<B: Backend> DiffusionModel<B> {
 
     /// LeRobot's `_prepare_global_conditioning`: per observation step `[state, camera features
     /// (camera-major), env state]`, flattened step-major to `[B, S·F]`.
+    /// Computed in the dtype of the U-Net's weights.
     pub fn global_conditioning(&self, obs: &Observation<B>) -> Tensor<B, 2> {
+        let dtype = self.unet.step_linear1.weight.val().dtype();
         let [b, s, _] = obs.state.dims();
-        let mut parts = vec![obs.state.clone()];
+        let mut parts = vec![obs.state.clone().cast(dtype)];
         if !obs.images.is_empty() {
             let features = if self.rgb_encoder.len() == 1 && self.cameras > 1 {
                 // Shared encoder: one call on all cameras, in (sample, step, camera) order.
@@ -128,7 +130,7 @@ impl<B: Backend> DiffusionModel<B> {
             parts.push(features.reshape([b, s, self.cameras * f]));
         }
         if let Some(env) = &obs.env_state {
-            parts.push(env.clone());
+            parts.push(env.clone().cast(dtype));
         }
         let cond = Tensor::cat(parts, 2);
         let [_, _, f] = cond.dims();
@@ -136,7 +138,8 @@ impl<B: Backend> DiffusionModel<B> {
     }
 
     /// The training loss: noise the (normalised) actions, predict, MSE against ε (or the
-    /// actions), over every element or, with `pad_mask`, over the steps inside the episode.
+    /// actions), over every element or, with `pad_mask`, over the steps inside the episode. The
+    /// noising and the loss run in f32 whatever the weights' dtype.
     pub fn loss(
         &self,
         obs: &Observation<B>,
@@ -147,7 +150,7 @@ impl<B: Backend> DiffusionModel<B> {
     ) -> Tensor<B, 1> {
         let cond = self.global_conditioning(obs);
         let noisy = actions.clone() * noise.signal.clone() + noise.eps.clone() * noise.noise.clone();
-        let pred = self.unet.forward(noisy, noise.timesteps.clone(), cond);
+        let pred = self.unet.forward(noisy, noise.timesteps.clone(), cond).cast(burn::tensor::FloatDType::F32);
         let target = match prediction {
             PredictionType::Epsilon => noise.eps.clone(),
             PredictionType::Sample => actions,
@@ -192,6 +195,19 @@ impl<B: Backend> DiffusionModel<B> {
         let start = self.n_obs_steps - 1;
         actions.slice(s![.., start..start + sampler.n_action_steps, ..])
     }
+}
+
+/// Initialises every lazily initialised parameter of `module` now, in a fixed order. burn draws
+/// a parameter's initial value on its first use; a copy made before that (a mixed-precision
+/// cast, an EMA) would otherwise draw its own values and lose the link to the original.
+pub fn materialize<B: Backend, M: Module<B>>(module: &M) {
+    struct Touch;
+    impl<B: Backend> ModuleVisitor<B> for Touch {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+            let _ = param.val();
+        }
+    }
+    module.visit(&mut Touch);
 }
 
 /// Counts float parameters outside BatchNorm's `running_mean` / `running_var` states.

@@ -2,12 +2,16 @@
 //! broadcast (`[N·C, L] ∘ [N·C, 1]`), which the CPU backend runs vectorised in place; burn's own
 //! version broadcasts `γ` and `β` as `[1, C, 1…]`, which falls back to a scalar strided walk
 //! on the CPU. Same formula as PyTorch: `(x − μ) / √(σ² + ε) · γ + β`, biased variance.
+//! Computed in f32 whatever the input's dtype (mixed precision), returned in the input's dtype.
 
 use burn::nn::GroupNorm;
 use burn::prelude::*;
+use burn::tensor::FloatDType;
 
 /// `norm` applied to `x` `[N, C, ...]`.
 pub fn group_norm<B: Backend, const D: usize>(norm: &GroupNorm<B>, x: Tensor<B, D>) -> Tensor<B, D> {
+    let dtype = x.dtype();
+    let x = x.cast(FloatDType::F32);
     let shape = x.shape();
     let (n, c, g) = (shape[0], shape[1], norm.num_groups);
     let per_group = shape.num_elements() / (n * g);
@@ -29,7 +33,7 @@ pub fn group_norm<B: Backend, const D: usize>(norm: &GroupNorm<B>, x: Tensor<B, 
         Some(shift) => out + shift,
         None => out,
     };
-    out.reshape(shape)
+    out.reshape(shape).cast(dtype)
 }
 
 #[cfg(test)]

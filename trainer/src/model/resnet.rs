@@ -30,7 +30,11 @@ impl<B: Backend> Norm2d<B> {
     /// Normalises `[N, C, H, W]`.
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         match self {
-            Self::Batch(n) => n.forward(x),
+            // In f32 whatever the compute dtype: the running statistics are f32.
+            Self::Batch(n) => {
+                let dtype = x.dtype();
+                n.forward(x.cast(burn::tensor::FloatDType::F32)).cast(dtype)
+            }
             Self::Group(n) => super::norm::group_norm(n, x),
         }
     }

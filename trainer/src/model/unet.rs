@@ -4,13 +4,24 @@
 use burn::nn::conv::{ConvTranspose1d, ConvTranspose1dConfig};
 use burn::nn::{GroupNorm, GroupNormConfig, Linear, LinearConfig};
 use burn::prelude::*;
-use burn::tensor::activation::mish;
+use burn::tensor::FloatDType;
+use burn::tensor::activation::relu;
 
 use super::conv1d::GemmConv1d;
 
+/// Mish, `x · tanh(softplus(x))`, with softplus written as `relu(x) + ln(1 + e^(−|x|))`: the
+/// same function as burn's `mish`, whose `ln(eˣ + 1)` overflows (and turns gradients into NaN)
+/// beyond x ≈ 11 in f16.
+pub fn mish<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    let softplus = relu(x.clone()) + x.clone().abs().neg().exp().log1p();
+    x * softplus.tanh()
+}
+
 /// `DiffusionSinusoidalPosEmb`: `[sin(t·f_k), cos(t·f_k)]` with
-/// `f_k = exp(−k · ln(10000) / (half − 1))`, created in the input's dtype.
+/// `f_k = exp(−k · ln(10000) / (half − 1))`, computed in f32 (timesteps up to 99 lose their
+/// integer precision in f16 and bf16); the caller casts the result.
 pub fn sinusoidal_embedding<B: Backend>(timesteps: Tensor<B, 1>, dim: usize) -> Tensor<B, 2> {
+    let timesteps = timesteps.cast(FloatDType::F32);
     let half = dim / 2;
     let scale = (10000f64).ln() / (half as f64 - 1.0);
     let freqs: Vec<f32> = (0..half).map(|k| ((k as f64) * -scale).exp() as f32).collect();
@@ -196,8 +207,11 @@ impl<B: Backend> ConditionalUnet1d<B> {
     /// `x` `[B, T, A]`, diffusion steps `[B]` (as floats), `global_cond` `[B, G]` →
     /// prediction `[B, T, A]`.
     pub fn forward(&self, x: Tensor<B, 3>, timesteps: Tensor<B, 1>, global_cond: Tensor<B, 2>) -> Tensor<B, 3> {
-        let x = x.swap_dims(1, 2);
-        let embed = sinusoidal_embedding(timesteps, self.step_embed_dim);
+        // Everything runs in the dtype of the weights (f32, or half precision for a compute copy).
+        let dtype = self.step_linear1.weight.val().dtype();
+        let x = x.cast(dtype).swap_dims(1, 2);
+        let global_cond = global_cond.cast(dtype);
+        let embed = sinusoidal_embedding(timesteps, self.step_embed_dim).cast(dtype);
         let embed = self.step_linear2.forward(mish(self.step_linear1.forward(embed)));
         let cond = Tensor::cat(vec![embed, global_cond], 1);
         let mut skips = Vec::with_capacity(self.down.len());

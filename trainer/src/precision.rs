@@ -1,0 +1,232 @@
+//! Mixed precision: f32 master weights and optimiser state, with the forward and backward passes
+//! run through a half-precision copy of the model made inside the autodiff graph (so gradients
+//! flow back through the casts to the f32 weights), and dynamic loss scaling for f16.
+//!
+//! What stays in f32 inside a half-precision pass: every norm layer (GroupNorm, BatchNorm: their
+//! parameters are not cast and their inputs are cast up and back), the spatial softmax, the
+//! sinusoidal embedding's arguments and the loss. See ARCHITECTURE.md.
+
+use std::fmt;
+use std::str::FromStr;
+
+use burn::module::{Module, ModuleMapper, Param};
+use burn::prelude::*;
+use burn::tensor::FloatDType;
+use serde::{Deserialize, Serialize};
+
+use crate::checkpoint::LossScaleState;
+use crate::error::Error;
+
+/// The dtype the forward and backward passes compute in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// Everything in f32.
+    #[default]
+    F32,
+    /// bfloat16 compute (f32's range; no loss scaling needed).
+    Bf16,
+    /// float16 compute with dynamic loss scaling.
+    F16,
+}
+
+impl Precision {
+    /// The compute dtype.
+    pub fn dtype(self) -> FloatDType {
+        match self {
+            Self::F32 => FloatDType::F32,
+            Self::Bf16 => FloatDType::BF16,
+            Self::F16 => FloatDType::F16,
+        }
+    }
+
+    /// Whether the device `B` can compute in this precision.
+    pub fn supported<B: Backend>(self, device: &B::Device) -> bool {
+        B::supports_dtype(device, self.dtype().into())
+    }
+
+    /// A copy of `model` whose parameters are in this precision, made inside the autodiff
+    /// graph (a no-op for f32). Norm layers keep their f32 parameters.
+    pub fn cast_model<B: Backend, M: Module<B>>(self, model: &M) -> M {
+        match self {
+            Self::F32 => model.clone(),
+            _ => model.clone().map(&mut ComputeCopy { dtype: self.dtype(), norm_depth: 0 }),
+        }
+    }
+}
+
+impl fmt::Display for Precision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::F32 => "f32",
+            Self::Bf16 => "bf16",
+            Self::F16 => "f16",
+        })
+    }
+}
+
+impl FromStr for Precision {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "f32" | "fp32" => Ok(Self::F32),
+            "bf16" => Ok(Self::Bf16),
+            "f16" | "fp16" => Ok(Self::F16),
+            _ => Err(Error::Config(format!("unknown precision {s:?}: expected f32, bf16 or f16"))),
+        }
+    }
+}
+
+/// Casts every float parameter outside norm layers to `dtype`, keeping its `ParamId`.
+struct ComputeCopy {
+    dtype: FloatDType,
+    /// How many norm modules the walk is inside.
+    norm_depth: usize,
+}
+
+fn is_norm(container_type: &str) -> bool {
+    matches!(container_type, "Struct:GroupNorm" | "Struct:BatchNorm" | "Struct:LayerNorm")
+}
+
+impl<B: Backend> ModuleMapper<B> for ComputeCopy {
+    fn enter_module(&mut self, _name: &str, container_type: &str) {
+        if is_norm(container_type) {
+            self.norm_depth += 1;
+        }
+    }
+
+    fn exit_module(&mut self, _name: &str, container_type: &str) {
+        if is_norm(container_type) {
+            self.norm_depth -= 1;
+        }
+    }
+
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        if self.norm_depth > 0 {
+            return param;
+        }
+        let (id, tensor, mapper) = param.consume();
+        Param::from_mapped_value(id, tensor.cast(self.dtype), mapper)
+    }
+}
+
+/// Dynamic loss scaling for f16 (PyTorch's `GradScaler` rule): the loss is multiplied by the
+/// scale before backward; a step whose gradients are not finite is skipped and halves the
+/// scale; `growth_interval` finite steps in a row double it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LossScaler {
+    /// The current scale.
+    pub scale: f32,
+    /// Finite steps since the last change.
+    pub good_steps: usize,
+    /// Finite steps before the scale doubles.
+    pub growth_interval: usize,
+}
+
+/// What the scaler decided after a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScaleUpdate {
+    /// The gradients were finite and the step applies.
+    Apply,
+    /// The gradients overflowed: the step is skipped and the scale halved.
+    Skip,
+}
+
+impl Default for LossScaler {
+    fn default() -> Self {
+        Self { scale: 65536.0, good_steps: 0, growth_interval: 2000 }
+    }
+}
+
+impl LossScaler {
+    /// A scaler continuing from a checkpoint's state.
+    pub fn from_state(state: LossScaleState) -> Self {
+        Self { scale: state.scale, good_steps: state.good_steps, ..Self::default() }
+    }
+
+    /// The state to checkpoint.
+    pub fn state(&self) -> LossScaleState {
+        LossScaleState { scale: self.scale, good_steps: self.good_steps }
+    }
+
+    /// Updates the scale given whether the (scaled) gradient norm was finite.
+    pub fn update(&mut self, finite: bool) -> ScaleUpdate {
+        if !finite {
+            self.scale = (self.scale * 0.5).max(f32::MIN_POSITIVE);
+            self.good_steps = 0;
+            return ScaleUpdate::Skip;
+        }
+        self.good_steps += 1;
+        if self.good_steps >= self.growth_interval {
+            self.scale = (self.scale * 2.0).min(f32::MAX / 2.0);
+            self.good_steps = 0;
+        }
+        ScaleUpdate::Apply
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::{Autodiff, Flex};
+    use burn::nn::{GroupNorm, GroupNormConfig, Linear, LinearConfig};
+    use burn::tensor::DType;
+
+    use super::*;
+
+    #[derive(Module, Debug)]
+    struct Tiny<B: Backend> {
+        linear: Linear<B>,
+        norm: GroupNorm<B>,
+    }
+
+    #[test]
+    fn the_compute_copy_casts_all_but_norms_and_gradients_reach_f32_weights() {
+        type B = Autodiff<Flex>;
+        let device = Default::default();
+        let model =
+            Tiny::<B> { linear: LinearConfig::new(4, 4).init(&device), norm: GroupNormConfig::new(2, 4).init(&device) };
+        // Lazily initialised parameters must be drawn before the copy (see `materialize`).
+        crate::model::materialize(&model);
+        for precision in [Precision::Bf16, Precision::F16] {
+            assert!(precision.supported::<B>(&device), "Flex computes in {precision}");
+            let copy = precision.cast_model(&model);
+            assert_eq!(copy.linear.weight.val().dtype(), DType::from(precision.dtype()));
+            assert_eq!(copy.norm.gamma.as_ref().unwrap().val().dtype(), DType::F32);
+            assert_eq!(copy.linear.weight.id, model.linear.weight.id);
+
+            let x = Tensor::<B, 2>::ones([3, 4], &device).cast(precision.dtype());
+            let loss = copy.linear.forward(x).cast(FloatDType::F32).sum();
+            let grads = loss.backward();
+            let g = model.linear.weight.grad(&grads).expect("the master weight has a gradient");
+            assert_eq!(g.dtype(), DType::F32);
+            // d(sum(x·W + b))/dW = column sums of x = 3 everywhere.
+            let values: Vec<f32> = g.into_data().to_vec().unwrap();
+            assert!(values.iter().all(|&v| v == 3.0), "{values:?}");
+        }
+        assert!(Precision::F32.cast_model(&model).linear.weight.val().dtype() == DType::F32);
+    }
+
+    #[test]
+    fn the_scaler_skips_and_halves_on_overflow_and_grows_after_good_steps() {
+        let mut scaler = LossScaler { growth_interval: 3, ..LossScaler::default() };
+        assert_eq!(scaler.update(true), ScaleUpdate::Apply);
+        assert_eq!(scaler.update(false), ScaleUpdate::Skip);
+        assert_eq!((scaler.scale, scaler.good_steps), (32768.0, 0));
+        for _ in 0..2 {
+            assert_eq!(scaler.update(true), ScaleUpdate::Apply);
+        }
+        assert_eq!(scaler.scale, 32768.0);
+        scaler.update(true);
+        assert_eq!((scaler.scale, scaler.good_steps), (65536.0, 0));
+        let restored = LossScaler::from_state(scaler.state());
+        assert_eq!((restored.scale, restored.good_steps), (scaler.scale, scaler.good_steps));
+    }
+
+    #[test]
+    fn precision_names_parse() {
+        assert_eq!("bf16".parse::<Precision>().unwrap(), Precision::Bf16);
+        assert_eq!("f16".parse::<Precision>().unwrap(), Precision::F16);
+        assert!("f8".parse::<Precision>().is_err());
+        assert_eq!(Precision::F16.to_string(), "f16");
+    }
+}

@@ -2,8 +2,10 @@
 //! regression check CI runs. Run `bench --help` for the commands.
 
 mod loader_bench;
+mod regress;
 mod report;
 mod soak;
+mod sweep;
 mod sys;
 mod train_bench;
 mod transforms_bench;
@@ -28,6 +30,10 @@ enum Command {
     Transforms(transforms_bench::TransformsArgs),
     /// The trainer's step time, phase by phase, and the real loop's data-wait share.
     TrainStep(train_bench::TrainStepArgs),
+    /// Loader, transforms and trainer together: JSON, CSV, SVG and a summary in RESULTS.md.
+    Sweep(sweep::SweepArgs),
+    /// CI's regression check: machine-independent throughput ratios against a baseline.
+    Regress(regress::RegressArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -55,6 +61,17 @@ fn main() -> anyhow::Result<()> {
                 println!("{}", train_bench::render(r));
             }
             println!("{}", serde_json::to_string_pretty(&reports)?);
+        }
+        Command::Sweep(args) => {
+            sweep::run(&args)?;
+        }
+        Command::Regress(args) => {
+            if !regress::run(&args)? {
+                eprintln!(
+                    "throughput regressed (see the table); if intended, run `bench regress --update` in its own commit"
+                );
+                std::process::exit(1);
+            }
         }
         Command::Soak(args) => {
             let report = soak::run(&args)?;

@@ -104,6 +104,8 @@ pub struct TrainStepReport {
     pub phases: Phases,
     /// Median step time, ms.
     pub step_ms_median: f64,
+    /// Fastest step, ms (the least disturbed by other processes).
+    pub step_ms_min: f64,
     /// Samples per second on the fixed batch.
     pub samples_per_s: f64,
     /// The losses of every step (warm-up included).
@@ -176,8 +178,8 @@ impl DeviceTask for Task {
             transfers.push(1e3 * t.elapsed().as_secs_f64());
             drop(uploaded);
         }
-        let transfer_ms = transfers[self.args.warmup.min(transfers.len() - 1)..].iter().sum::<f64>()
-            / self.args.steps.max(1) as f64;
+        let transfer_ms =
+            transfers[self.args.warmup.min(transfers.len() - 1)..].iter().sum::<f64>() / self.args.steps.max(1) as f64;
 
         let mut phases = Vec::new();
         let mut losses = Vec::new();
@@ -256,6 +258,7 @@ impl DeviceTask for Task {
             batch: self.batch,
             steps: phases.len(),
             step_ms_median: totals.get(totals.len() / 2).copied().unwrap_or(0.0),
+            step_ms_min: totals.first().copied().unwrap_or(0.0),
             samples_per_s: self.batch as f64 * 1e3 / phases_mean.total.max(1e-9),
             phases: phases_mean,
             losses,

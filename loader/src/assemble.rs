@@ -17,6 +17,20 @@ use crate::error::{Error, Result};
 use crate::layout::{BatchLayout, Source};
 use crate::sampler::BatchPlan;
 
+/// The name of the test-only variable that slows every batch down by its value in
+/// microseconds. It exists to show that CI's regression check (`bench regress`) catches a slower
+/// loader; nothing else sets it.
+pub const TEST_DELAY_ENV: &str = "LOADER_TEST_DELAY_US";
+
+/// The delay [`TEST_DELAY_ENV`] asks for, read once.
+fn test_delay() -> Option<std::time::Duration> {
+    static DELAY: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();
+    *DELAY.get_or_init(|| {
+        let micros: u64 = std::env::var(TEST_DELAY_ENV).ok()?.parse().ok()?;
+        (micros > 0).then(|| std::time::Duration::from_micros(micros))
+    })
+}
+
 /// Everything needed to fill batches, shared by the workers.
 pub(crate) struct Assembler {
     dataset: Arc<Dataset>,
@@ -87,6 +101,9 @@ impl Assembler {
     /// Fills `buffers` with the samples of `plan`. Runs on the calling thread, spreading the
     /// frame work over the current rayon pool when there is one.
     pub(crate) fn fill(&self, plan: &BatchPlan, buffers: &mut Buffers, scratch: &mut Scratch) -> Result<()> {
+        if let Some(delay) = test_delay() {
+            std::thread::sleep(delay);
+        }
         let b = plan.indices.len();
         buffers.len = b;
         buffers.epoch = plan.epoch;

@@ -37,6 +37,7 @@ mod loader;
 mod prefetch;
 mod sampler;
 
+pub use assemble::TEST_DELAY_ENV;
 pub use batch::{Batch, Buffer};
 pub use error::{Error, Result};
 pub use layout::{BatchLayout, Field, Source, ValueType};

@@ -1,0 +1,273 @@
+//! `bench regress`: CI's throughput regression check. On a small synthetic dataset written for
+//! the run, it measures in one process ratios that do not depend on how fast the machine is —
+//! loader bytes/s over memcpy bandwidth (video path and frame cache), and a fixed reference
+//! matrix product's time over the tiny policy's training step time, on the same backend — each
+//! the median of several repeats, and fails when one falls more than the tolerance below its
+//! baseline (`bench/baseline.json`). `--update` rewrites the baseline: only on purpose, in a
+//! commit of its own that says why.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use burn::backend::Flex;
+use burn::prelude::*;
+use clap::Args;
+use datasets::synth::{SynthConfig, write_dataset};
+use datasets::{Dataset, WindowSpec, diffusion_delta_timestamps};
+use loader::Loader;
+use serde::{Deserialize, Serialize};
+
+use crate::report::table;
+use crate::sys::{git_revision, machine, memcpy_bandwidth};
+use crate::train_bench::{self, TrainStepArgs};
+
+/// Arguments of `bench regress`.
+#[derive(Debug, Clone, Args)]
+pub struct RegressArgs {
+    /// The baseline file.
+    #[arg(long, default_value = "bench/baseline.json")]
+    pub baseline: PathBuf,
+    /// Write the measured ratios as the new baseline instead of checking.
+    #[arg(long)]
+    pub update: bool,
+    /// Repeats of each measurement (the median is kept).
+    #[arg(long, default_value_t = 5)]
+    pub repeats: usize,
+    /// Where the synthetic dataset and its frame cache are written.
+    #[arg(long, default_value = "target/bench/regress")]
+    pub work: PathBuf,
+}
+
+/// One ratio: measured values and their median.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Ratio {
+    /// Its name.
+    pub name: String,
+    /// What it divides.
+    pub meaning: String,
+    /// The median.
+    pub median: f64,
+    /// Every repeat.
+    pub repeats: Vec<f64>,
+}
+
+/// `bench/baseline.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Baseline {
+    /// A ratio may fall this fraction below its baseline before the check fails.
+    pub tolerance: f64,
+    /// The ratios, by name.
+    pub ratios: Vec<Ratio>,
+    /// The machine they were measured on.
+    pub machine: String,
+    /// The revision they were measured at.
+    pub revision: String,
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[sorted.len() / 2]
+}
+
+/// The dataset (written once per work folder) and its frame cache.
+fn prepare(work: &Path) -> Result<(PathBuf, PathBuf)> {
+    let root = work.join("pusht");
+    let cache = work.join("pusht-frames");
+    if !root.join("meta/info.json").exists() {
+        if root.exists() {
+            std::fs::remove_dir_all(&root)?;
+        }
+        eprintln!("writing a synthetic dataset to {}", root.display());
+        write_dataset(&root, &SynthConfig { episodes: 6, min_length: 60, max_length: 80, ..SynthConfig::default() })?;
+    }
+    let dataset = Dataset::open(&root)?;
+    if datasets::frame_cache::FrameCache::open(&cache, &dataset).is_err() {
+        if cache.exists() {
+            std::fs::remove_dir_all(&cache)?;
+        }
+        datasets::frame_cache::write_frame_cache(&dataset, &cache, None, &|_| {})?;
+    }
+    Ok((root, cache))
+}
+
+/// Loader samples/s × bytes per sample over memcpy bytes/s, for `seconds` of batches.
+fn loader_fraction(root: &Path, cache: Option<&Path>, seconds: f64) -> Result<f64> {
+    let memcpy = memcpy_bandwidth(5);
+    let dataset = Arc::new(Dataset::open(root)?);
+    let deltas = diffusion_delta_timestamps(dataset.info(), 2, 16);
+    let windows = WindowSpec::from_delta_timestamps(&deltas, dataset.info(), dataset.options().tolerance_s)?;
+    let mut builder =
+        Loader::builder(dataset).batch_size(32).num_workers(2).prefetch(4).drop_frames(0, 7).windows(windows);
+    if let Some(cache) = cache {
+        builder = builder.frame_cache(cache);
+    }
+    let mut loader = builder.build()?;
+    let bytes = loader.layout().bytes_per_sample() as f64;
+    loader.next().context("the loader gave no batch")??;
+    let started = Instant::now();
+    let mut samples = 0;
+    while started.elapsed().as_secs_f64() < seconds {
+        samples += loader.next().context("the loader ended")??.len();
+    }
+    Ok(samples as f64 / started.elapsed().as_secs_f64() * bytes / memcpy)
+}
+
+/// Milliseconds of a 1024 × 1024 × 1024 f32 matrix product on the CPU backend (best of 5).
+fn reference_matmul_ms() -> f64 {
+    let device = Default::default();
+    let a = Tensor::<Flex, 2>::ones([1024, 1024], &device);
+    let b = Tensor::<Flex, 2>::ones([1024, 1024], &device);
+    let _ = a.clone().matmul(b.clone()).into_data();
+    (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            let _ = a.clone().matmul(b.clone()).into_data();
+            1e3 * t.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// Measures every ratio `repeats` times.
+pub fn measure(root: &Path, cache: &Path, repeats: usize) -> Result<Vec<Ratio>> {
+    let mut video = Vec::new();
+    let mut cached = Vec::new();
+    let mut train = Vec::new();
+    let step_args = TrainStepArgs {
+        root: root.to_path_buf(),
+        frame_cache: Some(cache.to_path_buf()),
+        preset: trainer::Preset::Classic,
+        tiny: true,
+        batch: vec![8],
+        warmup: 1,
+        steps: 3,
+        loop_steps: 0,
+        num_workers: 1,
+        device: transforms::DeviceKind::Cpu,
+        precision: trainer::Precision::F32,
+    };
+    for i in 0..repeats {
+        video.push(loader_fraction(root, None, 1.5)?);
+        cached.push(loader_fraction(root, Some(cache), 1.0)?);
+        // Best-of timings on both sides: the least disturbed by whatever else the machine runs.
+        let reference = reference_matmul_ms();
+        let step = train_bench::run(&step_args)?[0].step_ms_min;
+        train.push(reference.min(reference_matmul_ms()) / step);
+        eprintln!(
+            "repeat {}/{repeats}: loader video {:.4}, frame cache {:.4}, train {:.4}",
+            i + 1,
+            video[i],
+            cached[i],
+            train[i]
+        );
+    }
+    let ratio = |name: &str, meaning: &str, repeats: Vec<f64>| Ratio {
+        name: name.into(),
+        meaning: meaning.into(),
+        median: median(&repeats),
+        repeats,
+    };
+    Ok(vec![
+        ratio("loader_video", "loader bytes/s (video, 2 workers, batch 32) / memcpy bytes/s", video),
+        ratio("loader_frame_cache", "loader bytes/s (frame cache, 2 workers, batch 32) / memcpy bytes/s", cached),
+        ratio("train_step_tiny", "best 1024³ matmul ms / best tiny policy train step ms (batch 8, Flex)", train),
+    ])
+}
+
+/// Runs the check (or the update). `Ok(false)` when a ratio regressed.
+pub fn run(args: &RegressArgs) -> Result<bool> {
+    let (root, cache) = prepare(&args.work)?;
+    let measured = measure(&root, &cache, args.repeats.max(1))?;
+    if args.update {
+        let tolerance = read_baseline(&args.baseline).map_or(0.3, |b| b.tolerance);
+        let baseline = Baseline { tolerance, ratios: measured.clone(), machine: machine(), revision: git_revision() };
+        let text = serde_json::to_string_pretty(&baseline)? + "\n";
+        std::fs::write(&args.baseline, text).with_context(|| format!("writing {}", args.baseline.display()))?;
+        println!("{}", render(&measured, None));
+        println!("wrote {}", args.baseline.display());
+        return Ok(true);
+    }
+    let baseline = read_baseline(&args.baseline)?;
+    println!("{}", render(&measured, Some(&baseline)));
+    Ok(regressions(&measured, &baseline).is_empty())
+}
+
+fn read_baseline(path: &Path) -> Result<Baseline> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// The names of the ratios more than the tolerance below their baseline.
+pub fn regressions(measured: &[Ratio], baseline: &Baseline) -> Vec<String> {
+    measured
+        .iter()
+        .filter(|m| {
+            baseline
+                .ratios
+                .iter()
+                .find(|b| b.name == m.name)
+                .is_some_and(|b| m.median < b.median * (1.0 - baseline.tolerance))
+        })
+        .map(|m| m.name.clone())
+        .collect()
+}
+
+/// The table printed either way.
+pub fn render(measured: &[Ratio], baseline: Option<&Baseline>) -> String {
+    let failing = baseline.map(|b| regressions(measured, b)).unwrap_or_default();
+    let rows: Vec<Vec<String>> = measured
+        .iter()
+        .map(|m| {
+            let min = m.repeats.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = m.repeats.iter().copied().fold(0.0, f64::max);
+            let base = baseline.and_then(|b| b.ratios.iter().find(|r| r.name == m.name));
+            vec![
+                m.name.clone(),
+                format!("{:.4}", m.median),
+                format!("{min:.4} .. {max:.4}"),
+                base.map_or("-".into(), |b| format!("{:.4}", b.median)),
+                base.map_or("-".into(), |b| format!("{:+.1}%", 100.0 * (m.median / b.median - 1.0))),
+                match baseline {
+                    None => "measured".into(),
+                    Some(_) if failing.contains(&m.name) => "REGRESSED".into(),
+                    Some(_) => "ok".into(),
+                },
+            ]
+        })
+        .collect();
+    let tolerance =
+        baseline.map_or(String::new(), |b| format!(" (fails below baseline − {:.0}%)", 100.0 * b.tolerance));
+    format!(
+        "{}{tolerance}\n{}",
+        machine(),
+        table(&["ratio", "median", "repeats", "baseline", "change", "status"], &rows)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ratio_fails_only_beyond_the_tolerance() {
+        let ratio = |name: &str, median: f64| Ratio {
+            name: name.into(),
+            meaning: String::new(),
+            median,
+            repeats: vec![median],
+        };
+        let baseline = Baseline {
+            tolerance: 0.3,
+            ratios: vec![ratio("loader", 1.0), ratio("train", 2.0)],
+            machine: String::new(),
+            revision: String::new(),
+        };
+        assert!(regressions(&[ratio("loader", 0.71), ratio("train", 5.0)], &baseline).is_empty());
+        assert_eq!(regressions(&[ratio("loader", 0.69), ratio("train", 1.3)], &baseline), ["loader", "train"]);
+        // A ratio without a baseline (a new measurement) does not fail.
+        assert!(regressions(&[ratio("new", 0.0)], &baseline).is_empty());
+        assert!(render(&[ratio("loader", 0.5)], Some(&baseline)).contains("REGRESSED"));
+    }
+}

@@ -252,6 +252,9 @@ fn resize_chw(frame: &[u8], from: FrameShape, to: FrameShape) -> Vec<u8> {
 pub struct CachedCamera {
     header: CacheHeader,
     map: memmap2::Mmap,
+    /// The mapped file, kept open to notice a truncation (see [`FrameCache::check_intact`]).
+    file: File,
+    path: PathBuf,
 }
 
 impl CachedCamera {
@@ -312,7 +315,8 @@ impl FrameCache {
                     ),
                 ));
             }
-            cameras.push(CachedCamera { header, map });
+            let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
+            cameras.push(CachedCamera { header, map, file, path });
         }
         Ok(FrameCache { dir: dir.to_path_buf(), cameras })
     }
@@ -320,6 +324,27 @@ impl FrameCache {
     /// The cache folder.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Checks that no cache file shrank since it was mapped. Reading a mapped page past the
+    /// end of a file that another process truncated raises `SIGBUS`, which would kill the
+    /// process; the loader calls this before each batch so that a truncation between batches
+    /// is an error instead. (One that lands during a batch's copy cannot be caught this way.)
+    pub fn check_intact(&self) -> Result<()> {
+        for camera in &self.cameras {
+            let len = camera.file.metadata().map_err(|e| Error::io(&camera.path, e))?.len();
+            if len < camera.map.len() as u64 {
+                return Err(Error::field(
+                    &camera.path,
+                    "size",
+                    format!(
+                        "the file shrank from {} to {len} bytes while in use: another process truncated it; rebuild it with `datasets cache`",
+                        camera.map.len()
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The cached camera `key`.

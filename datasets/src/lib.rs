@@ -46,6 +46,7 @@ mod window;
 
 pub mod dataset_stats;
 pub mod frame_cache;
+pub mod fuzzing;
 pub mod synth;
 pub mod validate;
 pub mod video;

@@ -10,7 +10,9 @@
 //! place, never by rewriting it, so a reader never sees a file change size under it. What is
 //! not protected against is another process truncating a file while we read it: that kills
 //! the process with `SIGBUS` instead of returning an error. The length is checked when mapping,
-//! so a file truncated *before* it is opened is reported as an error.
+//! so a file truncated *before* it is opened is reported as an error, and the loader checks
+//! the frame cache's files before every batch (`FrameCache::check_intact`), so a truncation
+//! *between* batches is an error too; only one that lands during a batch's copy is not caught.
 
 #![expect(unsafe_code, reason = "memory mapping is inherently unsafe; see the module's Safety section")]
 

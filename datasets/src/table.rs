@@ -237,6 +237,16 @@ fn read_file(path: &Path, features: &[&Feature]) -> Result<(usize, Vec<Column>)>
         if column.len() != rows {
             return Err(Error::field(path, feature.key.as_str(), format!("{} values for {rows} rows", column.len())));
         }
+        // NaN or infinity in a state or an action would train on garbage without a word.
+        if let ColumnValues::F32(values) = &column.values
+            && let Some(at) = values.iter().position(|v| !v.is_finite())
+        {
+            return Err(Error::field(
+                path,
+                feature.key.as_str(),
+                format!("non-finite value {} in row {} of the file", values[at], at / column.width.max(1)),
+            ));
+        }
     }
     Ok((rows, columns))
 }

@@ -273,3 +273,171 @@ fn wrong_totals_and_non_finite_stats() {
     std::fs::write(&path, format!("{}NaN, {}", &text[..at], &text[at..].split_once(',').unwrap().1)).unwrap();
     validate_reports(&root, "meta/stats.json", "non-finite");
 }
+
+/// Episode 1's data file (v3: shared by every episode of the synth dataset).
+fn data_file(root: &Path) -> PathBuf {
+    let dataset = Dataset::open(root).unwrap();
+    root.join(&dataset.episodes()[1].data_file)
+}
+
+#[test]
+fn garbage_bytes_in_parquet_pages() {
+    let (_d, root) = synth(CodebaseVersion::V3_0);
+    let path = data_file(&root);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle..middle + 64].iter_mut().enumerate().for_each(|(i, b)| *b = (i as u8).wrapping_mul(37) ^ 0xA5);
+    std::fs::write(&path, &bytes).unwrap();
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let err = Dataset::open(&root).expect_err("a corrupt parquet page").to_string();
+    assert!(err.contains(&name), "{err}");
+    validate_reports(&root, &name, "");
+}
+
+#[test]
+fn a_column_of_the_wrong_type() {
+    let (_d, root) = synth(CodebaseVersion::V3_0);
+    let path = data_file(&root);
+    edit_parquet(&path, |columns| {
+        columns
+            .into_iter()
+            .map(|(name, column)| {
+                if name == "action" {
+                    let n = column.len();
+                    (name, Arc::new(Int64Array::from_iter_values(0..n as i64)) as ArrayRef)
+                } else {
+                    (name, column)
+                }
+            })
+            .collect()
+    });
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    open_fails(&root, &name, "action");
+    validate_reports(&root, &name, "action");
+}
+
+#[test]
+fn nan_and_inf_in_actions() {
+    for bad in [f32::NAN, f32::INFINITY] {
+        let (_d, root) = synth(CodebaseVersion::V3_0);
+        let path = data_file(&root);
+        edit_parquet(&path, |columns| {
+            columns
+                .into_iter()
+                .map(|(name, column)| {
+                    if name != "action" {
+                        return (name, column);
+                    }
+                    let list = column.as_any().downcast_ref::<arrow_array::FixedSizeListArray>().unwrap();
+                    let values = list.values().as_any().downcast_ref::<Float32Array>().unwrap();
+                    let mut v: Vec<f32> = values.values().to_vec();
+                    v[7] = bad;
+                    let field = Arc::new(arrow_schema::Field::new("item", arrow_schema::DataType::Float32, true));
+                    let rebuilt = arrow_array::FixedSizeListArray::new(
+                        field,
+                        list.value_length(),
+                        Arc::new(Float32Array::from(v)),
+                        None,
+                    );
+                    (name, Arc::new(rebuilt) as ArrayRef)
+                })
+                .collect()
+        });
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let err = open_fails(&root, &name, "action");
+        assert!(err.contains("non-finite"), "{err}");
+        validate_reports(&root, &name, "action");
+    }
+}
+
+#[test]
+fn huge_declared_shapes_are_refused_before_anything_is_allocated() {
+    let (_d, root) = synth(CodebaseVersion::V3_0);
+    edit_json(&info(&root), |v| {
+        v["features"]["observation.image"]["shape"] = serde_json::json!([100_000, 100_000, 3]);
+    });
+    let err = open_fails(&root, "meta/info.json", "observation.image");
+    assert!(err.contains("more than"), "{err}");
+    let (_d, root) = synth(CodebaseVersion::V3_0);
+    edit_json(&info(&root), |v| v["features"]["observation.state"]["shape"] = serde_json::json!([1usize << 40]));
+    open_fails(&root, "meta/info.json", "observation.state");
+}
+
+#[test]
+fn wrong_from_timestamp_offsets() {
+    let (_d, root) = synth(CodebaseVersion::V3_0);
+    let episodes = std::fs::read_dir(root.join("meta/episodes/chunk-000")).unwrap().next().unwrap().unwrap().path();
+    let key = "videos/observation.image/from_timestamp";
+    edit_parquet(&episodes, |columns| {
+        columns
+            .into_iter()
+            .map(|(name, column)| {
+                if name == key {
+                    let from = column.as_any().downcast_ref::<arrow_array::Float64Array>().unwrap();
+                    let shifted: Vec<f64> =
+                        from.values().iter().enumerate().map(|(i, t)| if i == 1 { t + 50.0 } else { *t }).collect();
+                    (name, Arc::new(arrow_array::Float64Array::from(shifted)) as ArrayRef)
+                } else {
+                    (name, column)
+                }
+            })
+            .collect()
+    });
+    // The window lands past the end of the video: the frame is refused, naming the file.
+    let dataset = Dataset::open(&root).unwrap();
+    let video = dataset.episodes()[1].videos[0].file.to_string_lossy().into_owned();
+    let index = dataset.episodes()[1].frames.start;
+    let err = dataset
+        .get(index, &WindowSpec::none(), &mut DecoderCache::default(), FrameFormat::Uint8)
+        .expect_err("a timestamp outside the video")
+        .to_string();
+    assert!(err.contains(&video), "{err}");
+    validate_reports(&root, &video, "");
+}
+
+#[test]
+fn a_video_shorter_than_its_table() {
+    let (_d, root) = synth(CodebaseVersion::V2_1);
+    let short = tempfile::tempdir().unwrap();
+    let short_root = short.path().join("short");
+    write_dataset(
+        &short_root,
+        &SynthConfig {
+            version: CodebaseVersion::V2_1,
+            episodes: 1,
+            min_length: 8,
+            max_length: 8,
+            ..SynthConfig::default()
+        },
+    )
+    .unwrap();
+    let dataset = Dataset::open(&root).unwrap();
+    let target = root.join(&dataset.episodes()[1].videos[0].file);
+    let last = dataset.episodes()[1].frames.end - 1;
+    drop(dataset);
+    let source = Dataset::open(&short_root).unwrap();
+    std::fs::copy(short_root.join(&source.episodes()[0].videos[0].file), &target).unwrap();
+    let dataset = Dataset::open(&root).unwrap();
+    let name = target.file_name().unwrap().to_string_lossy().into_owned();
+    let err = dataset
+        .get(last, &WindowSpec::none(), &mut DecoderCache::default(), FrameFormat::Uint8)
+        .expect_err("the table's last frame is past the video's end")
+        .to_string();
+    assert!(err.contains(&name), "{err}");
+    validate_reports(&root, &name, "");
+}
+
+#[test]
+fn a_frame_cache_truncated_while_in_use_is_noticed_before_it_is_read() {
+    let (dir, root) = synth(CodebaseVersion::V3_0);
+    let dataset = Dataset::open(&root).unwrap();
+    let cache_dir = dir.path().join("cache");
+    datasets::frame_cache::write_frame_cache(&dataset, &cache_dir, None, &|_| {}).unwrap();
+    let cache = datasets::frame_cache::FrameCache::open(&cache_dir, &dataset).unwrap();
+    cache.check_intact().unwrap();
+    // Another process cuts the file in place (reading the lost pages would raise SIGBUS).
+    let file = datasets::frame_cache::cache_file(&cache_dir, "observation.image");
+    std::fs::OpenOptions::new().write(true).open(&file).unwrap().set_len(1000).unwrap();
+    let err = cache.check_intact().expect_err("the truncation is noticed").to_string();
+    assert!(err.contains("observation.image") && err.contains("shrank"), "{err}");
+}

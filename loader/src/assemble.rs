@@ -104,6 +104,9 @@ impl Assembler {
         if let Some(delay) = test_delay() {
             std::thread::sleep(delay);
         }
+        if let Some(cache) = &self.cache {
+            cache.check_intact()?;
+        }
         let b = plan.indices.len();
         buffers.len = b;
         buffers.epoch = plan.epoch;

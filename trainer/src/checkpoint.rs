@@ -122,6 +122,23 @@ pub fn save<B: Backend, M: Module<B>>(
     Ok(target)
 }
 
+/// Removes what a checkpoint write cut short by a crash or `kill -9` left in `output`: its
+/// temporary folders and `last` files, which are never valid checkpoints.
+pub fn remove_partial(output: &Path) -> Result<()> {
+    let root = checkpoints_dir(output);
+    let Ok(entries) = std::fs::read_dir(&root) else { return Ok(()) };
+    for entry in entries {
+        let path = entry.map_err(|e| Error::io(&root, e))?.path();
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if name.starts_with(".tmp-") {
+            std::fs::remove_dir_all(&path).map_err(|e| Error::io(&path, e))?;
+        } else if name.starts_with(".last-") {
+            std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes `record` (e.g. an optimiser's) as `<dir>/<name>.mpk`.
 pub fn save_record<B: Backend, R: Record<B>>(dir: &Path, name: &str, record: R) -> Result<()> {
     recorder().record(record, dir.join(name)).map_err(|e| Error::checkpoint(dir, format!("{name}: {e}")))

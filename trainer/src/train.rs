@@ -145,6 +145,7 @@ pub fn train<B: AutodiffBackend>(
             config.output_dir.display()
         )));
     }
+    checkpoint::remove_partial(&config.output_dir)?;
     let (mut learner, mut state, normalizer) = match resume {
         None => {
             let model = init_model::<B>(policy, &run.features, config.seed, &device)?;

@@ -1,0 +1,154 @@
+//! Faults during training, with the real binary and the real file system: `kill -9` while a
+//! checkpoint is being written, a disk that fills up, and a corrupt video met mid-run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use burn::backend::{Autodiff, Flex};
+use burn::module::{Module, ModuleVisitor, Param};
+use datasets::synth::{SynthConfig, write_dataset};
+use serde_json::json;
+use trainer::checkpoint::{self, TrainingState};
+use trainer::{PolicyRunner, TrainConfig, train};
+
+type Backend = Autodiff<Flex>;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A fresh 3-episode dataset under `dir`.
+fn dataset(dir: &Path) -> PathBuf {
+    let root = dir.join("dataset");
+    write_dataset(&root, &SynthConfig { episodes: 3, min_length: 20, max_length: 20, ..SynthConfig::default() })
+        .unwrap();
+    root
+}
+
+/// The tiny policy of the other training tests, as a config file for the binary.
+fn tiny(root: &Path, output: &Path, steps: usize, save_freq: usize) -> TrainConfig {
+    let overrides = json!({
+        "dataset": {"root": root},
+        "policy": {"down_dims": [16, 32, 64], "diffusion_step_embed_dim": 16, "crop_shape": [32, 32], "optimizer_lr": 1e-3, "scheduler_warmup_steps": 2},
+        "batch_size": 4, "steps": steps, "log_freq": 100, "save_freq": save_freq, "num_workers": 1, "prefetch": 2, "seed": 7,
+        "output_dir": output,
+    });
+    TrainConfig::resolve(None, overrides).unwrap()
+}
+
+fn config_file(config: &TrainConfig, dir: &Path) -> PathBuf {
+    let path = dir.join("run.json");
+    std::fs::write(&path, serde_json::to_string_pretty(config).unwrap()).unwrap();
+    path
+}
+
+/// Every weight of the newest checkpoint in `output`.
+fn weights(output: &Path) -> Vec<f32> {
+    struct Gather(Vec<f32>);
+    impl<B: burn::prelude::Backend> ModuleVisitor<B> for Gather {
+        fn visit_float<const D: usize>(&mut self, param: &Param<burn::prelude::Tensor<B, D>>) {
+            self.0.extend(param.val().into_data().to_vec::<f32>().unwrap());
+        }
+    }
+    let model = PolicyRunner::<Flex>::load(output, 0, false, Default::default()).unwrap().into_model();
+    let mut gather = Gather(Vec::new());
+    model.visit(&mut gather);
+    gather.0
+}
+
+fn checkpoint_entries(output: &Path) -> Vec<String> {
+    std::fs::read_dir(checkpoint::checkpoints_dir(output))
+        .map(|d| d.filter_map(Result::ok).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_run_killed_while_writing_a_checkpoint_resumes_from_the_previous_one_exactly() {
+    let dir = scratch("fault-kill");
+    let root = dataset(&dir);
+    let output = dir.join("run");
+    let config = tiny(&root, &output, 12, 1);
+    let file = config_file(&config, &dir);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_trainer"))
+        .arg("--config_path")
+        .arg(&file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for a checkpoint being written while an earlier one is complete, and kill -9.
+    let started = Instant::now();
+    loop {
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before it could be killed");
+        assert!(started.elapsed() < Duration::from_secs(300), "no checkpoint write seen");
+        let entries = checkpoint_entries(&output);
+        if entries.iter().any(|e| e == "last") && entries.iter().any(|e| e.starts_with(".tmp-")) {
+            child.kill().unwrap(); // SIGKILL
+            child.wait().unwrap();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // `last` names a complete checkpoint, which loads.
+    let dir_before = checkpoint::resolve(&output).unwrap();
+    let state: TrainingState = checkpoint::read_json(&dir_before, "training_state.json").unwrap();
+    assert!(state.step >= 1 && state.step < 12, "killed at step {}", state.step);
+    PolicyRunner::<Flex>::load(&output, 0, true, Default::default()).expect("the previous checkpoint loads");
+
+    // Resuming cleans the half-written folder up and ends where an uninterrupted run ends.
+    train::<Backend>(&config, Some(&output), Default::default(), |_| {}).unwrap();
+    assert!(!checkpoint_entries(&output).iter().any(|e| e.starts_with('.')), "{:?}", checkpoint_entries(&output));
+    let reference = dir.join("reference");
+    train::<Backend>(&tiny(&root, &reference, 12, 0), None, Default::default(), |_| {}).unwrap();
+    // Compare values: the record's bytes also hold parameter ids, which differ per process.
+    assert!(weights(&output) == weights(&reference), "the resumed run ends with other weights");
+}
+
+#[test]
+fn a_full_disk_while_checkpointing_is_an_error_and_leaves_no_partial_checkpoint() {
+    let dir = scratch("fault-full-disk");
+    let root = dataset(&dir);
+    let output = dir.join("run");
+    let file = config_file(&tiny(&root, &output, 2, 1), &dir);
+    // A 16 MiB file-size limit: the model record (tens of MB) hits it as a full disk would
+    // (the write fails with EFBIG instead of ENOSPC; SIGXFSZ is ignored so that it returns).
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 16384; exec '{}' --config_path '{}'",
+        env!("CARGO_BIN_EXE_trainer"),
+        file.display()
+    );
+    let out = Command::new("bash").arg("-c").arg(script).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the run should fail: {stderr}");
+    // burn's recorder reports the failed write without the OS error text; the message names the
+    // checkpoint and the record.
+    assert!(stderr.contains("checkpoint") && stderr.contains("model"), "{stderr}");
+    let entries = checkpoint_entries(&output);
+    assert!(entries.is_empty(), "no checkpoint, partial or named, is left: {entries:?}");
+}
+
+#[test]
+fn a_corrupt_video_met_mid_run_ends_it_with_an_error_and_keeps_the_checkpoints_before() {
+    let dir = scratch("fault-corrupt-video");
+    let root = dataset(&dir);
+    let ds = datasets::Dataset::open(&root).unwrap();
+    let video = root.join(&ds.episodes()[2].videos[0].file);
+    drop(ds);
+    // Cut the last episode's frames off the (shared) video file.
+    let bytes = std::fs::read(&video).unwrap();
+    std::fs::write(&video, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let output = dir.join("run");
+    let config = tiny(&root, &output, 40, 1);
+    let err = train::<Backend>(&config, None, Default::default(), |_| {}).expect_err("the broken video stops the run");
+    let text = format!("{err}: {}", std::error::Error::source(&err).map(ToString::to_string).unwrap_or_default());
+    assert!(text.contains(&*video.file_name().unwrap().to_string_lossy()), "{text}");
+    if checkpoint::checkpoints_dir(&output).join("last").exists() {
+        PolicyRunner::<Flex>::load(&output, 0, true, Default::default()).expect("checkpoints before the error load");
+    }
+}

@@ -50,6 +50,13 @@ fn edit_parquet(path: &Path, edit: impl Fn(Vec<(String, ArrayRef)>) -> Vec<(Stri
     writer.close().unwrap();
 }
 
+/// Rewrites a parquet file with column `name` replaced by `replace` of it (in every batch).
+fn replace_column(path: &Path, name: &str, replace: impl Fn(&ArrayRef) -> ArrayRef) {
+    edit_parquet(path, |columns| {
+        columns.into_iter().map(|(n, c)| if n == name { (n, replace(&c)) } else { (n, c) }).collect()
+    });
+}
+
 /// Opening fails, and the message names `file` and `field`.
 fn open_fails(root: &Path, file: &str, field: &str) -> String {
     let err = Dataset::open(root).expect_err("opening should fail").to_string();
@@ -172,19 +179,7 @@ fn episode_indices_with_a_gap() {
 
     let (_d, root) = synth(CodebaseVersion::V3_0);
     let path = root.join("meta/episodes/chunk-000/file-000.parquet");
-    edit_parquet(&path, |cols| {
-        cols.into_iter()
-            .map(
-                |(k, v)| {
-                    if k == "episode_index" {
-                        (k, Arc::new(Int64Array::from(vec![0, 2, 3])) as ArrayRef)
-                    } else {
-                        (k, v)
-                    }
-                },
-            )
-            .collect()
-    });
+    replace_column(&path, "episode_index", |_| Arc::new(Int64Array::from(vec![0, 2, 3])));
     open_fails(&root, "meta/episodes/chunk-000/file-000.parquet", "episode_index");
 }
 
@@ -193,26 +188,19 @@ fn timestamps_off_by_more_than_the_tolerance() {
     // v2.1 checks timestamps at open, like LeRobot's check_timestamps_sync.
     let (_d, root) = synth(CodebaseVersion::V2_1);
     let data = root.join("data/chunk-000/episode_000001.parquet");
-    let shift = |cols: Vec<(String, ArrayRef)>| -> Vec<(String, ArrayRef)> {
-        cols.into_iter()
-            .map(|(k, v)| {
-                if k != "timestamp" {
-                    return (k, v);
-                }
-                let ts = v.as_any().downcast_ref::<Float32Array>().unwrap();
-                let shifted: Vec<f32> =
-                    ts.values().iter().enumerate().map(|(i, &t)| if i == 5 { t + 0.02 } else { t }).collect();
-                (k, Arc::new(Float32Array::from(shifted)) as ArrayRef)
-            })
-            .collect()
+    let shift = |column: &ArrayRef| -> ArrayRef {
+        let ts = column.as_any().downcast_ref::<Float32Array>().unwrap();
+        Arc::new(Float32Array::from_iter_values(
+            ts.values().iter().enumerate().map(|(i, &t)| if i == 5 { t + 0.02 } else { t }),
+        ))
     };
-    edit_parquet(&data, shift);
+    replace_column(&data, "timestamp", shift);
     open_fails(&root, "episode_000001.parquet", "timestamp");
     validate_reports(&root, "episode_000001.parquet", "timestamp");
 
     // v3.0 does not: the frame lookup of that row fails instead, naming the video.
     let (_d, root) = synth(CodebaseVersion::V3_0);
-    edit_parquet(&root.join("data/chunk-000/file-000.parquet"), shift);
+    replace_column(&root.join("data/chunk-000/file-000.parquet"), "timestamp", shift);
     let dataset = Dataset::open(&root).unwrap();
     let err =
         dataset.get(5, &WindowSpec::none(), &mut DecoderCache::default(), FrameFormat::Uint8).unwrap_err().to_string();
@@ -298,19 +286,7 @@ fn garbage_bytes_in_parquet_pages() {
 fn a_column_of_the_wrong_type() {
     let (_d, root) = synth(CodebaseVersion::V3_0);
     let path = data_file(&root);
-    edit_parquet(&path, |columns| {
-        columns
-            .into_iter()
-            .map(|(name, column)| {
-                if name == "action" {
-                    let n = column.len();
-                    (name, Arc::new(Int64Array::from_iter_values(0..n as i64)) as ArrayRef)
-                } else {
-                    (name, column)
-                }
-            })
-            .collect()
-    });
+    replace_column(&path, "action", |column| Arc::new(Int64Array::from_iter_values(0..column.len() as i64)));
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
     open_fails(&root, &name, "action");
     validate_reports(&root, &name, "action");
@@ -321,27 +297,18 @@ fn nan_and_inf_in_actions() {
     for bad in [f32::NAN, f32::INFINITY] {
         let (_d, root) = synth(CodebaseVersion::V3_0);
         let path = data_file(&root);
-        edit_parquet(&path, |columns| {
-            columns
-                .into_iter()
-                .map(|(name, column)| {
-                    if name != "action" {
-                        return (name, column);
-                    }
-                    let list = column.as_any().downcast_ref::<arrow_array::FixedSizeListArray>().unwrap();
-                    let values = list.values().as_any().downcast_ref::<Float32Array>().unwrap();
-                    let mut v: Vec<f32> = values.values().to_vec();
-                    v[7] = bad;
-                    let field = Arc::new(arrow_schema::Field::new("item", arrow_schema::DataType::Float32, true));
-                    let rebuilt = arrow_array::FixedSizeListArray::new(
-                        field,
-                        list.value_length(),
-                        Arc::new(Float32Array::from(v)),
-                        None,
-                    );
-                    (name, Arc::new(rebuilt) as ArrayRef)
-                })
-                .collect()
+        replace_column(&path, "action", |column| {
+            let list = column.as_any().downcast_ref::<arrow_array::FixedSizeListArray>().unwrap();
+            let values = list.values().as_any().downcast_ref::<Float32Array>().unwrap();
+            let mut v: Vec<f32> = values.values().to_vec();
+            v[7] = bad;
+            let field = Arc::new(arrow_schema::Field::new("item", arrow_schema::DataType::Float32, true));
+            Arc::new(arrow_array::FixedSizeListArray::new(
+                field,
+                list.value_length(),
+                Arc::new(Float32Array::from(v)),
+                None,
+            ))
         });
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let err = open_fails(&root, &name, "action");
@@ -368,20 +335,10 @@ fn wrong_from_timestamp_offsets() {
     let (_d, root) = synth(CodebaseVersion::V3_0);
     let episodes = std::fs::read_dir(root.join("meta/episodes/chunk-000")).unwrap().next().unwrap().unwrap().path();
     let key = "videos/observation.image/from_timestamp";
-    edit_parquet(&episodes, |columns| {
-        columns
-            .into_iter()
-            .map(|(name, column)| {
-                if name == key {
-                    let from = column.as_any().downcast_ref::<arrow_array::Float64Array>().unwrap();
-                    let shifted: Vec<f64> =
-                        from.values().iter().enumerate().map(|(i, t)| if i == 1 { t + 50.0 } else { *t }).collect();
-                    (name, Arc::new(arrow_array::Float64Array::from(shifted)) as ArrayRef)
-                } else {
-                    (name, column)
-                }
-            })
-            .collect()
+    replace_column(&episodes, key, |column| {
+        let from = column.as_any().downcast_ref::<arrow_array::Float64Array>().unwrap();
+        let shifted = from.values().iter().enumerate().map(|(i, t)| if i == 1 { t + 50.0 } else { *t });
+        Arc::new(arrow_array::Float64Array::from_iter_values(shifted))
     });
     // The window lands past the end of the video: the frame is refused, naming the file.
     let dataset = Dataset::open(&root).unwrap();

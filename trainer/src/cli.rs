@@ -226,9 +226,7 @@ impl TrainArgs {
         if let Some(d) = self.device {
             set(&["device"], json!(d.to_string()));
         }
-        if let Some(p) = self.precision {
-            set(&["precision"], serde_json::to_value(p)?);
-        }
+        opt!(self.precision, ["precision"]);
         opt!(self.grad_accum, ["grad_accum"]);
         opt!(self.ema_enable, ["ema", "enable"]);
         opt!(self.ema_update_after_step, ["ema", "update_after_step"]);

@@ -165,11 +165,6 @@ impl<B: AutodiffBackend> Learner<B> {
         self.scaler.as_ref()
     }
 
-    /// Micro-batches per optimiser step.
-    pub fn grad_accum(&self) -> usize {
-        self.grad_accum
-    }
-
     /// The model, giving the learner up.
     pub fn into_model(self) -> DiffusionModel<B> {
         self.model.expect("the model is only taken during an update")

@@ -7,39 +7,31 @@ use std::time::{Duration, Instant};
 
 use burn::backend::{Autodiff, Flex};
 use burn::module::{Module, ModuleVisitor, Param};
-use datasets::synth::{SynthConfig, write_dataset};
 use serde_json::json;
 use trainer::checkpoint::{self, TrainingState};
 use trainer::{PolicyRunner, TrainConfig, train};
 
 type Backend = Autodiff<Flex>;
 
+mod common;
+
+use common::{tiny_config, write_synth};
+
+/// An empty scratch folder `name`.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
+    let dir = common::scratch(name);
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
 /// A fresh 3-episode dataset under `dir`.
 fn dataset(dir: &Path) -> PathBuf {
-    let root = dir.join("dataset");
-    write_dataset(&root, &SynthConfig { episodes: 3, min_length: 20, max_length: 20, ..SynthConfig::default() })
-        .unwrap();
-    root
+    write_synth(&dir.join("dataset"))
 }
 
-/// The tiny policy of the other training tests, as a config file for the binary.
+/// The tiny policy of the other training tests, as the binary runs it.
 fn tiny(root: &Path, output: &Path, steps: usize, save_freq: usize) -> TrainConfig {
-    let overrides = json!({
-        "dataset": {"root": root},
-        "policy": {"down_dims": [16, 32, 64], "diffusion_step_embed_dim": 16, "crop_shape": [32, 32], "optimizer_lr": 1e-3, "scheduler_warmup_steps": 2},
-        "batch_size": 4, "steps": steps, "log_freq": 100, "save_freq": save_freq, "num_workers": 1, "prefetch": 2, "seed": 7,
-        "output_dir": output,
-    });
-    TrainConfig::resolve(None, overrides).unwrap()
+    tiny_config(root, output, steps, json!({"log_freq": 100, "save_freq": save_freq, "num_workers": 1}))
 }
 
 fn config_file(config: &TrainConfig, dir: &Path) -> PathBuf {

@@ -7,7 +7,6 @@ use std::sync::OnceLock;
 use burn::backend::{Autodiff, Flex};
 use burn::module::{AutodiffModule, Module, ModuleVisitor, Param};
 use burn::prelude::*;
-use datasets::synth::{SynthConfig, write_dataset};
 use loader::SamplerState;
 use serde_json::json;
 use trainer::{
@@ -17,37 +16,20 @@ use trainer::{
 
 type Ad = Autodiff<Flex>;
 
+mod common;
+
+use common::{scratch, scratch_path, tiny_config, write_synth};
+
 fn dataset() -> &'static Path {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();
-    ROOT.get_or_init(|| {
-        let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("trainer-speedups-synth");
-        if root.exists() {
-            std::fs::remove_dir_all(&root).unwrap();
-        }
-        write_dataset(&root, &SynthConfig { episodes: 3, min_length: 20, max_length: 20, ..SynthConfig::default() })
-            .unwrap();
-        root
-    })
+    ROOT.get_or_init(|| write_synth(&scratch_path("trainer-speedups-synth")))
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-    dir
-}
-
-/// A tiny policy (U-Net 16/32/64, 32×32 crops).
+/// The tiny policy on [`dataset`], one worker, no checkpoints.
 fn tiny(output: &Path, steps: usize, extra: serde_json::Value) -> TrainConfig {
-    let mut overrides = json!({
-        "dataset": {"root": dataset()},
-        "policy": {"down_dims": [16, 32, 64], "diffusion_step_embed_dim": 16, "crop_shape": [32, 32], "optimizer_lr": 1e-3, "scheduler_warmup_steps": 2},
-        "batch_size": 4, "steps": steps, "log_freq": 5, "save_freq": 0, "num_workers": 1, "prefetch": 2, "seed": 7,
-        "output_dir": output, "save_checkpoint": false,
-    });
+    let mut overrides = json!({"log_freq": 5, "num_workers": 1, "save_checkpoint": false});
     trainer::merge(&mut overrides, extra);
-    TrainConfig::resolve(None, overrides).unwrap()
+    tiny_config(dataset(), output, steps, overrides)
 }
 
 /// A learner built as the training loop builds it, and its data.

@@ -7,49 +7,25 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use burn::backend::{Autodiff, Flex};
-use datasets::synth::{SynthConfig, write_dataset};
 use serde_json::json;
 use trainer::checkpoint::{self, CheckpointContents, TrainingState};
 use trainer::{HostObservation, PolicyRunner, StepObservation, TrainConfig, train};
 
 type Backend = Autodiff<Flex>;
 
+mod common;
+
+use common::{scratch, scratch_path, tiny_config, write_synth};
+
 /// A small PushT-like dataset (3 episodes of 20 frames, 96×96 AV1), written once per test run.
 fn dataset() -> &'static Path {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();
-    ROOT.get_or_init(|| {
-        let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("trainer-training-synth");
-        if root.exists() {
-            std::fs::remove_dir_all(&root).unwrap();
-        }
-        write_dataset(&root, &SynthConfig { episodes: 3, min_length: 20, max_length: 20, ..SynthConfig::default() })
-            .unwrap();
-        root
-    })
+    ROOT.get_or_init(|| write_synth(&scratch_path("trainer-training-synth")))
 }
 
-fn scratch_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = scratch_path(name);
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-    dir
-}
-
-/// A tiny policy (U-Net 16/32/64, 32×32 crops) that trains in milliseconds a step.
+/// The tiny policy on [`dataset`].
 fn tiny(output: &Path, steps: usize, extra: serde_json::Value) -> TrainConfig {
-    let mut overrides = json!({
-        "dataset": {"root": dataset()},
-        "policy": {"down_dims": [16, 32, 64], "diffusion_step_embed_dim": 16, "crop_shape": [32, 32], "optimizer_lr": 1e-3, "scheduler_warmup_steps": 2},
-        "batch_size": 4, "steps": steps, "log_freq": 2, "save_freq": 0, "num_workers": 2, "prefetch": 2, "seed": 7,
-        "output_dir": output,
-    });
-    trainer::merge(&mut overrides, extra);
-    TrainConfig::resolve(None, overrides).unwrap()
+    tiny_config(dataset(), output, steps, extra)
 }
 
 #[test]

@@ -1,0 +1,46 @@
+//! Helpers shared by the trainer's integration tests: scratch folders, a small synthetic
+//! dataset and the tiny policy configuration they train.
+#![allow(dead_code, reason = "each test binary uses a part of these")]
+
+use std::path::{Path, PathBuf};
+
+use datasets::synth::{SynthConfig, write_dataset};
+use serde_json::json;
+use trainer::TrainConfig;
+
+/// `name` under the test target's scratch folder.
+pub fn scratch_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
+/// `name` under the scratch folder, emptied (not created).
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = scratch_path(name);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    dir
+}
+
+/// A fresh PushT-like dataset at `root`: 3 episodes of 20 frames, 96×96 AV1.
+pub fn write_synth(root: &Path) -> PathBuf {
+    if root.exists() {
+        std::fs::remove_dir_all(root).unwrap();
+    }
+    write_dataset(root, &SynthConfig { episodes: 3, min_length: 20, max_length: 20, ..SynthConfig::default() })
+        .unwrap();
+    root.to_path_buf()
+}
+
+/// A tiny policy (U-Net 16/32/64, 32×32 crops) that trains in milliseconds a step on `root`,
+/// with `extra` merged over the defaults.
+pub fn tiny_config(root: &Path, output: &Path, steps: usize, extra: serde_json::Value) -> TrainConfig {
+    let mut overrides = json!({
+        "dataset": {"root": root},
+        "policy": {"down_dims": [16, 32, 64], "diffusion_step_embed_dim": 16, "crop_shape": [32, 32], "optimizer_lr": 1e-3, "scheduler_warmup_steps": 2},
+        "batch_size": 4, "steps": steps, "log_freq": 2, "save_freq": 0, "num_workers": 2, "prefetch": 2, "seed": 7,
+        "output_dir": output,
+    });
+    trainer::merge(&mut overrides, extra);
+    TrainConfig::resolve(None, overrides).unwrap()
+}

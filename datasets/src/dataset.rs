@@ -56,19 +56,21 @@ pub struct Dataset {
     options: OpenOptions,
 }
 
-impl Dataset {
-    /// Opens the dataset at `root` with LeRobot's default tolerance.
-    pub fn open(root: impl AsRef<Path>) -> Result<Self> {
-        Self::open_with(root, OpenOptions::default())
-    }
+/// Everything under `meta/`, read and checked against `info.json`'s totals.
+#[derive(Debug, Clone)]
+pub(crate) struct Metadata {
+    info: DatasetInfo,
+    episodes: Vec<Episode>,
+    tasks: Vec<String>,
+    stats: Stats,
+}
 
-    /// Opens the dataset at `root`: reads and cross-checks all metadata and every parquet
-    /// data file; video files are opened lazily, when frames are asked for.
-    pub fn open_with(root: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
-        let root = root.as_ref().to_path_buf();
-        let info = DatasetInfo::read(&root)?;
+impl Metadata {
+    /// Reads `info.json`, the episodes, tasks and stats of the dataset at `root`.
+    pub(crate) fn read(root: &Path) -> Result<Self> {
+        let info = DatasetInfo::read(root)?;
         let info_path = root.join(INFO_PATH);
-        let episodes = read_episodes(&root, &info)?;
+        let episodes = read_episodes(root, &info)?;
         if episodes.len() != info.total_episodes {
             return Err(Error::field(
                 &info_path,
@@ -84,7 +86,7 @@ impl Dataset {
                 format!("{} but the episodes hold {frames} frames", info.total_frames),
             ));
         }
-        let tasks = read_tasks(&root, &info)?;
+        let tasks = read_tasks(root, &info)?;
         if tasks.len() != info.total_tasks {
             return Err(Error::field(
                 &info_path,
@@ -92,8 +94,29 @@ impl Dataset {
                 format!("{} but the task table lists {}", info.total_tasks, tasks.len()),
             ));
         }
-        let stats = read_stats(&root, &info)?;
+        let stats = read_stats(root, &info)?;
+        Ok(Self { info, episodes, tasks, stats })
+    }
+}
 
+impl Dataset {
+    /// Opens the dataset at `root` with LeRobot's default tolerance.
+    pub fn open(root: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(root, OpenOptions::default())
+    }
+
+    /// Opens the dataset at `root`: reads and cross-checks all metadata and every parquet
+    /// data file; video files are opened lazily, when frames are asked for.
+    pub fn open_with(root: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
+        let root = root.as_ref().to_path_buf();
+        let metadata = Metadata::read(&root)?;
+        Self::from_metadata(root, metadata, options)
+    }
+
+    /// Reads the data parquet files the episodes of `metadata` name and checks their rows.
+    pub(crate) fn from_metadata(root: PathBuf, metadata: Metadata, options: OpenOptions) -> Result<Self> {
+        let Metadata { info, episodes, tasks, stats } = metadata;
+        let info_path = root.join(INFO_PATH);
         let mut files: Vec<PathBuf> = Vec::new();
         for episode in &episodes {
             let path = join_under(&root, &episode.data_file).map_err(|m| Error::field(&info_path, "data_path", m))?;

@@ -11,6 +11,20 @@ use crate::columns::{Leaf, flatten, string_lists, strings};
 use crate::error::{Error, Result};
 use crate::mmap::map_file;
 
+/// Runs `decode`, the parquet decoding of `path`, turning a panic inside the parquet crate into an
+/// [`Error::Parquet`] naming the file. Malformed files have made it panic (see
+/// `vendor/README.md`); a training run must get an error, not an abort.
+pub(crate) fn catch_decoder_panics<T>(path: &Path, decode: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)).unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(ToString::to_string)
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(Error::parquet(path, format!("the decoder gave up on malformed data ({message})")))
+    })
+}
+
 /// A parquet file read into memory, restricted to the columns `keep` accepts.
 pub(crate) struct ParquetFile<'a> {
     pub(crate) path: &'a Path,
@@ -22,14 +36,16 @@ impl<'a> ParquetFile<'a> {
     /// Reads the top-level columns of `path` whose names `keep` accepts.
     pub(crate) fn read(path: &'a Path, keep: impl Fn(&str) -> bool) -> Result<Self> {
         let bytes = map_file(path)?;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| Error::parquet(path, e))?;
-        let schema = builder.schema().clone();
-        let roots: Vec<usize> = (0..schema.fields().len()).filter(|&i| keep(schema.field(i).name())).collect();
-        let names = roots.iter().map(|&i| schema.field(i).name().clone()).collect();
-        let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-        let reader = builder.with_projection(mask).build().map_err(|e| Error::parquet(path, e))?;
-        let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| Error::parquet(path, e))?;
-        Ok(ParquetFile { path, batches, names })
+        catch_decoder_panics(path, || {
+            let builder = ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| Error::parquet(path, e))?;
+            let schema = builder.schema().clone();
+            let roots: Vec<usize> = (0..schema.fields().len()).filter(|&i| keep(schema.field(i).name())).collect();
+            let names = roots.iter().map(|&i| schema.field(i).name().clone()).collect();
+            let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+            let reader = builder.with_projection(mask).build().map_err(|e| Error::parquet(path, e))?;
+            let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| Error::parquet(path, e))?;
+            Ok(ParquetFile { path, batches, names })
+        })
     }
 
     /// The number of rows.
@@ -92,4 +108,18 @@ pub(crate) fn nested_parquet_files(dir: &Path) -> Result<Vec<std::path::PathBuf>
     }
     files.sort();
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_while_decoding_becomes_an_error_naming_the_file() {
+        let path = Path::new("data/chunk-000/file-000.parquet");
+        let result: Result<()> = catch_decoder_panics(path, || panic!("index out of bounds"));
+        let message = result.expect_err("the panic is an error").to_string();
+        assert!(message.contains("file-000.parquet") && message.contains("index out of bounds"), "{message}");
+        assert_eq!(catch_decoder_panics(path, || Ok(7)).unwrap(), 7);
+    }
 }

@@ -11,6 +11,7 @@ use crate::columns::{flatten, image_bytes, strings};
 use crate::error::{Error, Result};
 use crate::features::{Dtype, Feature, FeatureKey};
 use crate::mmap::map_file;
+use crate::parquet_file::catch_decoder_panics;
 
 /// Encoded images (PNG, JPEG, ...) of an image column, back to back.
 #[derive(Debug, Clone, Default)]
@@ -203,6 +204,27 @@ impl FrameTable {
 /// Reads the declared columns of one parquet file.
 fn read_file(path: &Path, features: &[&Feature]) -> Result<(usize, Vec<Column>)> {
     let bytes = map_file(path)?;
+    let (rows, columns) = catch_decoder_panics(path, || decode_columns(path, bytes, features))?;
+    for (feature, column) in features.iter().zip(&columns) {
+        if column.len() != rows {
+            return Err(Error::field(path, feature.key.as_str(), format!("{} values for {rows} rows", column.len())));
+        }
+        // NaN or infinity in a state or an action would train on garbage without a word.
+        if let ColumnValues::F32(values) = &column.values
+            && let Some(at) = values.iter().position(|v| !v.is_finite())
+        {
+            return Err(Error::field(
+                path,
+                feature.key.as_str(),
+                format!("non-finite value {} in row {} of the file", values[at], at / column.width.max(1)),
+            ));
+        }
+    }
+    Ok((rows, columns))
+}
+
+/// Decodes the declared columns of `path` (mapped as `bytes`) into columns, and counts its rows.
+fn decode_columns(path: &Path, bytes: bytes::Bytes, features: &[&Feature]) -> Result<(usize, Vec<Column>)> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| Error::parquet(path, e))?;
     let schema = builder.schema().clone();
     let mut roots = Vec::with_capacity(features.len());
@@ -232,21 +254,6 @@ fn read_file(path: &Path, features: &[&Feature]) -> Result<(usize, Vec<Column>)>
             })?;
         }
         rows += batch.num_rows();
-    }
-    for (feature, column) in features.iter().zip(&columns) {
-        if column.len() != rows {
-            return Err(Error::field(path, feature.key.as_str(), format!("{} values for {rows} rows", column.len())));
-        }
-        // NaN or infinity in a state or an action would train on garbage without a word.
-        if let ColumnValues::F32(values) = &column.values
-            && let Some(at) = values.iter().position(|v| !v.is_finite())
-        {
-            return Err(Error::field(
-                path,
-                feature.key.as_str(),
-                format!("non-finite value {} in row {} of the file", values[at], at / column.width.max(1)),
-            ));
-        }
     }
     Ok((rows, columns))
 }

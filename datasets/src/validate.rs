@@ -277,8 +277,10 @@ fn check_data(
 /// Columns in the parquet file that `info.json` does not declare.
 fn undeclared_columns(path: &Path, declared: &[&str]) -> crate::error::Result<Vec<String>> {
     let bytes = crate::mmap::map_file(path)?;
-    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes)
-        .map_err(|e| Error::parquet(path, e))?;
+    let builder = crate::parquet_file::catch_decoder_panics(path, || {
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes)
+            .map_err(|e| Error::parquet(path, e))
+    })?;
     Ok(builder.schema().fields().iter().map(|f| f.name().clone()).filter(|n| !declared.contains(&n.as_str())).collect())
 }
 

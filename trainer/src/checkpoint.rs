@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use burn::module::Module;
 use burn::prelude::Backend;
-use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder, Record, Recorder};
+use burn::record::{FullPrecisionSettings, NamedMpkBytesRecorder, NamedMpkFileRecorder, Record, Recorder};
 use loader::SamplerState;
 use serde::{Deserialize, Serialize};
 use transforms::Normalizer;
@@ -42,7 +42,7 @@ pub struct LossScaleState {
     pub good_steps: usize,
 }
 
-/// The recorder of every checkpoint file: named MessagePack, full (f32) precision.
+/// The recorder that reads every checkpoint file: named MessagePack, full (f32) precision.
 pub fn recorder() -> NamedMpkFileRecorder<FullPrecisionSettings> {
     NamedMpkFileRecorder::<FullPrecisionSettings>::new()
 }
@@ -94,10 +94,7 @@ pub fn save<B: Backend, M: Module<B>>(
     }
     std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
     let written = (|| -> Result<()> {
-        model
-            .clone()
-            .save_file(tmp.join("model"), &recorder())
-            .map_err(|e| Error::checkpoint(&tmp, format!("model: {e}")))?;
+        save_record::<B, _>(&tmp, "model", model.clone().into_record())?;
         extra(&tmp)?;
         write_json(&tmp.join("training_state.json"), contents.state)?;
         write_json(&tmp.join("config.json"), contents.config)?;
@@ -139,9 +136,19 @@ pub fn remove_partial(output: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes `record` (e.g. an optimiser's) as `<dir>/<name>.mpk`.
+/// Writes `record` (a model's, an optimiser's) as `<dir>/<name>.mpk`, in the format
+/// [`recorder`] reads.
+///
+/// The record is encoded in memory and written with checked writes, not with burn's file
+/// recorder: that one streams through a `BufWriter` whose final flush is dropped unchecked (a
+/// disk that fills within the last buffer would leave a short file and no error) and whose
+/// errors lose the OS's reason ("No space left on device"). This costs one more copy of the
+/// record in host memory while it is written.
 pub fn save_record<B: Backend, R: Record<B>>(dir: &Path, name: &str, record: R) -> Result<()> {
-    recorder().record(record, dir.join(name)).map_err(|e| Error::checkpoint(dir, format!("{name}: {e}")))
+    let bytes = Recorder::<B>::record(&NamedMpkBytesRecorder::<FullPrecisionSettings>::new(), record, ())
+        .map_err(|e| Error::checkpoint(dir, format!("{name}: {e}")))?;
+    let path = dir.join(name).with_extension("mpk");
+    std::fs::write(&path, bytes).map_err(|e| Error::io(&path, e))
 }
 
 /// Reads `<dir>/<name>.mpk`.

@@ -268,9 +268,7 @@ pub fn train<B: AutodiffBackend>(
             let dir = checkpoint::save::<B, _>(&config.output_dir, learner.model(), &contents, |tmp| {
                 checkpoint::save_record::<B, _>(tmp, "optimizer", optim_record)?;
                 match ema {
-                    Some(ema) => ema
-                        .save_file(tmp.join("ema"), &checkpoint::recorder())
-                        .map_err(|e| Error::checkpoint(tmp, format!("ema: {e}"))),
+                    Some(ema) => checkpoint::save_record::<B::InnerBackend, _>(tmp, "ema", ema.into_record()),
                     None => Ok(()),
                 }
             })?;

@@ -135,3 +135,34 @@ impl Error {
         Error::Request(message.into())
     }
 }
+
+/// The message a binary prints for `error`: its text, then each cause's that the text does not
+/// already hold. This crate's errors (and the trainer's and loader's) include their source's
+/// message; anyhow's contexts do not; printing the whole chain would repeat the former.
+pub fn error_message(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = error.to_string();
+    let mut cause = error.source();
+    while let Some(current) = cause {
+        let text = current.to_string();
+        if !message.contains(&text) {
+            message = format!("{message}: {text}");
+        }
+        cause = current.source();
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_message_names_each_cause_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::StorageFull, "No space left on device");
+        let ours = Error::io("ckpt/model.mpk", io);
+        assert_eq!(error_message(&ours), "ckpt/model.mpk: No space left on device");
+        let wrapped = std::io::Error::other(ours);
+        let message = error_message(&wrapped);
+        assert_eq!(message.matches("No space left on device").count(), 1, "{message}");
+    }
+}

@@ -127,7 +127,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", datasets::error_message(e.as_ref()));
             ExitCode::FAILURE
         }
     }

@@ -16,7 +16,7 @@ fn main() -> ExitCode {
     match cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", datasets::error_message(e.as_ref()));
             ExitCode::FAILURE
         }
     }

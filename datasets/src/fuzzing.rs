@@ -3,9 +3,10 @@
 //! does. Whatever the bytes, the call must return (an `Ok` or an `Err`), never panic, hang or
 //! allocate without bound.
 //!
-//! One allowance: a panic raised inside the parquet crate, which `catch_decoder_panics` turns
-//! into an error where we call it, is let through libFuzzer's abort-on-panic hook to unwind
-//! there (it is still a parquet bug, and worth reporting upstream; see `vendor/README.md`).
+//! One allowance: a panic raised inside `catch_decoder_panics` (in the parquet crate or the arrow
+//! crates it calls), which that guard turns into an error naming the file, is let through
+//! libFuzzer's abort-on-panic hook to unwind there. It is still a bug upstream, worth reporting
+//! (see `vendor/README.md`); the inputs are kept in `fuzz/regressions/`.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
@@ -50,24 +51,18 @@ fn skeletons() -> &'static Mutex<Skeletons> {
     })
 }
 
-/// Lets panics raised in the parquet crate's source unwind to `catch_decoder_panics`; every other
-/// panic goes to the hook installed before (libFuzzer's, which aborts: a finding).
+/// Lets panics raised inside `catch_decoder_panics` unwind to it; every other panic goes to the
+/// hook installed before (libFuzzer's, which aborts: a finding).
 fn let_parquet_panics_unwind() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if !info.location().is_some_and(|l| is_parquet_source(l.file())) {
+            if !crate::parquet_file::inside_decoder_guard() {
                 previous(info);
             }
         }));
     });
-}
-
-/// Whether `file` is in the parquet crate's sources (`…/parquet/src/…`, `…/parquet-60.1.0/src/…`).
-fn is_parquet_source(file: &str) -> bool {
-    let parts: Vec<&str> = file.split('/').collect();
-    parts.windows(2).any(|w| (w[0] == "parquet" || w[0].starts_with("parquet-")) && w[1] == "src")
 }
 
 /// Writes `data` over `path`, runs `read`, and puts the original bytes back.

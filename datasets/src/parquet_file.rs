@@ -1,6 +1,7 @@
 //! Reading whole small parquet files (metadata tables) into record batches, and pulling typed
 //! columns out of them with errors that name the file and the column.
 
+use std::cell::Cell;
 use std::path::Path;
 
 use arrow_array::RecordBatch;
@@ -11,11 +12,19 @@ use crate::columns::{Leaf, flatten, string_lists, strings};
 use crate::error::{Error, Result};
 use crate::mmap::map_file;
 
-/// Runs `decode`, the parquet decoding of `path`, turning a panic inside the parquet crate into an
-/// [`Error::Parquet`] naming the file. Malformed files have made it panic (see
-/// `vendor/README.md`); a training run must get an error, not an abort.
+thread_local! {
+    /// Whether this thread is inside [`catch_decoder_panics`].
+    static DECODING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `decode`, the parquet decoding of `path`, turning a panic inside the parquet crate (or
+/// the arrow crates it calls) into an [`Error::Parquet`] naming the file. Malformed files have
+/// made them panic (see `vendor/README.md`); a training run must get an error, not an abort.
 pub(crate) fn catch_decoder_panics<T>(path: &Path, decode: impl FnOnce() -> Result<T>) -> Result<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)).unwrap_or_else(|payload| {
+    DECODING.set(true);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode));
+    DECODING.set(false);
+    result.unwrap_or_else(|payload| {
         let message = payload
             .downcast_ref::<&str>()
             .map(ToString::to_string)
@@ -23,6 +32,12 @@ pub(crate) fn catch_decoder_panics<T>(path: &Path, decode: impl FnOnce() -> Resu
             .unwrap_or_default();
         Err(Error::parquet(path, format!("the decoder gave up on malformed data ({message})")))
     })
+}
+
+/// Whether a panic raised now will be caught by [`catch_decoder_panics`] (for the fuzz targets'
+/// panic hook).
+pub(crate) fn inside_decoder_guard() -> bool {
+    DECODING.get()
 }
 
 /// A parquet file read into memory, restricted to the columns `keep` accepts.

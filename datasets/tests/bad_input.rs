@@ -65,6 +65,16 @@ fn open_fails(root: &Path, file: &str, field: &str) -> String {
     err
 }
 
+/// Getting sample `index` fails (for the reason `why`), and the message names `file`.
+fn get_fails(dataset: &Dataset, index: usize, file: &str, why: &str) -> String {
+    let err = dataset
+        .get(index, &WindowSpec::none(), &mut DecoderCache::default(), FrameFormat::Uint8)
+        .expect_err(why)
+        .to_string();
+    assert!(err.contains(file), "error does not name {file}: {err}");
+    err
+}
+
 /// `validate` reports a problem in `file` mentioning `text`.
 fn validate_reports(root: &Path, file: &str, text: &str) {
     let report = datasets::validate::validate(root, 1e-4);
@@ -121,11 +131,8 @@ fn missing_parquet_and_mp4() {
         // Videos open lazily: the sample that needs the file fails, naming it.
         let dataset = Dataset::open(&root).unwrap();
         let index = dataset.episodes()[1].frames.start;
-        let err = dataset
-            .get(index, &WindowSpec::none(), &mut DecoderCache::default(), FrameFormat::Uint8)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains(&*video.to_string_lossy()) && err.contains("No such file"), "{err}");
+        let err = get_fails(&dataset, index, &video.to_string_lossy(), "the video is missing");
+        assert!(err.contains("No such file"), "{err}");
         validate_reports(&root, video.file_name().unwrap().to_str().unwrap(), "No such file");
         std::fs::remove_file(&data).unwrap();
         open_fails(&root, data.file_name().unwrap().to_str().unwrap(), "No such file");
@@ -143,16 +150,11 @@ fn truncated_and_empty_mp4() {
     // Cut the end off: the moov atom (written last) or the last frames go.
     std::fs::write(&video, &bytes[..bytes.len() * 2 / 3]).unwrap();
     let dataset = Dataset::open(&root).unwrap();
-    let err = dataset
-        .get(last, &WindowSpec::none(), &mut DecoderCache::default(), FrameFormat::Uint8)
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("file-000.mp4"), "{err}");
+    get_fails(&dataset, last, "file-000.mp4", "the video is truncated");
     validate_reports(&root, "file-000.mp4", "");
     std::fs::write(&video, b"").unwrap();
-    let err =
-        dataset.get(0, &WindowSpec::none(), &mut DecoderCache::default(), FrameFormat::Uint8).unwrap_err().to_string();
-    assert!(err.contains("file-000.mp4") && err.contains("cannot open"), "{err}");
+    let err = get_fails(&dataset, 0, "file-000.mp4", "the video is empty");
+    assert!(err.contains("cannot open"), "{err}");
 }
 
 #[test]
@@ -202,9 +204,8 @@ fn timestamps_off_by_more_than_the_tolerance() {
     let (_d, root) = synth(CodebaseVersion::V3_0);
     replace_column(&root.join("data/chunk-000/file-000.parquet"), "timestamp", shift);
     let dataset = Dataset::open(&root).unwrap();
-    let err =
-        dataset.get(5, &WindowSpec::none(), &mut DecoderCache::default(), FrameFormat::Uint8).unwrap_err().to_string();
-    assert!(err.contains("file-000.mp4") && err.contains("tolerance_s"), "{err}");
+    let err = get_fails(&dataset, 5, "file-000.mp4", "the timestamp is off the tolerance");
+    assert!(err.contains("tolerance_s"), "{err}");
     validate_reports(&root, "file-000.mp4", "no video frame within");
 }
 
@@ -419,11 +420,7 @@ fn wrong_from_timestamp_offsets() {
     let dataset = Dataset::open(&root).unwrap();
     let video = dataset.episodes()[1].videos[0].file.to_string_lossy().into_owned();
     let index = dataset.episodes()[1].frames.start;
-    let err = dataset
-        .get(index, &WindowSpec::none(), &mut DecoderCache::default(), FrameFormat::Uint8)
-        .expect_err("a timestamp outside the video")
-        .to_string();
-    assert!(err.contains(&video), "{err}");
+    get_fails(&dataset, index, &video, "a timestamp outside the video");
     validate_reports(&root, &video, "");
 }
 
@@ -451,11 +448,7 @@ fn a_video_shorter_than_its_table() {
     std::fs::copy(short_root.join(&source.episodes()[0].videos[0].file), &target).unwrap();
     let dataset = Dataset::open(&root).unwrap();
     let name = target.file_name().unwrap().to_string_lossy().into_owned();
-    let err = dataset
-        .get(last, &WindowSpec::none(), &mut DecoderCache::default(), FrameFormat::Uint8)
-        .expect_err("the table's last frame is past the video's end")
-        .to_string();
-    assert!(err.contains(&name), "{err}");
+    get_fails(&dataset, last, &name, "the table's last frame is past the video's end");
     validate_reports(&root, &name, "");
 }
 

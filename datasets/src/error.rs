@@ -152,6 +152,12 @@ pub fn error_message(error: &(dyn std::error::Error + 'static)) -> String {
     message
 }
 
+/// The message a panic was raised with (`panic!("...")`, `expect`, an assert), if it has one:
+/// the payload `catch_unwind` returns, as text.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> Option<String> {
+    payload.downcast_ref::<&str>().map(ToString::to_string).or_else(|| payload.downcast_ref::<String>().cloned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -53,7 +53,7 @@ pub mod video;
 
 pub use dataset::{DEFAULT_TOLERANCE_S, Dataset, FrameFormat, OpenOptions};
 pub use episodes::{Episode, EpisodeVideo, read_episodes};
-pub use error::{Error, Result, error_message};
+pub use error::{Error, Result, error_message, panic_message};
 pub use features::{Dtype, Feature, FeatureKey, FrameShape, MAX_FEATURE_VALUES};
 pub use image::{decode_chw, encode_png};
 pub use info::{DEFAULT_FEATURES, DatasetInfo, INFO_PATH};

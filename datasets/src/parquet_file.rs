@@ -25,11 +25,7 @@ pub(crate) fn catch_decoder_panics<T>(path: &Path, decode: impl FnOnce() -> Resu
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode));
     DECODING.set(false);
     result.unwrap_or_else(|payload| {
-        let message = payload
-            .downcast_ref::<&str>()
-            .map(ToString::to_string)
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
+        let message = crate::error::panic_message(payload.as_ref()).unwrap_or_default();
         Err(Error::parquet(path, format!("the decoder gave up on malformed data ({message})")))
     })
 }

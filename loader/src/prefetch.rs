@@ -30,11 +30,7 @@ fn guarded(plan: &BatchPlan, fill: impl FnOnce() -> Result<()>) -> Result<()> {
     match catch_unwind(AssertUnwindSafe(fill)) {
         Ok(result) => result.map_err(context),
         Err(panic) => {
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "(no message)".into());
+            let message = datasets::panic_message(panic.as_ref()).unwrap_or_else(|| "(no message)".into());
             Err(Error::WorkerPanicked { epoch: plan.epoch, batch: plan.batch, message })
         }
     }

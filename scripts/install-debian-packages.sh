@@ -1,21 +1,54 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build needs: FFmpeg's development libraries (video-rs and
-# ffmpeg-next link them), libclang (bindgen generates FFmpeg's bindings), pkg-config, and the
-# ffmpeg command line (handy to inspect videos). Idempotent: does nothing when all are present.
+# Sets a Debian 12 (or later) machine up to build and test this project: installs the Debian
+# packages the build needs (a C compiler and linker, git, FFmpeg's development libraries for
+# video-rs and ffmpeg-next, libclang and pkg-config for their bindings, the ffmpeg command line,
+# and Python's venv for the test tools), then checks for the Rust toolchain, which Debian's own
+# rustc is too old to be: it says how to get it and fails if it is missing. Idempotent: installs
+# nothing when everything is present. Uses sudo when not run as root.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+
 packages=(
+  build-essential git ca-certificates pkg-config libclang-dev
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libswresample-dev
-  libavfilter-dev libavdevice-dev libclang-dev pkg-config ffmpeg
+  libavfilter-dev libavdevice-dev ffmpeg
+  python3 python3-venv
 )
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo >/dev/null; then
+      echo "error: these Debian packages are missing and installing them needs root:" >&2
+      echo "  ${missing[*]}" >&2
+      echo "run this script as root, or install sudo (as root: apt-get install sudo) and add yourself to group sudo" >&2
+      exit 1
+    fi
+    sudo=(sudo)
+  fi
+  echo "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# Rust: the toolchain pinned in rust-toolchain.toml, through rustup.
+toolchain=$(sed -n 's/^channel *= *"\(.*\)"/\1/p' rust-toolchain.toml)
+rustup_hint="install rustup (https://rustup.rs), which installs Rust $toolchain on the first build:
+  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
+  . \"\$HOME/.cargo/env\""
+if ! command -v cargo >/dev/null; then
+  echo "error: cargo not found: $rustup_hint" >&2
+  exit 1
+fi
+if ! command -v rustup >/dev/null; then
+  version=$(cargo --version | cut -d' ' -f2)
+  if [ "$(printf '%s\n' "$toolchain" "$version" | sort -V | head -1)" != "$toolchain" ]; then
+    echo "error: this cargo is $version (Debian's?), older than the $toolchain the project needs (edition 2024): $rustup_hint" >&2
+    exit 1
+  fi
+fi
+echo "ready: Debian packages present, $(cargo --version)"

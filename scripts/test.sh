@@ -1,11 +1,29 @@
 #!/usr/bin/env bash
-# What CI runs, cheapest first: formatting, lints, tests (in release: tests, benches and the
-# trainer share one build), documentation.
+# What CI runs, cheapest first: formatting, lints (the GPU backends included, so that they
+# compile), tests (in release: tests, benches and the trainer share one build), documentation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # SVT-AV1 prints a banner on stderr for every encoder the synthetic writer opens.
 export SVT_LOG="${SVT_LOG:-1}"
+
+# TensorBoard's own reader checks our event files (trainer/tests/tensorboard.rs).
+venv=target/test-python
+if ! "$venv/bin/python" -c "import tensorboard" 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "tensorboard==2.20.0"
+fi
+export TEST_PYTHON="$PWD/$venv/bin/python"
+
 cargo fmt --all --check
-cargo clippy --workspace --all-targets --locked -- -D warnings
-cargo test --workspace --release --locked
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+# The libraries link no command-line crates: those belong to the tools' `cli` feature.
+if cargo tree -p datasets -p loader -p transforms -p trainer --no-default-features --edges normal \
+    --prefix none --locked | grep -E '^(clap|anyhow|indicatif|tracing-subscriber) '; then
+  echo "error: a library crate depends on a command-line crate (see above)" >&2
+  exit 1
+fi
+# Lints and docs see the GPU backends too (`cuda` and `wgpu` compile without a GPU), so that
+# their code cannot rot unseen; both share one check build.
+gpu=(--features bench/wgpu,bench/cuda)
+cargo clippy --workspace --all-targets --locked "${gpu[@]}" -- -D warnings
+cargo test --workspace --release --locked -- --include-ignored
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked "${gpu[@]}"

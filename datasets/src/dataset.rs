@@ -4,16 +4,16 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::episodes::{Episode, read_episodes};
 use crate::error::{Error, Result};
-use crate::features::{Feature, FrameShape};
-use crate::image::decode_chw;
-use crate::info::{DatasetInfo, INFO_PATH};
-use crate::paths::join_under;
+use crate::meta::episodes::{Episode, read_episodes};
+use crate::meta::features::{Feature, FrameShape};
+use crate::meta::info::{DatasetInfo, INFO_PATH};
+use crate::meta::paths::join_under;
+use crate::meta::tasks::read_tasks;
 use crate::sample::{Sample, Tensor, Values};
 use crate::stats::{Stats, read_stats};
+use crate::table::image::decode_chw;
 use crate::table::{ColumnValues, FrameTable};
-use crate::tasks::read_tasks;
 use crate::video::DecoderCache;
 use crate::window::{WindowSpec, window_rows};
 

@@ -26,13 +26,14 @@ pub enum Error {
         source: serde_json::Error,
     },
 
-    /// A parquet file could not be decoded.
-    #[error("{}: parquet: {message}", path.display())]
+    /// A parquet file could not be decoded (or written).
+    #[error("{}: parquet: {source}", path.display())]
     Parquet {
         /// The file.
         path: PathBuf,
-        /// What the parquet or arrow reader said.
-        message: String,
+        /// What the parquet or arrow crate said (or why the decoder gave up).
+        #[source]
+        source: BoxError,
     },
 
     /// A file is readable but one of its fields is missing, has the wrong type, or holds a
@@ -60,13 +61,20 @@ pub enum Error {
         found: String,
     },
 
-    /// An MP4 could not be opened or decoded.
-    #[error("{}: video: {message}", path.display())]
+    /// An MP4 could not be opened, decoded or written.
+    #[error(
+        "{}: video: {message}{}",
+        path.display(),
+        source.as_ref().map_or(String::new(), |s| format!(": {s}"))
+    )]
     Video {
         /// The video file.
         path: PathBuf,
-        /// What FFmpeg or the frame search said.
+        /// What was being done, or what is wrong with the file.
         message: String,
+        /// What FFmpeg said, when it was FFmpeg that failed.
+        #[source]
+        source: Option<BoxError>,
     },
 
     /// No decoded frame lies within `tolerance_s` of a query timestamp.
@@ -109,6 +117,9 @@ pub enum Error {
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The error of a library underneath (parquet, arrow, FFmpeg), kept as the source of ours.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 impl Error {
     /// An [`Error::Io`] for `path`.
     pub fn io(path: impl AsRef<Path>, source: std::io::Error) -> Self {
@@ -120,14 +131,20 @@ impl Error {
         Error::Field { path: path.as_ref().to_path_buf(), field: field.into(), message: message.into() }
     }
 
-    /// An [`Error::Parquet`] for `path`.
-    pub fn parquet(path: impl AsRef<Path>, message: impl std::fmt::Display) -> Self {
-        Error::Parquet { path: path.as_ref().to_path_buf(), message: message.to_string() }
+    /// An [`Error::Parquet`] for `path`, caused by `source` (an error of the parquet or arrow
+    /// crate, or a message).
+    pub fn parquet(path: impl AsRef<Path>, source: impl Into<BoxError>) -> Self {
+        Error::Parquet { path: path.as_ref().to_path_buf(), source: source.into() }
     }
 
-    /// An [`Error::Video`] for `path`.
+    /// An [`Error::Video`] for `path`: what is wrong with the file.
     pub fn video(path: impl AsRef<Path>, message: impl std::fmt::Display) -> Self {
-        Error::Video { path: path.as_ref().to_path_buf(), message: message.to_string() }
+        Error::Video { path: path.as_ref().to_path_buf(), message: message.to_string(), source: None }
+    }
+
+    /// An [`Error::Video`] for `path`: doing `what` failed because of `source` (FFmpeg's error).
+    pub fn video_failed(path: impl AsRef<Path>, what: impl std::fmt::Display, source: impl Into<BoxError>) -> Self {
+        Error::Video { path: path.as_ref().to_path_buf(), message: what.to_string(), source: Some(source.into()) }
     }
 
     /// An [`Error::Request`].

@@ -16,10 +16,10 @@ use rayon::prelude::*;
 
 use crate::dataset::{Dataset, check_video_shape};
 use crate::error::{Error, Result};
-use crate::features::{FrameShape, MAX_FEATURE_VALUES};
-use crate::image::decode_chw;
-use crate::info::INFO_PATH;
+use crate::meta::features::{FrameShape, MAX_FEATURE_VALUES};
+use crate::meta::info::INFO_PATH;
 use crate::table::ColumnValues;
+use crate::table::image::decode_chw;
 use crate::video::DecoderCache;
 
 /// The cache format this build reads and writes.
@@ -285,8 +285,8 @@ impl FrameCache {
         let mut cameras = Vec::new();
         for key in dataset.info().camera_keys() {
             let path = cache_file(dir, key.as_str());
-            let map =
-                crate::mmap::map_readonly(&path)?.ok_or_else(|| Error::field(&path, "header", "the file is empty"))?;
+            let map = crate::table::mmap::map_readonly(&path)?
+                .ok_or_else(|| Error::field(&path, "header", "the file is empty"))?;
             let header = CacheHeader::decode(&path, &map[..map.len().min(HEADER_LEN)])?;
             if header.key != key.as_str() {
                 return Err(Error::field(&path, "key", format!("holds camera `{}`, not `{key}`", header.key)));

@@ -58,7 +58,7 @@ fn let_parquet_panics_unwind() {
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if !crate::parquet_file::inside_decoder_guard() {
+            if !crate::table::parquet_file::inside_decoder_guard() {
                 previous(info);
             }
         }));

@@ -25,48 +25,32 @@
 //! [`validate::validate`] checks one thoroughly; [`frame_cache`] decodes every frame once into
 //! memory-mapped files for training.
 
-mod columns;
 mod dataset;
-mod episodes;
 mod error;
-mod features;
-mod image;
-mod info;
-mod json;
-mod mmap;
-mod parquet_file;
-mod paths;
+mod meta;
 mod sample;
-mod stats;
-mod stats_compute;
 mod table;
-mod tasks;
-mod version;
 mod window;
 
-pub mod dataset_stats;
 pub mod frame_cache;
+#[doc(hidden)]
 pub mod fuzzing;
+pub mod stats;
 pub mod synth;
 pub mod validate;
 pub mod video;
 
 pub use dataset::{DEFAULT_TOLERANCE_S, Dataset, FrameFormat, OpenOptions};
-pub use episodes::{Episode, EpisodeVideo, read_episodes};
-pub use error::{Error, Result, error_message, panic_message};
-pub use features::{Dtype, Feature, FeatureKey, FrameShape, MAX_FEATURE_VALUES};
-pub use image::{decode_chw, encode_png};
-pub use info::{DEFAULT_FEATURES, DatasetInfo, INFO_PATH};
-pub use mmap::{map_file, map_readonly};
-pub use paths::{PathTemplate, TemplateArg, join_under};
+pub use error::{BoxError, Error, Result, error_message, panic_message};
+pub use meta::episodes::{Episode, EpisodeVideo, read_episodes};
+pub use meta::features::{Dtype, Feature, FeatureKey, FrameShape, MAX_FEATURE_VALUES};
+pub use meta::info::{DEFAULT_FEATURES, DatasetInfo, INFO_PATH};
+pub use meta::paths::{PathTemplate, TemplateArg, join_under};
+pub use meta::tasks::read_tasks;
+pub use meta::version::CodebaseVersion;
 pub use sample::{Batch, Sample, Tensor, Values};
-pub use stats::{
-    EPISODES_STATS_JSONL, FeatureStats, STATS_JSON, StatArray, Stats, aggregate, is_quantile_key, non_finite,
-    parse_stats, read_episode_stats, read_stats, stats_to_json,
-};
-pub use stats_compute::{QUANTILES, camera_stats, downsample, num_samples, numeric_stats, sample_indices};
+pub use stats::{FeatureStats, StatArray, Stats};
+pub use table::image::{decode_chw, encode_png};
 pub use table::{Column, ColumnValues, EncodedImages, FrameTable};
-pub use tasks::read_tasks;
-pub use version::CodebaseVersion;
 pub use video::{DecoderCache, DecoderCacheConfig, VideoDecoder};
 pub use window::{DeltaTimestamps, Window, WindowSpec, diffusion_delta_timestamps, window_rows};

@@ -10,14 +10,14 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::episodes::{Episode, read_episodes};
 use crate::error::Error;
-use crate::features::Feature;
-use crate::info::{DatasetInfo, INFO_PATH};
-use crate::paths::join_under;
+use crate::meta::episodes::{Episode, read_episodes};
+use crate::meta::features::Feature;
+use crate::meta::info::{DatasetInfo, INFO_PATH};
+use crate::meta::paths::join_under;
+use crate::meta::tasks::read_tasks;
 use crate::stats::{EPISODES_STATS_JSONL, STATS_JSON, Stats, non_finite, read_episode_stats, read_stats};
 use crate::table::{ColumnValues, FrameTable};
-use crate::tasks::read_tasks;
 use crate::video::probe;
 
 /// One problem: where, which field, what.
@@ -144,7 +144,7 @@ pub fn validate(root: &Path, tolerance_s: f64) -> Report {
 
 fn check_stats(root: &Path, info: &DatasetInfo, episodes: &[Episode], report: &mut Report) {
     let (file, stats) = match info.version {
-        crate::version::CodebaseVersion::V2_1 => {
+        crate::meta::version::CodebaseVersion::V2_1 => {
             let path = root.join(EPISODES_STATS_JSONL);
             match read_episode_stats(&path) {
                 Ok(per_episode) => {
@@ -198,7 +198,7 @@ fn check_stats(root: &Path, info: &DatasetInfo, episodes: &[Episode], report: &m
         report.push(&file, name, format!("non-finite value at position {pos}"));
     }
     for feature in &info.features {
-        if matches!(feature.dtype, crate::features::Dtype::String) {
+        if matches!(feature.dtype, crate::meta::features::Dtype::String) {
             continue;
         }
         let Some(s) = stats.get(feature.key.as_str()) else {
@@ -276,8 +276,8 @@ fn check_data(
 
 /// Columns in the parquet file that `info.json` does not declare.
 fn undeclared_columns(path: &Path, declared: &[&str]) -> crate::error::Result<Vec<String>> {
-    let bytes = crate::mmap::map_file(path)?;
-    let builder = crate::parquet_file::catch_decoder_panics(path, || {
+    let bytes = crate::table::mmap::map_file(path)?;
+    let builder = crate::table::parquet_file::catch_decoder_panics(path, || {
         parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes)
             .map_err(|e| Error::parquet(path, e))
     })?;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 use crate::error::{Error, Result};
-use crate::info::DatasetInfo;
+use crate::meta::info::DatasetInfo;
 
 /// Time offsets in seconds, relative to the sampled frame, per feature key (LeRobot's
 /// `delta_timestamps`).

@@ -151,7 +151,7 @@ fn truncated_and_empty_mp4() {
     std::fs::write(&video, &bytes[..bytes.len() * 2 / 3]).unwrap();
     let dataset = Dataset::open(&root).unwrap();
     get_fails(&dataset, last, "file-000.mp4", "the video is truncated");
-    validate_reports(&root, "file-000.mp4", "");
+    validate_reports(&root, "file-000.mp4", "video: cannot open");
     std::fs::write(&video, b"").unwrap();
     let err = get_fails(&dataset, 0, "file-000.mp4", "the video is empty");
     assert!(err.contains("cannot open"), "{err}");
@@ -280,7 +280,7 @@ fn garbage_bytes_in_parquet_pages() {
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
     let err = Dataset::open(&root).expect_err("a corrupt parquet page").to_string();
     assert!(err.contains(&name), "{err}");
-    validate_reports(&root, &name, "");
+    validate_reports(&root, &name, "parquet: ");
 }
 
 /// A parquet file whose footer is `count` unknown fields, each a list declaring 2^31 - 1
@@ -343,7 +343,7 @@ fn parquet_files_the_decoder_panics_on_are_errors_naming_the_file() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let err = Dataset::open(&root).expect_err(input).to_string();
         assert!(err.contains(&name) && err.contains(panic), "{input}: {err}");
-        validate_reports(&root, &name, "");
+        validate_reports(&root, &name, panic);
     }
 }
 
@@ -421,7 +421,7 @@ fn wrong_from_timestamp_offsets() {
     let video = dataset.episodes()[1].videos[0].file.to_string_lossy().into_owned();
     let index = dataset.episodes()[1].frames.start;
     get_fails(&dataset, index, &video, "a timestamp outside the video");
-    validate_reports(&root, &video, "");
+    validate_reports(&root, &video, "20 of its 20 frame timestamps have no video frame");
 }
 
 #[test]
@@ -449,7 +449,7 @@ fn a_video_shorter_than_its_table() {
     let dataset = Dataset::open(&root).unwrap();
     let name = target.file_name().unwrap().to_string_lossy().into_owned();
     get_fails(&dataset, last, &name, "the table's last frame is past the video's end");
-    validate_reports(&root, &name, "");
+    validate_reports(&root, &name, "12 of its 20 frame timestamps have no video frame");
 }
 
 #[test]

@@ -196,12 +196,15 @@ fn the_writer_is_deterministic_and_its_stats_are_lerobots() {
     let table = |d: &Dataset| d.table().column("action").unwrap().as_f32().unwrap().to_vec();
     assert_eq!(table(&first), table(&second));
     assert_eq!(first.stats(), second.stats());
-    // The stored statistics are those `datasets stats` recomputes from the files (frames are
-    // re-decoded from lossy video, so camera statistics agree only approximately).
-    let (_, computed) = datasets::dataset_stats::compute_stats(&first).unwrap();
-    for d in datasets::dataset_stats::compare_stats(&computed, first.stats()) {
+    // The stored statistics are those `datasets stats` recomputes from the files. Camera
+    // statistics agree only approximately: the writer measures the frames it renders, the
+    // recomputation the frames decoded from lossy video, and LeRobot's float32
+    // `sqrt(E[x²] − E[x]²)` amplifies small pixel differences in the std.
+    let (_, computed) = datasets::stats::compute_stats(&first).unwrap();
+    for d in datasets::stats::compare_stats(&computed, first.stats()) {
         let limit = match d.name.strip_prefix("observation.image.") {
-            Some("mean" | "std") => 0.01,
+            Some("mean") => 0.01,
+            Some("std") => 0.03,
             Some(_) => 0.1,
             None => 1e-5,
         };

@@ -20,7 +20,7 @@ use crate::sampler::BatchPlan;
 /// The name of the test-only variable that slows every batch down by its value in
 /// microseconds. It exists to show that CI's regression check (`bench regress`) catches a slower
 /// loader; nothing else sets it.
-pub const TEST_DELAY_ENV: &str = "LOADER_TEST_DELAY_US";
+pub(crate) const TEST_DELAY_ENV: &str = "LOADER_TEST_DELAY_US";
 
 /// The delay [`TEST_DELAY_ENV`] asks for, read once.
 fn test_delay() -> Option<std::time::Duration> {

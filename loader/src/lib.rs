@@ -1,9 +1,17 @@
 //! The high-throughput loader: LeRobot's samples, batched, from a couple of CPU cores faster
 //! than a GPU trains.
 //!
-//! An [`EpisodeSampler`] picks the frames of each batch exactly as LeRobot's
-//! `EpisodeAwareSampler` does (anchors per episode, a permutation per epoch seeded from
-//! `(seed, epoch)`, sharding across trainers) and its [`SamplerState`] resumes it exactly. A
+//! An [`EpisodeSampler`] picks the frames of each batch as LeRobot 0.6's `EpisodeAwareSampler`
+//! does: the same anchors (per episode `[from + drop_n_first, to − drop_n_last)`, over the
+//! episodes asked for, episodes left empty skipped), and with one trainer the same order, frame
+//! for frame: a new permutation every epoch, LeRobot's own for `(seed, epoch)` (numpy's
+//! `SeedSequence` into torch's `randperm`, reproduced and checked against LeRobot in
+//! `loader/tests/lerobot_order.rs`). Batches are consecutive runs of that order, the last one
+//! short unless `drop_last`, as LeRobot's `DataLoader(drop_last=False)` cuts them. What differs:
+//! with several trainers we shard the order element by element (rank `r` takes every
+//! `world_size`-th frame from `r`), where `accelerate` hands out whole batches in turn; and from
+//! 214,748,364 anchors on, where torch's `randperm` changes algorithm, the order is ours. Its
+//! [`SamplerState`] (epoch, position) resumes it exactly, as LeRobot's `state_dict` does. A
 //! [`BatchLayout`] fixes, once, the fields of every batch (LeRobot's keys and shapes). Batches are
 //! filled on a persistent rayon pool of `num_workers` threads — numeric windows by index
 //! arithmetic, camera frames from the frame cache, from PNGs, or from video with the batch's
@@ -34,10 +42,10 @@ mod batch;
 mod error;
 mod layout;
 mod loader;
+mod permutation;
 mod prefetch;
 mod sampler;
 
-pub use assemble::TEST_DELAY_ENV;
 pub use batch::{Batch, Buffer};
 pub use error::{Error, Result};
 pub use layout::{BatchLayout, Field, Source, ValueType};

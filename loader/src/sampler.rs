@@ -1,13 +1,12 @@
-//! Which frames each batch holds: LeRobot's `EpisodeAwareSampler` (anchors per episode
-//! `[from + drop_n_first, to − drop_n_last)`, reshuffled every epoch from `(seed, epoch)`),
-//! sharded across trainers, cut into batches; and the small state that resumes it exactly.
+//! Which frames each batch holds: LeRobot 0.6's `EpisodeAwareSampler` (anchors per episode
+//! `[from + drop_n_first, to − drop_n_last)`, reshuffled every epoch by LeRobot's own
+//! permutation of `(seed, epoch)`), sharded across trainers, cut into batches; and the small
+//! state that resumes it exactly.
 
-use rand::SeedableRng;
-use rand::seq::SliceRandom;
-use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::permutation::lerobot_permutation;
 
 /// Where the sampler is: the epoch, and how many of this shard's samples of that epoch have
 /// been handed out. Resuming from the state of the last batch consumed continues with exactly
@@ -146,17 +145,20 @@ impl EpisodeSampler {
         }
     }
 
-    /// This shard's frames for `epoch`, in order. Every rank computes the same permutation
-    /// (seeded from `(seed, epoch)`), pads it by wrapping around (or truncates it with
-    /// `drop_last`) to a multiple of `world_size`, and keeps every `world_size`-th element
-    /// from its rank, so the shards are disjoint and equally long.
+    /// This shard's frames for `epoch`, in order. Every rank computes the same order, LeRobot's
+    /// for `(seed, epoch)` (with one rank, exactly the frames LeRobot's sampler yields), pads it
+    /// by wrapping around (or truncates it with `drop_last`) to a multiple of `world_size`, and
+    /// keeps every `world_size`-th element from its rank, so the shards are disjoint and equally
+    /// long.
     pub fn epoch_order(&self, epoch: u64) -> Vec<usize> {
-        let mut order = self.anchors.clone();
-        if self.config.shuffle {
-            let mut rng = ChaCha8Rng::seed_from_u64(self.config.seed);
-            rng.set_stream(epoch);
-            order.shuffle(&mut rng);
-        }
+        let order: Vec<usize> = if self.config.shuffle {
+            lerobot_permutation(self.anchors.len(), self.config.seed, epoch)
+                .into_iter()
+                .map(|k| self.anchors[k])
+                .collect()
+        } else {
+            self.anchors.clone()
+        };
         let total = self.shard_len * self.config.world_size;
         let wrapped: Vec<usize> = order.iter().copied().cycle().take(total).collect();
         wrapped.into_iter().skip(self.config.rank).step_by(self.config.world_size).collect()

@@ -8,7 +8,7 @@ use datasets::{DatasetInfo, FrameShape};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::noise::{BetaSchedule, PredictionType, SchedulerKind};
+use crate::noise::{BetaSchedule, NoiseSchedule, PredictionType, SchedulerKind};
 
 /// Which LeRobot defaults to start from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -157,6 +157,19 @@ impl DiffusionConfig {
                 ..classic
             },
         }
+    }
+
+    /// The noise schedule of training and inference (LeRobot's `noise_scheduler`).
+    pub fn noise_schedule(&self) -> NoiseSchedule {
+        NoiseSchedule::new(
+            self.beta_schedule,
+            self.num_train_timesteps,
+            self.beta_start,
+            self.beta_end,
+            self.prediction_type,
+            self.clip_sample,
+            self.clip_sample_range,
+        )
     }
 
     /// The inference steps (defaulting to the training timesteps).

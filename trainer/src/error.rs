@@ -12,6 +12,13 @@ pub enum Error {
     /// The loader failed (a worker's error, with its batch).
     #[error(transparent)]
     Loader(#[from] loader::Error),
+    /// The loader stopped handing out batches before the run's last step (it only ends after
+    /// delivering an error, which comes first).
+    #[error("the loader stopped before step {step} of the run")]
+    LoaderEnded {
+        /// The optimiser step that found no batch.
+        step: usize,
+    },
     /// Transforms or normalisation failed.
     #[error(transparent)]
     Transforms(#[from] transforms::Error),

@@ -21,7 +21,6 @@ use crate::inputs::{HostObservation, InputPipeline, Mode};
 use crate::model::{DiffusionModel, Sampler};
 use crate::noise::NoiseSchedule;
 use crate::run_config::TrainConfig;
-use crate::step::schedule_of;
 
 /// One environment step's observation.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,7 +57,7 @@ impl<B: Backend> PolicyRunner<B> {
         device: B::Device,
     ) -> Self {
         let pipeline = InputPipeline::new(config.clone(), features.clone(), normalizer, Default::default());
-        let schedule = schedule_of(&config);
+        let schedule = config.noise_schedule();
         Self {
             model,
             config,

@@ -22,7 +22,7 @@
 
 pub mod checkpoint;
 pub mod ema;
-pub mod export;
+pub mod lerobot;
 pub mod metrics;
 pub mod model;
 pub mod noise;
@@ -33,7 +33,6 @@ mod config;
 mod error;
 mod inference;
 mod inputs;
-mod pretrained;
 mod run_config;
 mod seeds;
 mod step;
@@ -47,8 +46,7 @@ pub use inputs::{HostObservation, InputPipeline, Mode, TrainInputs};
 pub use model::{DiffusionModel, Observation, Sampler, TrainingNoise};
 pub use noise::{BetaSchedule, NoiseSchedule, PredictionType, SchedulerKind};
 pub use precision::{LossScaler, Precision};
-pub use pretrained::{StateDict, load_resnet18, read_state_dict};
 pub use run_config::{DatasetConfig, PolicySection, TrainConfig, merge};
 pub use seeds::{Purpose, step_seed};
-pub use step::{Learner, PolicyOptimizer, Prepared, StepOutput, draw_noise, schedule_of};
+pub use step::{Learner, PolicyOptimizer, Prepared, StepOutput};
 pub use train::{Progress, TrainData, TrainOutcome, init_model, train};

@@ -26,7 +26,9 @@ use crate::seeds::{Purpose, step_seed};
 /// The optimiser of a [`DiffusionModel`].
 pub type PolicyOptimizer<B> = OptimizerAdaptor<Adam, DiffusionModel<B>, B>;
 
-/// A batch ready for the model: inputs and diffusion noise on the device.
+/// A batch ready for the model, inputs and diffusion noise on the device: what
+/// [`Learner::prepare`] returns and [`Learner::loss`] takes when a step is run phase by phase
+/// (as the step-time bench does) rather than by [`Learner::step`].
 #[derive(Debug, Clone)]
 pub struct Prepared<B: Backend> {
     /// Observations, actions and the padding mask.
@@ -89,7 +91,7 @@ impl<B: AutodiffBackend> Learner<B> {
         device: B::Device,
     ) -> Self {
         let optim = adam(&config).init::<B, DiffusionModel<B>>();
-        let schedule = schedule_of(&config);
+        let schedule = config.noise_schedule();
         crate::model::materialize(&model);
         Self {
             model: Some(model),
@@ -282,24 +284,11 @@ impl<B: AutodiffBackend> Learner<B> {
     }
 }
 
-/// The noise schedule of a configuration.
-pub fn schedule_of(config: &DiffusionConfig) -> NoiseSchedule {
-    NoiseSchedule::new(
-        config.beta_schedule,
-        config.num_train_timesteps,
-        config.beta_start,
-        config.beta_end,
-        config.prediction_type,
-        config.clip_sample,
-        config.clip_sample_range,
-    )
-}
-
 /// Draws a training batch's noise ε `[B, T, A]` (standard normal) and timesteps (uniform over
-/// the schedule), with their `add_noise` coefficients. Sample `i` draws from ChaCha8 stream
-/// `first_sample + i` of `seed`, so a sample's noise depends on its position in the optimiser
-/// step only, not on how the step is split into micro-batches.
-pub fn draw_noise<B: Backend>(
+/// the schedule). Sample `i` draws from ChaCha8 stream `first_sample + i` of `seed`, so a
+/// sample's noise depends on its position in the optimiser step only, not on how the step is
+/// split into micro-batches.
+pub(crate) fn draw_noise<B: Backend>(
     schedule: &NoiseSchedule,
     shape: [usize; 3],
     seed: u64,
@@ -315,11 +304,5 @@ pub fn draw_noise<B: Backend>(
         eps.extend((0..t * a).map(|_| -> f32 { StandardNormal.sample(&mut rng) }));
         steps.push((rng.next_u64() % schedule.steps() as u64) as usize);
     }
-    let (signal, noise): (Vec<f32>, Vec<f32>) = steps.iter().map(|&t| schedule.noise_coefficients(t)).unzip();
-    TrainingNoise {
-        eps: Tensor::from_data(TensorData::new(eps, shape), device),
-        timesteps: Tensor::from_data(TensorData::new(steps.iter().map(|&t| t as f32).collect::<Vec<_>>(), [b]), device),
-        signal: Tensor::from_data(TensorData::new(signal, [b, 1, 1]), device),
-        noise: Tensor::from_data(TensorData::new(noise, [b, 1, 1]), device),
-    }
+    TrainingNoise::new(schedule, eps, shape, &steps, device)
 }

@@ -22,10 +22,10 @@ use crate::config::{DiffusionConfig, PolicyFeatures};
 use crate::ema::Ema;
 use crate::error::{Error, Result};
 use crate::inputs::InputPipeline;
+use crate::lerobot::load_resnet18;
 use crate::metrics::{Metrics, MetricsWriter, big_number};
 use crate::model::DiffusionModel;
 use crate::precision::LossScaler;
-use crate::pretrained;
 use crate::run_config::TrainConfig;
 use crate::step::{Learner, StepOutput};
 
@@ -66,7 +66,7 @@ pub fn init_model<B: Backend>(
     crate::model::materialize(&model);
     if let Some(path) = &config.pretrained_backbone_weights {
         model.rgb_encoder =
-            model.rgb_encoder.into_iter().map(|e| pretrained::load_resnet18(e, path, device)).collect::<Result<_>>()?;
+            model.rgb_encoder.into_iter().map(|e| load_resnet18(e, path, device)).collect::<Result<_>>()?;
     }
     Ok(model)
 }
@@ -137,7 +137,6 @@ pub fn train<B: AutodiffBackend>(
     device: B::Device,
     mut on_progress: impl FnMut(Progress<'_>),
 ) -> Result<TrainOutcome> {
-    let policy = &config.policy.config;
     let run = TrainData::open(config)?;
     if resume.is_none() && checkpoint::checkpoints_dir(&config.output_dir).exists() {
         return Err(Error::Config(format!(
@@ -146,80 +145,21 @@ pub fn train<B: AutodiffBackend>(
         )));
     }
     checkpoint::remove_partial(&config.output_dir)?;
-    let (mut learner, mut state, normalizer) = match resume {
-        None => {
-            let model = init_model::<B>(policy, &run.features, config.seed, &device)?;
-            let normalizer = run.normalizer(config)?;
-            let pipeline = InputPipeline::new(
-                policy.clone(),
-                run.features.clone(),
-                normalizer.clone(),
-                config.dataset.image_transforms.clone(),
-            );
-            let ema = config.ema.enable.then(|| Ema::new(model.valid(), config.ema.clone()));
-            let learner = configure(
-                Learner::new(model, policy.clone(), pipeline, config.seed, config.steps, device.clone()),
-                config,
-                ema,
-            )?;
-            let state = TrainingState {
-                step: 0,
-                sampler: SamplerState::default(),
-                seed: config.seed,
-                samples: 0,
-                loss_scale: None,
-            };
-            (learner, state, normalizer)
-        }
-        Some(path) => {
-            let dir = checkpoint::resolve(path)?;
-            let state: TrainingState = checkpoint::read_json(&dir, "training_state.json")?;
-            if state.seed != config.seed {
-                return Err(Error::Config(format!(
-                    "the checkpoint was trained with seed {}, this run has {}",
-                    state.seed, config.seed
-                )));
-            }
-            let normalizer: Normalizer = checkpoint::read_json(&dir, "normalizer.json")?;
-            let model = DiffusionModel::<B>::new(policy, &run.features, &device)
-                .load_file(dir.join("model"), &checkpoint::recorder(), &device)
-                .map_err(|e| Error::checkpoint(&dir, format!("model: {e}")))?;
-            let pipeline = InputPipeline::new(
-                policy.clone(),
-                run.features.clone(),
-                normalizer.clone(),
-                config.dataset.image_transforms.clone(),
-            );
-            let ema = if !config.ema.enable {
-                None
-            } else if dir.join("ema.mpk").exists() {
-                let average = DiffusionModel::<B::InnerBackend>::new(policy, &run.features, &device)
-                    .load_file(dir.join("ema"), &checkpoint::recorder(), &device)
-                    .map_err(|e| Error::checkpoint(&dir, format!("ema: {e}")))?;
-                Some(Ema::new(average, config.ema.clone()))
-            } else {
-                on_progress(Progress::Line("the checkpoint has no EMA: starting one from its weights"));
-                Some(Ema::new(model.valid(), config.ema.clone()))
-            };
-            let mut learner = configure(
-                Learner::new(model, policy.clone(), pipeline, config.seed, config.steps, device.clone()),
-                config,
-                ema,
-            )?;
-            if let Some(scale) = state.loss_scale {
-                learner = learner.with_loss_scaler(LossScaler::from_state(scale));
-            }
-            let optim = learner.optimizer().clone().load_record(checkpoint::load_record(&dir, "optimizer", &device)?);
-            on_progress(Progress::Line(&format!("resuming from {} at step {}", dir.display(), state.step)));
-            (learner.with_optimizer(optim), state, normalizer)
-        }
+    let Start { mut learner, mut state, normalizer } = match resume {
+        None => start_fresh::<B>(config, &run, device)?,
+        Some(path) => resume_from::<B>(config, &run, path, device, &mut on_progress)?,
     };
     let mut loader = run.loader(config, state.sampler)?;
 
     let num_params = learner.model().num_learnable_params();
     on_progress(Progress::Line(&format!("num_learnable_params={num_params} ({})", big_number(num_params as f64))));
     let mut metrics = MetricsWriter::open(&config.output_dir)?;
-    let config_json = serde_json::to_value(config).map_err(|e| Error::Config(e.to_string()))?;
+    let saver = CheckpointWriter {
+        config,
+        config_json: serde_json::to_value(config).map_err(|e| Error::Config(e.to_string()))?,
+        normalizer: &normalizer,
+        features: &run.features,
+    };
     let frames = run.dataset.len() as f64;
     let episode_len = frames / run.dataset.episodes().len().max(1) as f64;
 
@@ -227,51 +167,17 @@ pub fn train<B: AutodiffBackend>(
     let mut last_checkpoint = None;
     let mut period = Period::default();
     while state.step < config.steps {
-        let (mut data_s, mut compute_s, mut samples) = (0.0, 0.0, 0);
-        for micro in 0..config.grad_accum {
-            let waited = Instant::now();
-            let batch = loader.next().ok_or_else(|| Error::Config("the loader ended".into()))??;
-            data_s += waited.elapsed().as_secs_f64();
-            let computed = Instant::now();
-            learner.accumulate(&batch, state.step, micro)?;
-            compute_s += computed.elapsed().as_secs_f64();
-            samples += batch.len();
-            state.sampler = batch.state();
-        }
-        let computed = Instant::now();
-        let output = learner.finish(state.step);
-        compute_s += computed.elapsed().as_secs_f64();
-        state.step += 1;
-        state.samples += samples as u64;
-        state.loss_scale = learner.loss_scaler().map(LossScaler::state);
-        period.add(output, data_s, compute_s, samples);
-
-        let step = state.step;
-        on_progress(Progress::Step(step));
-        if step % config.log_freq == 0 || step == config.steps {
-            let m = period.take(step, state.samples, episode_len, frames);
-            losses.push((step, m.loss));
+        let step = optimiser_step(&mut learner, &mut loader, &mut state, config.grad_accum)?;
+        period.add(step.output, step.data_s, step.compute_s, step.samples);
+        on_progress(Progress::Step(state.step));
+        if state.step % config.log_freq == 0 || state.step == config.steps {
+            let m = period.take(state.step, state.samples, episode_len, frames);
+            losses.push((state.step, m.loss));
             on_progress(Progress::Line(&m.line()));
             metrics.write(&m)?;
         }
-        let save_now =
-            config.save_checkpoint && (step == config.steps || (config.save_freq > 0 && step % config.save_freq == 0));
-        if save_now {
-            let contents = CheckpointContents {
-                state: &state,
-                config: &config_json,
-                normalizer: &normalizer,
-                features: &run.features,
-            };
-            let optim_record = learner.optimizer().to_record();
-            let ema = learner.ema().map(|e| e.model.clone());
-            let dir = checkpoint::save::<B, _>(&config.output_dir, learner.model(), &contents, |tmp| {
-                checkpoint::save_record::<B, _>(tmp, "optimizer", optim_record)?;
-                match ema {
-                    Some(ema) => checkpoint::save_record::<B::InnerBackend, _>(tmp, "ema", ema.into_record()),
-                    None => Ok(()),
-                }
-            })?;
+        if saver.due(state.step) {
+            let dir = saver.save(&learner, &state)?;
             on_progress(Progress::Line(&format!("checkpoint {}", dir.display())));
             last_checkpoint = Some(dir);
         }
@@ -279,17 +185,162 @@ pub fn train<B: AutodiffBackend>(
     Ok(TrainOutcome { steps: state.step, losses, checkpoint: last_checkpoint, num_params })
 }
 
-/// Sets a learner up as `config` says: precision, gradient accumulation, EMA.
-fn configure<B: AutodiffBackend>(
+/// Where a run starts: the learner, the training state and the normalisation statistics.
+struct Start<B: AutodiffBackend> {
     learner: Learner<B>,
+    state: TrainingState,
+    normalizer: Normalizer,
+}
+
+/// A new run: seeded weights, the dataset's statistics, step 0.
+fn start_fresh<B: AutodiffBackend>(config: &TrainConfig, run: &TrainData, device: B::Device) -> Result<Start<B>> {
+    let model = init_model::<B>(&config.policy.config, &run.features, config.seed, &device)?;
+    let normalizer = run.normalizer(config)?;
+    let ema = config.ema.enable.then(|| Ema::new(model.valid(), config.ema.clone()));
+    let learner = build_learner(config, run, model, &normalizer, ema, device)?;
+    let state =
+        TrainingState { step: 0, sampler: SamplerState::default(), seed: config.seed, samples: 0, loss_scale: None };
+    Ok(Start { learner, state, normalizer })
+}
+
+/// A run continued from the checkpoint at `path`: its weights, optimiser state, EMA, loss
+/// scale, statistics and training state (sampler position included).
+fn resume_from<B: AutodiffBackend>(
     config: &TrainConfig,
+    run: &TrainData,
+    path: &Path,
+    device: B::Device,
+    on_progress: &mut impl FnMut(Progress<'_>),
+) -> Result<Start<B>> {
+    let policy = &config.policy.config;
+    let dir = checkpoint::resolve(path)?;
+    let state: TrainingState = checkpoint::read_json(&dir, "training_state.json")?;
+    if state.seed != config.seed {
+        return Err(Error::Config(format!(
+            "the checkpoint was trained with seed {}, this run has {}",
+            state.seed, config.seed
+        )));
+    }
+    let normalizer: Normalizer = checkpoint::read_json(&dir, "normalizer.json")?;
+    let model = DiffusionModel::<B>::new(policy, &run.features, &device)
+        .load_file(dir.join("model"), &checkpoint::recorder(), &device)
+        .map_err(|e| Error::checkpoint(&dir, format!("model: {e}")))?;
+    let ema = if !config.ema.enable {
+        None
+    } else if dir.join("ema.mpk").exists() {
+        let average = DiffusionModel::<B::InnerBackend>::new(policy, &run.features, &device)
+            .load_file(dir.join("ema"), &checkpoint::recorder(), &device)
+            .map_err(|e| Error::checkpoint(&dir, format!("ema: {e}")))?;
+        Some(Ema::new(average, config.ema.clone()))
+    } else {
+        on_progress(Progress::Line("the checkpoint has no EMA: starting one from its weights"));
+        Some(Ema::new(model.valid(), config.ema.clone()))
+    };
+    let mut learner = build_learner(config, run, model, &normalizer, ema, device.clone())?;
+    if let Some(scale) = state.loss_scale {
+        learner = learner.with_loss_scaler(LossScaler::from_state(scale));
+    }
+    let optim = learner.optimizer().clone().load_record(checkpoint::load_record(&dir, "optimizer", &device)?);
+    on_progress(Progress::Line(&format!("resuming from {} at step {}", dir.display(), state.step)));
+    Ok(Start { learner: learner.with_optimizer(optim), state, normalizer })
+}
+
+/// A learner for `model` set up as `config` says: input pipeline, precision, gradient
+/// accumulation, EMA.
+fn build_learner<B: AutodiffBackend>(
+    config: &TrainConfig,
+    run: &TrainData,
+    model: DiffusionModel<B>,
+    normalizer: &Normalizer,
     ema: Option<Ema<B::InnerBackend>>,
+    device: B::Device,
 ) -> Result<Learner<B>> {
-    let learner = learner.with_precision(config.precision)?.with_grad_accum(config.grad_accum);
+    let policy = &config.policy.config;
+    let pipeline = InputPipeline::new(
+        policy.clone(),
+        run.features.clone(),
+        normalizer.clone(),
+        config.dataset.image_transforms.clone(),
+    );
+    let learner = Learner::new(model, policy.clone(), pipeline, config.seed, config.steps, device)
+        .with_precision(config.precision)?
+        .with_grad_accum(config.grad_accum);
     Ok(match ema {
         Some(ema) => learner.with_ema(ema),
         None => learner,
     })
+}
+
+/// What one optimiser step did and how long it waited for data and computed.
+struct StepDone<B: Backend> {
+    output: StepOutput<B>,
+    data_s: f64,
+    compute_s: f64,
+    samples: usize,
+}
+
+/// One optimiser step over `grad_accum` batches from `loader`; advances `state`.
+fn optimiser_step<B: AutodiffBackend>(
+    learner: &mut Learner<B>,
+    loader: &mut Loader,
+    state: &mut TrainingState,
+    grad_accum: usize,
+) -> Result<StepDone<B::InnerBackend>> {
+    let (mut data_s, mut compute_s, mut samples) = (0.0, 0.0, 0);
+    for micro in 0..grad_accum {
+        let waited = Instant::now();
+        let batch = loader.next().ok_or(Error::LoaderEnded { step: state.step })??;
+        data_s += waited.elapsed().as_secs_f64();
+        let computed = Instant::now();
+        learner.accumulate(&batch, state.step, micro)?;
+        compute_s += computed.elapsed().as_secs_f64();
+        samples += batch.len();
+        state.sampler = batch.state();
+    }
+    let computed = Instant::now();
+    let output = learner.finish(state.step);
+    compute_s += computed.elapsed().as_secs_f64();
+    state.step += 1;
+    state.samples += samples as u64;
+    state.loss_scale = learner.loss_scaler().map(LossScaler::state);
+    Ok(StepDone { output, data_s, compute_s, samples })
+}
+
+/// Writes the run's checkpoints: when they are due, and what goes in them beside the weights.
+struct CheckpointWriter<'a> {
+    config: &'a TrainConfig,
+    config_json: serde_json::Value,
+    normalizer: &'a Normalizer,
+    features: &'a PolicyFeatures,
+}
+
+impl CheckpointWriter<'_> {
+    /// Whether a checkpoint is due after optimiser step `step`: every `save_freq` steps and at
+    /// the end.
+    fn due(&self, step: usize) -> bool {
+        let config = self.config;
+        config.save_checkpoint
+            && (step == config.steps || (config.save_freq > 0 && step.is_multiple_of(config.save_freq)))
+    }
+
+    /// Saves the model, optimiser, EMA and `state` atomically; returns the checkpoint folder.
+    fn save<B: AutodiffBackend>(&self, learner: &Learner<B>, state: &TrainingState) -> Result<PathBuf> {
+        let contents = CheckpointContents {
+            state,
+            config: &self.config_json,
+            normalizer: self.normalizer,
+            features: self.features,
+        };
+        let optim_record = learner.optimizer().to_record();
+        let ema = learner.ema().map(|e| e.model.clone());
+        checkpoint::save::<B, _>(&self.config.output_dir, learner.model(), &contents, |tmp| {
+            checkpoint::save_record::<B, _>(tmp, "optimizer", optim_record)?;
+            match ema {
+                Some(ema) => checkpoint::save_record::<B::InnerBackend, _>(tmp, "ema", ema.into_record()),
+                None => Ok(()),
+            }
+        })
+    }
 }
 
 /// Sums over one logging period, on the device until read.

@@ -128,18 +128,26 @@ fn a_full_disk_while_checkpointing_is_an_error_and_leaves_no_partial_checkpoint(
 fn a_corrupt_video_met_mid_run_ends_it_with_an_error_and_keeps_the_checkpoints_before() {
     let dir = scratch("fault-corrupt-video");
     let root = dataset(&dir);
+    let output = dir.join("run");
+    // Three steps on the intact dataset, a checkpoint after each.
+    train::<Backend>(&tiny(&root, &output, 3, 1), None, Default::default(), |_| {}).unwrap();
+
+    // Cut the last episode's frames off the (shared) video file, then go on to step 40: every
+    // epoch samples that episode, so the run meets the cut within its first few batches.
     let ds = datasets::Dataset::open(&root).unwrap();
     let video = root.join(&ds.episodes()[2].videos[0].file);
     drop(ds);
-    // Cut the last episode's frames off the (shared) video file.
     let bytes = std::fs::read(&video).unwrap();
     std::fs::write(&video, &bytes[..bytes.len() * 2 / 3]).unwrap();
-    let output = dir.join("run");
     let config = tiny(&root, &output, 40, 1);
-    let err = train::<Backend>(&config, None, Default::default(), |_| {}).expect_err("the broken video stops the run");
-    let text = format!("{err}: {}", std::error::Error::source(&err).map(ToString::to_string).unwrap_or_default());
+    let err = train::<Backend>(&config, Some(&output), Default::default(), |_| {})
+        .expect_err("the broken video stops the run");
+    let text = datasets::error_message(&err);
     assert!(text.contains(&*video.file_name().unwrap().to_string_lossy()), "{text}");
-    if checkpoint::checkpoints_dir(&output).join("last").exists() {
-        PolicyRunner::<Flex>::load(&output, 0, true, Default::default()).expect("checkpoints before the error load");
-    }
+
+    // The checkpoints written before the error are intact: `last` loads, at a step before 40.
+    let last = checkpoint::resolve(&output).expect("a last checkpoint");
+    let state: TrainingState = checkpoint::read_json(&last, "training_state.json").unwrap();
+    assert!((3..40).contains(&state.step), "last checkpoint at step {}", state.step);
+    PolicyRunner::<Flex>::load(&output, 0, true, Default::default()).expect("checkpoints before the error load");
 }

@@ -176,7 +176,7 @@ fn the_export_names_and_shapes_every_tensor_as_lerobot_does() {
     ] {
         let config = DiffusionConfig::preset(preset);
         let model = DiffusionModel::<Flex>::new(&config, &features, &Default::default());
-        let mut ours: Vec<(String, Vec<usize>)> = trainer::export::lerobot_state_dict(&model, &config, false)
+        let mut ours: Vec<(String, Vec<usize>)> = trainer::lerobot::lerobot_state_dict(&model, &config, false)
             .into_iter()
             .map(|e| (e.name, e.shape))
             .collect();
@@ -194,7 +194,7 @@ fn the_exported_config_has_lerobots_keys_and_values() {
     let theirs: serde_json::Value =
         serde_json::from_str(include_str!("../../tests/fixtures/lerobot_export/pusht_classic_config.json")).unwrap();
     let config = DiffusionConfig::preset(Preset::Classic);
-    let ours = trainer::export::lerobot_config(&config, &pusht());
+    let ours = trainer::lerobot::lerobot_config(&config, &pusht());
     let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
     assert_eq!(keys(&ours), keys(&theirs), "draccus refuses unknown keys and wants every one");
     for (key, value) in theirs.as_object().unwrap() {

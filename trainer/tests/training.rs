@@ -264,7 +264,7 @@ fn trainer_export_writes_lerobots_pretrained_policy_files() {
     let (shape, final_conv) = floats("diffusion.unet.final_conv.1.weight");
     assert_eq!(shape, [2, 16, 1]);
     assert_eq!(final_conv, values(model.unet.final_conv.weight.val()));
-    assert_eq!(file.names().len(), trainer::export::lerobot_state_dict(&model, &config, false).len());
+    assert_eq!(file.names().len(), trainer::lerobot::lerobot_state_dict(&model, &config, false).len());
     for name in ["config.json", "policy_preprocessor.json", "policy_postprocessor.json"] {
         let text = std::fs::read_to_string(out.join(name)).unwrap();
         serde_json::from_str::<serde_json::Value>(&text).unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -14,11 +14,11 @@ use rayon::prelude::*;
 use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
-use crate::features::{FeatureKey, FrameShape};
-use crate::image::encode_png;
+use crate::meta::features::{FeatureKey, FrameShape};
+use crate::meta::version::CodebaseVersion;
 use crate::stats::{Stats, aggregate, stats_to_json};
-use crate::stats_compute::{camera_stats, downsample, numeric_stats, sample_indices};
-use crate::version::CodebaseVersion;
+use crate::stats::{StatsMethod, camera_stats, downsample, numeric_stats, sample_indices};
+use crate::table::image::encode_png;
 use crate::video::{CRF, GOP, VideoCodec, VideoWriter};
 
 pub use scene::{Trajectory, WORLD, render, simulate};
@@ -225,21 +225,23 @@ impl EpisodeRows {
     }
 
     /// The numeric columns of this episode, in feature order: (key, values as f64, width).
-    fn numeric(&self, cfg: &SynthConfig) -> Vec<(&'static str, Vec<f64>, usize)> {
+    /// Every numeric feature of the episode: name, values (row-major), width, and whether it
+    /// is stored as floats (or booleans) rather than integers.
+    fn numeric(&self, cfg: &SynthConfig) -> Vec<(&'static str, Vec<f64>, usize, bool)> {
         let n = self.len;
         let mut out = vec![
-            ("observation.state", self.state.iter().map(|&v| f64::from(v)).collect(), cfg.state_dim),
-            ("action", self.action.iter().map(|&v| f64::from(v)).collect(), cfg.action_dim),
+            ("observation.state", self.state.iter().map(|&v| f64::from(v)).collect(), cfg.state_dim, true),
+            ("action", self.action.iter().map(|&v| f64::from(v)).collect(), cfg.action_dim, true),
         ];
         if cfg.reward_and_done {
-            out.push(("next.reward", self.trajectory.reward.iter().map(|&v| f64::from(v)).collect(), 1));
-            out.push(("next.done", (0..n).map(|t| if t + 1 == n { 1.0 } else { 0.0 }).collect(), 1));
+            out.push(("next.reward", self.trajectory.reward.iter().map(|&v| f64::from(v)).collect(), 1, true));
+            out.push(("next.done", (0..n).map(|t| if t + 1 == n { 1.0 } else { 0.0 }).collect(), 1, true));
         }
-        out.push(("timestamp", (0..n).map(|t| f64::from(timestamp(t, cfg.fps))).collect(), 1));
-        out.push(("frame_index", (0..n).map(|t| t as f64).collect(), 1));
-        out.push(("episode_index", vec![self.index as f64; n], 1));
-        out.push(("index", (self.start..self.start + n).map(|i| i as f64).collect(), 1));
-        out.push(("task_index", vec![self.task as f64; n], 1));
+        out.push(("timestamp", (0..n).map(|t| f64::from(timestamp(t, cfg.fps))).collect(), 1, true));
+        out.push(("frame_index", (0..n).map(|t| t as f64).collect(), 1, false));
+        out.push(("episode_index", vec![self.index as f64; n], 1, false));
+        out.push(("index", (self.start..self.start + n).map(|i| i as f64).collect(), 1, false));
+        out.push(("task_index", vec![self.task as f64; n], 1, false));
         out
     }
 }
@@ -278,13 +280,13 @@ pub fn write_dataset(out: &Path, cfg: &SynthConfig) -> Result<SynthSummary> {
         .collect::<Result<_>>()?;
 
     // Per-episode statistics of every feature.
-    let quantiles = cfg.version.is_v3();
+    let method = StatsMethod::of(cfg.version);
     let mut episode_stats: Vec<Stats> = episodes
         .iter()
         .map(|e| {
             e.numeric(cfg)
                 .into_iter()
-                .map(|(k, v, w)| (k.to_string(), numeric_stats(&v, e.len, w, quantiles)))
+                .map(|(k, v, w, float)| (k.to_string(), numeric_stats(&v, e.len, w, float, method)))
                 .collect()
         })
         .collect();
@@ -296,7 +298,7 @@ pub fn write_dataset(out: &Path, cfg: &SynthConfig) -> Result<SynthSummary> {
 
     write_data_files(out, cfg, &episodes, &camera_outputs)?;
     let info = info_json(cfg, frames);
-    write_json(&out.join(crate::info::INFO_PATH), &info)?;
+    write_json(&out.join(crate::meta::info::INFO_PATH), &info)?;
     if cfg.version.is_v3() {
         write_v3_meta(out, cfg, &episodes, &episode_stats)?;
     } else {
@@ -319,7 +321,7 @@ fn write_camera(
     episodes: &[EpisodeRows],
 ) -> Result<CameraOutput> {
     let shape = spec.shape();
-    let quantiles = cfg.version.is_v3();
+    let method = StatsMethod::of(cfg.version);
     let mut frame = vec![0u8; shape.len()];
     let mut stats = Vec::with_capacity(episodes.len());
     let mut pngs = Vec::new();
@@ -354,7 +356,7 @@ fn write_camera(
         }
         let reduced_shape = samples.first().map_or(shape, |(_, s)| *s);
         let pixels: Vec<Vec<u8>> = samples.into_iter().map(|(p, _)| p).collect();
-        stats.push(camera_stats(&pixels, reduced_shape, quantiles));
+        stats.push(camera_stats(&pixels, reduced_shape, method));
         pngs.push(episode_pngs);
     }
     if let Some((_, w)) = writer {
@@ -543,11 +545,11 @@ fn write_jsonl(path: &Path, lines: impl Iterator<Item = Value>) -> Result<()> {
 
 fn write_v2_meta(out: &Path, cfg: &SynthConfig, episodes: &[EpisodeRows], stats: &[Stats]) -> Result<()> {
     write_jsonl(
-        &out.join(crate::episodes::EPISODES_JSONL),
+        &out.join(crate::meta::episodes::EPISODES_JSONL),
         episodes.iter().map(|e| json!({"episode_index": e.index, "tasks": [cfg.tasks[e.task]], "length": e.len})),
     )?;
     write_jsonl(
-        &out.join(crate::tasks::TASKS_JSONL),
+        &out.join(crate::meta::tasks::TASKS_JSONL),
         cfg.tasks.iter().enumerate().map(|(i, t)| json!({"task_index": i, "task": t})),
     )?;
     write_jsonl(
@@ -560,7 +562,7 @@ fn write_v3_meta(out: &Path, cfg: &SynthConfig, episodes: &[EpisodeRows], stats:
     let aggregated = aggregate(stats).map_err(|m| Error::request(format!("synth: {m}")))?;
     write_json(&out.join(crate::stats::STATS_JSON), &stats_to_json(&aggregated))?;
 
-    let tasks_path = out.join(crate::tasks::TASKS_PARQUET);
+    let tasks_path = out.join(crate::meta::tasks::TASKS_PARQUET);
     let pandas = json!({
         "index_columns": ["task"],
         "column_indexes": [{"name": null, "field_name": null, "pandas_type": "unicode", "numpy_type": "object", "metadata": {"encoding": "UTF-8"}}],

@@ -4,7 +4,7 @@
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::features::FrameShape;
+use crate::meta::features::FrameShape;
 
 /// The side of the square world, in world units (PushT's 512).
 pub const WORLD: f32 = 512.0;

@@ -15,7 +15,7 @@ use video_rs::ffmpeg::util::error::EAGAIN;
 
 use super::rgb;
 use crate::error::{Error, Result};
-use crate::features::FrameShape;
+use crate::meta::features::FrameShape;
 
 /// Counters of the work a decoder did, for benchmarks and tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -82,7 +82,7 @@ impl VideoDecoder {
         if let Err(e) = std::fs::metadata(path) {
             return Err(Error::io(path, e));
         }
-        let input = ffmpeg::format::input(path).map_err(|e| Error::video(path, format!("cannot open: {e}")))?;
+        let input = ffmpeg::format::input(path).map_err(|e| Error::video_failed(path, "cannot open", e))?;
         let stream = input
             .streams()
             .best(ffmpeg::media::Type::Video)
@@ -102,7 +102,7 @@ impl VideoDecoder {
             .map_or(30.0, |r| f64::from(r.numerator()) / f64::from(r.denominator()));
         let index = stream.index();
         let mut context = ffmpeg::codec::context::Context::from_parameters(stream.parameters())
-            .map_err(|e| Error::video(path, format!("unsupported codec parameters: {e}")))?;
+            .map_err(|e| Error::video_failed(path, "unsupported codec parameters", e))?;
         if threads > 1 {
             context.set_threading(ffmpeg::codec::threading::Config {
                 kind: ffmpeg::codec::threading::Type::Frame,
@@ -113,7 +113,7 @@ impl VideoDecoder {
         let decoder = context
             .decoder()
             .video()
-            .map_err(|e| Error::video(path, format!("no decoder for this stream's codec: {e}")))?;
+            .map_err(|e| Error::video_failed(path, "no decoder for this stream's codec", e))?;
         let shape = FrameShape { channels: 3, height: decoder.height() as usize, width: decoder.width() as usize };
         if shape.is_empty() {
             return Err(Error::video(path, "the video stream declares no frame size"));
@@ -309,7 +309,7 @@ impl VideoDecoder {
             let start_us = (self.start_s * 1e6).floor() as i64;
             self.input
                 .seek(start_us, ..)
-                .map_err(|e| Error::video(&self.path, format!("cannot seek to {t:.6}s: {e}")))?;
+                .map_err(|e| Error::video_failed(&self.path, format!("cannot seek to {t:.6}s"), e))?;
         }
         self.decoder.flush();
         self.prev = None;
@@ -348,7 +348,7 @@ impl VideoDecoder {
                     return Ok(false);
                 }
                 Err(ffmpeg::Error::Other { errno }) if errno == EAGAIN => self.feed()?,
-                Err(e) => return Err(Error::video(&self.path, format!("decoding failed: {e}"))),
+                Err(e) => return Err(Error::video_failed(&self.path, "decoding failed", e)),
             }
         }
     }
@@ -364,16 +364,16 @@ impl VideoDecoder {
                     return self
                         .decoder
                         .send_packet(&self.packet)
-                        .map_err(|e| Error::video(&self.path, format!("corrupt packet: {e}")));
+                        .map_err(|e| Error::video_failed(&self.path, "corrupt packet", e));
                 }
                 Ok(()) => {}
                 Err(ffmpeg::Error::Eof) => {
                     return self
                         .decoder
                         .send_eof()
-                        .map_err(|e| Error::video(&self.path, format!("cannot flush the decoder: {e}")));
+                        .map_err(|e| Error::video_failed(&self.path, "cannot flush the decoder", e));
                 }
-                Err(e) => return Err(Error::video(&self.path, format!("reading packets failed: {e}"))),
+                Err(e) => return Err(Error::video_failed(&self.path, "reading packets failed", e)),
             }
         }
     }

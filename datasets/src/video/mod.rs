@@ -13,7 +13,7 @@ pub use writer::{CRF, GOP, VideoCodec, VideoWriter};
 use std::path::Path;
 
 use crate::error::Result;
-use crate::features::FrameShape;
+use crate::meta::features::FrameShape;
 
 /// What a full decode of a video file found.
 #[derive(Debug, Clone, PartialEq)]

@@ -11,7 +11,7 @@ use video_rs::ffmpeg;
 use video_rs::ffmpeg::format::Pixel;
 use video_rs::ffmpeg::software::scaling;
 
-use crate::features::FrameShape;
+use crate::meta::features::FrameShape;
 
 /// One scaler and its RGB24 output frame.
 struct Scaler {

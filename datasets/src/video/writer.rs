@@ -14,7 +14,7 @@ use video_rs::ffmpeg::util::error::EAGAIN;
 
 use super::decoder::init_ffmpeg;
 use crate::error::{Error, Result};
-use crate::features::FrameShape;
+use crate::meta::features::FrameShape;
 
 /// The codec of a written video.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -67,7 +67,7 @@ impl VideoWriter {
     /// Creates `path` for frames of `shape` (3 channels) at `fps`.
     pub fn create(path: &Path, shape: FrameShape, fps: u32, codec: VideoCodec) -> Result<Self> {
         init_ffmpeg();
-        let err = |what: &str, e: ffmpeg::Error| Error::video(path, format!("{what}: {e}"));
+        let err = |what: &str, e: ffmpeg::Error| Error::video_failed(path, what, e);
         if shape.channels != 3 {
             return Err(Error::video(path, format!("only RGB frames can be encoded, not {shape}")));
         }
@@ -154,10 +154,10 @@ impl VideoWriter {
         }
         self.scaler
             .run(&self.rgb, &mut self.yuv)
-            .map_err(|e| Error::video(&self.path, format!("colour conversion failed: {e}")))?;
+            .map_err(|e| Error::video_failed(&self.path, "colour conversion failed", e))?;
         self.yuv.set_pts(Some(self.frames));
         self.frames += 1;
-        self.encoder.send_frame(&self.yuv).map_err(|e| Error::video(&self.path, format!("encoding failed: {e}")))?;
+        self.encoder.send_frame(&self.yuv).map_err(|e| Error::video_failed(&self.path, "encoding failed", e))?;
         self.write_packets()
     }
 
@@ -168,9 +168,9 @@ impl VideoWriter {
 
     /// Flushes the encoder and finishes the file.
     pub fn finish(mut self) -> Result<()> {
-        self.encoder.send_eof().map_err(|e| Error::video(&self.path, format!("cannot flush the encoder: {e}")))?;
+        self.encoder.send_eof().map_err(|e| Error::video_failed(&self.path, "cannot flush the encoder", e))?;
         self.write_packets()?;
-        self.output.write_trailer().map_err(|e| Error::video(&self.path, format!("cannot write the trailer: {e}")))
+        self.output.write_trailer().map_err(|e| Error::video_failed(&self.path, "cannot write the trailer", e))
     }
 
     fn write_packets(&mut self) -> Result<()> {
@@ -183,11 +183,11 @@ impl VideoWriter {
                     self.packet.rescale_ts(self.time_base, self.stream_time_base);
                     self.packet
                         .write_interleaved(&mut self.output)
-                        .map_err(|e| Error::video(&self.path, format!("cannot write a packet: {e}")))?;
+                        .map_err(|e| Error::video_failed(&self.path, "cannot write a packet", e))?;
                 }
                 Err(ffmpeg::Error::Other { errno }) if errno == EAGAIN => return Ok(()),
                 Err(ffmpeg::Error::Eof) => return Ok(()),
-                Err(e) => return Err(Error::video(&self.path, format!("encoding failed: {e}"))),
+                Err(e) => return Err(Error::video_failed(&self.path, "encoding failed", e)),
             }
         }
     }

@@ -66,6 +66,28 @@ pub struct TrainingNoise<B: Backend> {
     pub noise: Tensor<B, 3>,
 }
 
+impl<B: Backend> TrainingNoise<B> {
+    /// The noise of a batch from host values: ε `[B, T, A]` (row-major) and each sample's
+    /// timestep, with their `add_noise` coefficients from `schedule`.
+    pub fn new(
+        schedule: &NoiseSchedule,
+        eps: Vec<f32>,
+        shape: [usize; 3],
+        timesteps: &[usize],
+        device: &B::Device,
+    ) -> Self {
+        let b = timesteps.len();
+        let (signal, noise): (Vec<f32>, Vec<f32>) = timesteps.iter().map(|&t| schedule.noise_coefficients(t)).unzip();
+        let steps: Vec<f32> = timesteps.iter().map(|&t| t as f32).collect();
+        Self {
+            eps: Tensor::from_data(TensorData::new(eps, shape), device),
+            timesteps: Tensor::from_data(TensorData::new(steps, [b]), device),
+            signal: Tensor::from_data(TensorData::new(signal, [b, 1, 1]), device),
+            noise: Tensor::from_data(TensorData::new(noise, [b, 1, 1]), device),
+        }
+    }
+}
+
 impl<B: Backend> DiffusionModel<B> {
     /// A freshly initialised model for `features`.
     pub fn new(config: &DiffusionConfig, features: &PolicyFeatures, device: &B::Device) -> Self {

@@ -7,11 +7,11 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use rayon::prelude::*;
 
-use crate::columns::{flatten, image_bytes, strings};
 use crate::error::{Error, Result};
-use crate::features::{Dtype, Feature, FeatureKey};
-use crate::mmap::map_file;
-use crate::parquet_file::catch_decoder_panics;
+use crate::meta::features::{Dtype, Feature, FeatureKey};
+use crate::table::columns::{flatten, image_bytes, strings};
+use crate::table::mmap::map_file;
+use crate::table::parquet_file::catch_decoder_panics;
 
 /// Encoded images (PNG, JPEG, ...) of an image column, back to back.
 #[derive(Debug, Clone, Default)]

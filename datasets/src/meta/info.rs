@@ -6,10 +6,10 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::features::{Feature, FeatureKey};
-use crate::json::{Obj, read_json};
-use crate::paths::PathTemplate;
-use crate::version::CodebaseVersion;
+use crate::meta::features::{Feature, FeatureKey};
+use crate::meta::json::{Obj, read_json};
+use crate::meta::paths::PathTemplate;
+use crate::meta::version::CodebaseVersion;
 
 /// Where `info.json` lives inside a dataset.
 pub const INFO_PATH: &str = "meta/info.json";

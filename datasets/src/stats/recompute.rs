@@ -5,11 +5,11 @@ use rayon::prelude::*;
 
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::features::Feature;
-use crate::image::decode_chw;
+use crate::meta::features::Feature;
 use crate::stats::{Stats, aggregate};
-use crate::stats_compute::{camera_stats, downsample, numeric_stats, sample_indices};
+use crate::stats::{StatsMethod, camera_stats, downsample, numeric_stats, sample_indices};
 use crate::table::ColumnValues;
+use crate::table::image::decode_chw;
 use crate::video::DecoderCache;
 
 /// Per-episode statistics of every feature, computed from the dataset's files (v3.0 with
@@ -40,10 +40,10 @@ pub fn compute_stats(dataset: &Dataset) -> Result<(Vec<Stats>, Stats)> {
 fn feature_stats(
     dataset: &Dataset,
     feature: &Feature,
-    episode: &crate::episodes::Episode,
+    episode: &crate::meta::episodes::Episode,
     decoders: &mut DecoderCache,
 ) -> Result<Option<crate::stats::FeatureStats>> {
-    let quantiles = dataset.info().version.is_v3();
+    let method = StatsMethod::of(dataset.info().version);
     let rows = episode.frames.clone();
     if let Some(shape) = feature.frame_shape() {
         let picks: Vec<usize> = sample_indices(rows.len()).into_iter().map(|i| rows.start + i).collect();
@@ -71,17 +71,19 @@ fn feature_stats(
         }
         let reduced = frames.first().map_or(shape, |(_, s)| *s);
         let pixels: Vec<Vec<u8>> = frames.into_iter().map(|(p, _)| p).collect();
-        return Ok(Some(camera_stats(&pixels, reduced, quantiles)));
+        return Ok(Some(camera_stats(&pixels, reduced, method)));
     }
     let Some(column) = dataset.table().column(feature.key.as_str()) else { return Ok(None) };
     let w = column.width;
-    let values: Vec<f64> = match &column.values {
-        ColumnValues::F32(v) => v[rows.start * w..rows.end * w].iter().map(|&x| f64::from(x)).collect(),
-        ColumnValues::I64(v) => v[rows.start * w..rows.end * w].iter().map(|&x| x as f64).collect(),
-        ColumnValues::Bool(v) => v[rows.start * w..rows.end * w].iter().map(|&x| f64::from(u8::from(x))).collect(),
+    let (values, float): (Vec<f64>, bool) = match &column.values {
+        ColumnValues::F32(v) => (v[rows.start * w..rows.end * w].iter().map(|&x| f64::from(x)).collect(), true),
+        ColumnValues::I64(v) => (v[rows.start * w..rows.end * w].iter().map(|&x| x as f64).collect(), false),
+        ColumnValues::Bool(v) => {
+            (v[rows.start * w..rows.end * w].iter().map(|&x| f64::from(u8::from(x))).collect(), true)
+        }
         ColumnValues::Str(_) | ColumnValues::Image(_) => return Ok(None),
     };
-    Ok(Some(numeric_stats(&values, rows.len(), w, quantiles)))
+    Ok(Some(numeric_stats(&values, rows.len(), w, float, method)))
 }
 
 /// The largest difference between two sets of statistics for one `feature.stat`.

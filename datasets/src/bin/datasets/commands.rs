@@ -108,8 +108,8 @@ pub fn validate(root: &Path, tolerance_s: f64) -> Result<ExitCode> {
 /// Recomputes statistics and compares (or writes) them.
 pub fn stats(root: &Path, write: bool) -> Result<ExitCode> {
     let dataset = Dataset::open(root)?;
-    let (per_episode, computed) = datasets::dataset_stats::compute_stats(&dataset)?;
-    let differences = datasets::dataset_stats::compare_stats(&computed, dataset.stats());
+    let (per_episode, computed) = datasets::stats::compute_stats(&dataset)?;
+    let differences = datasets::stats::compare_stats(&computed, dataset.stats());
     println!("{:<44} {:>12} {:>12}", "feature.stat", "max |diff|", "max rel");
     for d in &differences {
         println!("{:<44} {:>12.3e} {:>12.3e}", d.name, d.max_abs, d.max_rel);
@@ -120,20 +120,21 @@ pub fn stats(root: &Path, write: bool) -> Result<ExitCode> {
     if write {
         match dataset.info().version {
             CodebaseVersion::V2_1 => {
-                let path = root.join(datasets::EPISODES_STATS_JSONL);
+                let path = root.join(datasets::stats::EPISODES_STATS_JSONL);
                 let text: String = per_episode
                     .iter()
                     .enumerate()
                     .map(|(i, s)| {
-                        serde_json::json!({"episode_index": i, "stats": datasets::stats_to_json(s)}).to_string() + "\n"
+                        serde_json::json!({"episode_index": i, "stats": datasets::stats::stats_to_json(s)}).to_string()
+                            + "\n"
                     })
                     .collect();
                 write_atomically(&path, text.as_bytes())?;
                 println!("wrote {}", path.display());
             }
             _ => {
-                let path = root.join(datasets::STATS_JSON);
-                let text = serde_json::to_string_pretty(&datasets::stats_to_json(&computed))? + "\n";
+                let path = root.join(datasets::stats::STATS_JSON);
+                let text = serde_json::to_string_pretty(&datasets::stats::stats_to_json(&computed))? + "\n";
                 write_atomically(&path, text.as_bytes())?;
                 println!("wrote {}", path.display());
             }

@@ -25,13 +25,13 @@ use crate::error::{Error, Result};
 
 /// Maps a whole file read-only and hands it out as shareable, zero-copy [`Bytes`].
 /// An empty file gives empty bytes (a zero-length map is not allowed by the OS).
-pub fn map_file(path: &Path) -> Result<Bytes> {
+pub(crate) fn map_file(path: &Path) -> Result<Bytes> {
     let map = map_readonly(path)?;
     Ok(map.map_or_else(Bytes::new, Bytes::from_owner))
 }
 
 /// Maps a whole file read-only; `None` for an empty file.
-pub fn map_readonly(path: &Path) -> Result<Option<memmap2::Mmap>> {
+pub(crate) fn map_readonly(path: &Path) -> Result<Option<memmap2::Mmap>> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
     if len == 0 {

@@ -8,10 +8,10 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::info::DatasetInfo;
-use crate::json::{Obj, parse_json};
-use crate::parquet_file::{ParquetFile, nested_parquet_files};
-use crate::paths::TemplateArg;
+use crate::meta::info::DatasetInfo;
+use crate::meta::json::{Obj, parse_json};
+use crate::meta::paths::TemplateArg;
+use crate::table::parquet_file::{ParquetFile, nested_parquet_files};
 
 /// Where v2.1 lists its episodes.
 pub const EPISODES_JSONL: &str = "meta/episodes.jsonl";
@@ -105,7 +105,7 @@ fn read_v2(root: &Path, info: &DatasetInfo) -> Result<Vec<Episode>> {
         }
         let chunk = row.index / info.chunks_size;
         let args = [("episode_chunk", TemplateArg::Int(chunk)), ("episode_index", TemplateArg::Int(row.index))];
-        let info_path = root.join(crate::info::INFO_PATH);
+        let info_path = root.join(crate::meta::info::INFO_PATH);
         let data_file = info.data_path.render(&args).map_err(|m| Error::field(&info_path, "data_path", m))?;
         let mut videos = Vec::new();
         for key in info.video_keys() {
@@ -133,7 +133,7 @@ fn read_v3(root: &Path, info: &DatasetInfo) -> Result<Vec<Episode>> {
     if files.is_empty() {
         return Err(Error::field(&dir, "chunk-*/file-*.parquet", "no episode tables found"));
     }
-    let info_path = root.join(crate::info::INFO_PATH);
+    let info_path = root.join(crate::meta::info::INFO_PATH);
     let mut episodes = Vec::new();
     for path in &files {
         let table = ParquetFile::read(path, |name| !name.starts_with("stats/"))?;

@@ -6,7 +6,7 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use crate::error::Result;
-use crate::json::{Obj, describe};
+use crate::meta::json::{Obj, describe};
 
 /// The name of a feature, e.g. `observation.images.top`. Never contains `/`, `\` or NUL and is
 /// never `.` or `..`, so it is safe to substitute into a path template.

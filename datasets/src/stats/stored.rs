@@ -1,6 +1,5 @@
-//! Dataset statistics (`min`, `max`, `mean`, `std`, `count`, quantiles per feature): reading
-//! them (v3.0 `stats.json`, v2.1 aggregated from `episodes_stats.jsonl`), aggregating them as
-//! LeRobot does, and writing them back.
+//! Stored statistics: reading them (v3.0 `stats.json`, v2.1 aggregated from
+//! `episodes_stats.jsonl`), aggregating them as LeRobot does, and writing them back.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -8,9 +7,9 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::info::DatasetInfo;
-use crate::json::{Obj, as_f64, describe, parse_json, read_json};
-use crate::version::CodebaseVersion;
+use crate::meta::info::DatasetInfo;
+use crate::meta::json::{Obj, as_f64, describe, parse_json, read_json};
+use crate::meta::version::CodebaseVersion;
 
 /// Where v3.0 (and v2.0) keep their global statistics.
 pub const STATS_JSON: &str = "meta/stats.json";

@@ -5,7 +5,7 @@
 
 use image::DynamicImage;
 
-use crate::features::FrameShape;
+use crate::meta::features::FrameShape;
 
 /// Decodes an encoded image into channel-first bytes.
 pub fn decode_chw(bytes: &[u8]) -> Result<(FrameShape, Vec<u8>), String> {

@@ -8,9 +8,9 @@ use arrow_array::RecordBatch;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::columns::{Leaf, flatten, string_lists, strings};
 use crate::error::{Error, Result};
-use crate::mmap::map_file;
+use crate::table::columns::{Leaf, flatten, string_lists, strings};
+use crate::table::mmap::map_file;
 
 thread_local! {
     /// Whether this thread is inside [`catch_decoder_panics`].

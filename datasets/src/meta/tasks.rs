@@ -7,9 +7,9 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::info::DatasetInfo;
-use crate::json::{Obj, parse_json};
-use crate::parquet_file::ParquetFile;
+use crate::meta::info::DatasetInfo;
+use crate::meta::json::{Obj, parse_json};
+use crate::table::parquet_file::ParquetFile;
 
 /// Where v2.1 keeps its tasks.
 pub const TASKS_JSONL: &str = "meta/tasks.jsonl";

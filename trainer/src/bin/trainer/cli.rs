@@ -497,7 +497,7 @@ fn export(args: &ExportArgs) -> Result<()> {
     let (config, features, normalizer) =
         (runner.config().clone(), runner.features().clone(), runner.normalizer().clone());
     let model = runner.into_model();
-    trainer::export::export(&model, &config, &features, &normalizer, &args.out)?;
+    trainer::lerobot::export(&model, &config, &features, &normalizer, &args.out)?;
     println!("wrote a LeRobot Diffusion Policy to {}", args.out.display());
     Ok(())
 }

@@ -20,13 +20,12 @@ use safetensors::{Dtype, View};
 use serde_json::{Value, json};
 use transforms::{NormalizationMode, Normalizer};
 
+use super::names::{LayerVisitor, walk};
 use crate::config::{DiffusionConfig, PolicyFeatures};
 use crate::error::{Error, Result};
 use crate::model::DiffusionModel;
 use crate::model::conv1d::GemmConv1d;
-use crate::model::encoder::{RgbEncoder, SpatialSoftmax};
-use crate::model::resnet::{BasicBlock, Norm2d, ResNet18};
-use crate::model::unet::{ConditionalUnet1d, Conv1dBlock, ResidualBlock};
+use crate::model::encoder::SpatialSoftmax;
 
 /// One named tensor of a state dict, in PyTorch's layout.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,14 +72,14 @@ impl View for &Entry {
     }
 }
 
-/// Collects a model's tensors under LeRobot's names; with `values` false, only names and
-/// shapes (without initialising lazy parameters or copying data).
-struct StateDict {
+/// Collects a model's tensors under LeRobot's names, in PyTorch's layouts; with `values` false,
+/// only names and shapes (without initialising lazy parameters or copying data).
+struct Exporter {
     entries: Vec<Entry>,
     values: bool,
 }
 
-impl StateDict {
+impl Exporter {
     fn push<B: Backend, const D: usize>(
         &mut self,
         name: String,
@@ -98,158 +97,89 @@ impl StateDict {
     fn param<B: Backend, const D: usize>(&mut self, name: String, param: &Param<Tensor<B, D>>) {
         self.push(name, param.shape().to_vec(), || param.val());
     }
+}
 
-    fn linear<B: Backend>(&mut self, prefix: &str, linear: &Linear<B>) {
+impl<B: Backend> LayerVisitor<B> for Exporter {
+    fn linear(&mut self, name: &str, layer: &mut Linear<B>) -> Result<()> {
         // burn keeps `[in, out]`; PyTorch `[out, in]`.
-        let [d_in, d_out] = linear.weight.shape().dims();
-        self.push(format!("{prefix}.weight"), vec![d_out, d_in], || linear.weight.val().transpose());
-        if let Some(bias) = &linear.bias {
-            self.param(format!("{prefix}.bias"), bias);
+        let [d_in, d_out] = layer.weight.shape().dims();
+        self.push(format!("{name}.weight"), vec![d_out, d_in], || layer.weight.val().transpose());
+        if let Some(bias) = &layer.bias {
+            self.param(format!("{name}.bias"), bias);
         }
+        Ok(())
     }
 
-    fn conv2d<B: Backend>(&mut self, prefix: &str, conv: &Conv2d<B>) {
-        self.param(format!("{prefix}.weight"), &conv.weight);
-        if let Some(bias) = &conv.bias {
-            self.param(format!("{prefix}.bias"), bias);
+    fn conv2d(&mut self, name: &str, layer: &mut Conv2d<B>) -> Result<()> {
+        self.param(format!("{name}.weight"), &layer.weight);
+        if let Some(bias) = &layer.bias {
+            self.param(format!("{name}.bias"), bias);
         }
+        Ok(())
     }
 
-    fn conv1d<B: Backend>(&mut self, prefix: &str, conv: &GemmConv1d<B>) {
+    fn conv1d(&mut self, name: &str, layer: &mut GemmConv1d<B>) -> Result<()> {
         // `[out, in · k]`, row-major: PyTorch's `[out, in, k]` flattened.
-        let [out, _] = conv.weight.shape().dims();
-        let shape = [out, conv.channels_in, conv.kernel];
-        self.push(format!("{prefix}.weight"), shape.to_vec(), || conv.weight.val().reshape(shape));
-        self.param(format!("{prefix}.bias"), &conv.bias);
+        let [out, _] = layer.weight.shape().dims();
+        let shape = [out, layer.channels_in, layer.kernel];
+        self.push(format!("{name}.weight"), shape.to_vec(), || layer.weight.val().reshape(shape));
+        self.param(format!("{name}.bias"), &layer.bias);
+        Ok(())
     }
 
-    fn conv_transpose1d<B: Backend>(&mut self, prefix: &str, conv: &ConvTranspose1d<B>) {
-        // Both keep `[in, out / groups, k]`.
-        self.param(format!("{prefix}.weight"), &conv.weight);
-        if let Some(bias) = &conv.bias {
-            self.param(format!("{prefix}.bias"), bias);
+    fn conv_transpose1d(&mut self, name: &str, layer: &mut ConvTranspose1d<B>) -> Result<()> {
+        self.param(format!("{name}.weight"), &layer.weight);
+        if let Some(bias) = &layer.bias {
+            self.param(format!("{name}.bias"), bias);
         }
+        Ok(())
     }
 
-    fn group_norm<B: Backend>(&mut self, prefix: &str, norm: &GroupNorm<B>) {
-        if let (Some(gamma), Some(beta)) = (&norm.gamma, &norm.beta) {
-            self.param(format!("{prefix}.weight"), gamma);
-            self.param(format!("{prefix}.bias"), beta);
+    fn group_norm(&mut self, name: &str, layer: &mut GroupNorm<B>) -> Result<()> {
+        if let (Some(gamma), Some(beta)) = (&layer.gamma, &layer.beta) {
+            self.param(format!("{name}.weight"), gamma);
+            self.param(format!("{name}.bias"), beta);
         }
+        Ok(())
     }
 
-    fn batch_norm<B: Backend>(&mut self, prefix: &str, norm: &BatchNorm<B>) {
-        self.param(format!("{prefix}.weight"), &norm.gamma);
-        self.param(format!("{prefix}.bias"), &norm.beta);
-        let channels = norm.gamma.shape()[0];
-        self.push(format!("{prefix}.running_mean"), vec![channels], || norm.running_mean.value());
-        self.push(format!("{prefix}.running_var"), vec![channels], || norm.running_var.value());
+    fn batch_norm(&mut self, name: &str, layer: &mut BatchNorm<B>) -> Result<()> {
+        self.param(format!("{name}.weight"), &layer.gamma);
+        self.param(format!("{name}.bias"), &layer.beta);
+        let channels = layer.gamma.shape()[0];
+        self.push(format!("{name}.running_mean"), vec![channels], || layer.running_mean.value());
+        self.push(format!("{name}.running_var"), vec![channels], || layer.running_var.value());
         // Only read by PyTorch when `momentum` is None (it is 0.1): the count is not kept here.
         self.entries.push(Entry {
-            name: format!("{prefix}.num_batches_tracked"),
+            name: format!("{name}.num_batches_tracked"),
             shape: Vec::new(),
             values: EntryValues::I64(vec![0]),
         });
+        Ok(())
     }
 
-    fn norm2d<B: Backend>(&mut self, prefix: &str, norm: &Norm2d<B>) {
-        match norm {
-            Norm2d::Batch(n) => self.batch_norm(prefix, n),
-            Norm2d::Group(n) => self.group_norm(prefix, n),
-        }
-    }
-
-    fn basic_block<B: Backend>(&mut self, prefix: &str, block: &BasicBlock<B>) {
-        self.conv2d(&format!("{prefix}.conv1"), &block.conv1);
-        self.norm2d(&format!("{prefix}.bn1"), &block.bn1);
-        self.conv2d(&format!("{prefix}.conv2"), &block.conv2);
-        self.norm2d(&format!("{prefix}.bn2"), &block.bn2);
-        if let Some(down) = &block.downsample {
-            self.conv2d(&format!("{prefix}.downsample.0"), &down.conv);
-            self.norm2d(&format!("{prefix}.downsample.1"), &down.norm);
-        }
-    }
-
-    /// LeRobot keeps `nn.Sequential(*list(resnet18.children())[:-2])`: conv1, bn1, relu,
-    /// maxpool, layer1..layer4 as `0, 1, 2, 3, 4..7`.
-    fn resnet<B: Backend>(&mut self, prefix: &str, net: &ResNet18<B>) {
-        self.conv2d(&format!("{prefix}.0"), &net.conv1);
-        self.norm2d(&format!("{prefix}.1"), &net.bn1);
-        for (i, layer) in net.layers.iter().enumerate() {
-            for (j, block) in layer.iter().enumerate() {
-                self.basic_block(&format!("{prefix}.{}.{j}", 4 + i), block);
-            }
-        }
-    }
-
-    fn spatial_softmax<B: Backend>(&mut self, prefix: &str, pool: &SpatialSoftmax<B>) {
-        self.conv2d(&format!("{prefix}.nets"), &pool.nets);
+    fn pos_grid(&mut self, name: &str, pool: &SpatialSoftmax<B>) -> Result<()> {
         let grid = if self.values { SpatialSoftmax::<B>::pos_grid(pool.height, pool.width) } else { Vec::new() };
         self.entries.push(Entry {
-            name: format!("{prefix}.pos_grid"),
+            name: name.to_string(),
             shape: vec![pool.height * pool.width, 2],
             values: EntryValues::F32(grid),
         });
-    }
-
-    fn encoder<B: Backend>(&mut self, prefix: &str, encoder: &RgbEncoder<B>) {
-        self.resnet(&format!("{prefix}.backbone"), &encoder.backbone);
-        self.spatial_softmax(&format!("{prefix}.pool"), &encoder.pool);
-        self.linear(&format!("{prefix}.out"), &encoder.out);
-    }
-
-    fn conv_block<B: Backend>(&mut self, prefix: &str, block: &Conv1dBlock<B>) {
-        self.conv1d(&format!("{prefix}.block.0"), &block.conv);
-        self.group_norm(&format!("{prefix}.block.1"), &block.norm);
-    }
-
-    fn residual<B: Backend>(&mut self, prefix: &str, block: &ResidualBlock<B>) {
-        self.conv_block(&format!("{prefix}.conv1"), &block.conv1);
-        self.linear(&format!("{prefix}.cond_encoder.1"), &block.cond_encoder);
-        self.conv_block(&format!("{prefix}.conv2"), &block.conv2);
-        if let Some(conv) = &block.residual_conv {
-            self.conv1d(&format!("{prefix}.residual_conv"), conv);
-        }
-    }
-
-    fn unet<B: Backend>(&mut self, prefix: &str, unet: &ConditionalUnet1d<B>) {
-        self.linear(&format!("{prefix}.diffusion_step_encoder.1"), &unet.step_linear1);
-        self.linear(&format!("{prefix}.diffusion_step_encoder.3"), &unet.step_linear2);
-        for (i, stage) in unet.down.iter().enumerate() {
-            self.residual(&format!("{prefix}.down_modules.{i}.0"), &stage.res1);
-            self.residual(&format!("{prefix}.down_modules.{i}.1"), &stage.res2);
-            if let Some(down) = &stage.down {
-                self.conv1d(&format!("{prefix}.down_modules.{i}.2"), down);
-            }
-        }
-        for (i, block) in unet.mid.iter().enumerate() {
-            self.residual(&format!("{prefix}.mid_modules.{i}"), block);
-        }
-        for (i, stage) in unet.up.iter().enumerate() {
-            self.residual(&format!("{prefix}.up_modules.{i}.0"), &stage.res1);
-            self.residual(&format!("{prefix}.up_modules.{i}.1"), &stage.res2);
-            if let Some(up) = &stage.up {
-                self.conv_transpose1d(&format!("{prefix}.up_modules.{i}.2"), up);
-            }
-        }
-        self.conv_block(&format!("{prefix}.final_conv.0"), &unet.final_block);
-        self.conv1d(&format!("{prefix}.final_conv.1"), &unet.final_conv);
+        Ok(())
     }
 }
 
 /// The model's tensors under LeRobot 0.6.1's names and layouts (`DiffusionPolicy.state_dict()`);
 /// with `values` false, names and shapes only (the values left empty).
 pub fn lerobot_state_dict<B: Backend>(model: &DiffusionModel<B>, config: &DiffusionConfig, values: bool) -> Vec<Entry> {
-    let mut dict = StateDict { entries: Vec::new(), values };
-    if config.use_separate_rgb_encoder_per_camera {
-        for (i, encoder) in model.rgb_encoder.iter().enumerate() {
-            dict.encoder(&format!("diffusion.rgb_encoder.{i}"), encoder);
-        }
-    } else if let Some(encoder) = model.rgb_encoder.first() {
-        dict.encoder("diffusion.rgb_encoder", encoder);
+    let mut exporter = Exporter { entries: Vec::new(), values };
+    if values {
+        // Draw lazily initialised parameters in the model itself, not only in the copy below.
+        crate::model::materialize(model);
     }
-    dict.unet("diffusion.unet", &model.unet);
-    dict.entries
+    // The walk takes the layers mutably (import writes them); a clone shares the tensors.
+    walk(&mut model.clone(), config, &mut exporter).expect("reading a layer cannot fail");
+    exporter.entries
 }
 
 /// LeRobot's feature description of the policy's inputs and outputs.

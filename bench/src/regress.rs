@@ -3,8 +3,13 @@
 //! loader bytes/s over memcpy bandwidth (video path and frame cache), and a fixed reference
 //! matrix product's time over the tiny policy's training step time, on the same backend — each
 //! the median of several repeats, and fails when one falls more than the tolerance below its
-//! baseline (`bench/baseline.json`). `--update` rewrites the baseline: only on purpose, in a
-//! commit of its own that says why.
+//! baseline (`bench/baseline.json`).
+//!
+//! The ratios do depend on the kind of CPU (the video loader's is twice as high on our AMD EPYC
+//! machines as on our Intel Xeon ones: decoding and copying do not scale alike), so the file
+//! holds one baseline per CPU model, and a run is compared with its own model's. A model without
+//! one is measured and reported, not judged. `--update` writes the current model's baseline: only
+//! on purpose, in a commit of its own that says why.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,7 +25,7 @@ use loader::Loader;
 use serde::{Deserialize, Serialize};
 
 use crate::report::table;
-use crate::sys::{git_revision, machine, memcpy_bandwidth};
+use crate::sys::{cpu_model, git_revision, machine, memcpy_bandwidth};
 use crate::train_bench::{self, TrainStepArgs};
 
 /// Arguments of `bench regress`.
@@ -53,17 +58,26 @@ pub struct Ratio {
     pub repeats: Vec<f64>,
 }
 
-/// `bench/baseline.json`.
+/// `bench/baseline.json`: the tolerance and one baseline per CPU model.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Baseline {
+pub struct BaselineFile {
     /// A ratio may fall this fraction below its baseline before the check fails.
     pub tolerance: f64,
-    /// The ratios, by name.
-    pub ratios: Vec<Ratio>,
-    /// The machine they were measured on.
+    /// The baselines, one per CPU model.
+    pub baselines: Vec<Baseline>,
+}
+
+/// The ratios measured on one CPU model.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Baseline {
+    /// The CPU model (`/proc/cpuinfo`'s model name) they hold for.
+    pub cpu: String,
+    /// The machine they were measured on (cores, memory).
     pub machine: String,
     /// The revision they were measured at.
     pub revision: String,
+    /// The ratios, by name.
+    pub ratios: Vec<Ratio>,
 }
 
 fn median(values: &[f64]) -> f64 {
@@ -180,43 +194,59 @@ pub fn measure(root: &Path, cache: &Path, repeats: usize) -> Result<Vec<Ratio>> 
 pub fn run(args: &RegressArgs) -> Result<bool> {
     let (root, cache) = prepare(&args.work)?;
     let measured = measure(&root, &cache, args.repeats.max(1))?;
+    let cpu = cpu_model();
     if args.update {
-        let tolerance = read_baseline(&args.baseline).map_or(0.3, |b| b.tolerance);
-        let baseline = Baseline { tolerance, ratios: measured.clone(), machine: machine(), revision: git_revision() };
-        let text = serde_json::to_string_pretty(&baseline)? + "\n";
+        let mut file = if args.baseline.exists() {
+            read_baselines(&args.baseline)?
+        } else {
+            BaselineFile { tolerance: 0.3, baselines: Vec::new() }
+        };
+        let entry =
+            Baseline { cpu: cpu.clone(), machine: machine(), revision: git_revision(), ratios: measured.clone() };
+        match file.baselines.iter_mut().find(|b| b.cpu == cpu) {
+            Some(existing) => *existing = entry,
+            None => file.baselines.push(entry),
+        }
+        let text = serde_json::to_string_pretty(&file)? + "\n";
         std::fs::write(&args.baseline, text).with_context(|| format!("writing {}", args.baseline.display()))?;
-        println!("{}", render(&measured, None));
-        println!("wrote {}", args.baseline.display());
+        println!("{}", render(&measured, None, file.tolerance));
+        println!("wrote the {cpu} baseline into {}", args.baseline.display());
         return Ok(true);
     }
-    let baseline = read_baseline(&args.baseline)?;
-    println!("{}", render(&measured, Some(&baseline)));
-    Ok(regressions(&measured, &baseline).is_empty())
+    let file = read_baselines(&args.baseline)?;
+    let Some(baseline) = file.baselines.iter().find(|b| b.cpu == cpu) else {
+        println!("{}", render(&measured, None, file.tolerance));
+        let known: Vec<&str> = file.baselines.iter().map(|b| b.cpu.as_str()).collect();
+        println!(
+            "no baseline for CPU {cpu:?} in {} (it has {known:?}): measured, not checked; \
+             `bench regress --update` on this kind of machine adds one",
+            args.baseline.display()
+        );
+        return Ok(true);
+    };
+    println!("{}", render(&measured, Some(baseline), file.tolerance));
+    Ok(regressions(&measured, baseline, file.tolerance).is_empty())
 }
 
-fn read_baseline(path: &Path) -> Result<Baseline> {
+fn read_baselines(path: &Path) -> Result<BaselineFile> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
 }
 
-/// The names of the ratios more than the tolerance below their baseline.
-pub fn regressions(measured: &[Ratio], baseline: &Baseline) -> Vec<String> {
+/// The names of the ratios more than `tolerance` below their baseline.
+pub fn regressions(measured: &[Ratio], baseline: &Baseline, tolerance: f64) -> Vec<String> {
     measured
         .iter()
         .filter(|m| {
-            baseline
-                .ratios
-                .iter()
-                .find(|b| b.name == m.name)
-                .is_some_and(|b| m.median < b.median * (1.0 - baseline.tolerance))
+            baseline.ratios.iter().find(|b| b.name == m.name).is_some_and(|b| m.median < b.median * (1.0 - tolerance))
         })
         .map(|m| m.name.clone())
         .collect()
 }
 
 /// The table printed either way.
-pub fn render(measured: &[Ratio], baseline: Option<&Baseline>) -> String {
-    let failing = baseline.map(|b| regressions(measured, b)).unwrap_or_default();
+pub fn render(measured: &[Ratio], baseline: Option<&Baseline>, tolerance: f64) -> String {
+    let failing = baseline.map(|b| regressions(measured, b, tolerance)).unwrap_or_default();
     let rows: Vec<Vec<String>> = measured
         .iter()
         .map(|m| {
@@ -237,8 +267,7 @@ pub fn render(measured: &[Ratio], baseline: Option<&Baseline>) -> String {
             ]
         })
         .collect();
-    let tolerance =
-        baseline.map_or(String::new(), |b| format!(" (fails below baseline − {:.0}%)", 100.0 * b.tolerance));
+    let tolerance = baseline.map_or(String::new(), |_| format!(" (fails below baseline − {:.0}%)", 100.0 * tolerance));
     format!(
         "{}{tolerance}\n{}",
         machine(),
@@ -259,15 +288,15 @@ mod tests {
             repeats: vec![median],
         };
         let baseline = Baseline {
-            tolerance: 0.3,
-            ratios: vec![ratio("loader", 1.0), ratio("train", 2.0)],
+            cpu: String::new(),
             machine: String::new(),
             revision: String::new(),
+            ratios: vec![ratio("loader", 1.0), ratio("train", 2.0)],
         };
-        assert!(regressions(&[ratio("loader", 0.71), ratio("train", 5.0)], &baseline).is_empty());
-        assert_eq!(regressions(&[ratio("loader", 0.69), ratio("train", 1.3)], &baseline), ["loader", "train"]);
+        assert!(regressions(&[ratio("loader", 0.71), ratio("train", 5.0)], &baseline, 0.3).is_empty());
+        assert_eq!(regressions(&[ratio("loader", 0.69), ratio("train", 1.3)], &baseline, 0.3), ["loader", "train"]);
         // A ratio without a baseline (a new measurement) does not fail.
-        assert!(regressions(&[ratio("new", 0.0)], &baseline).is_empty());
-        assert!(render(&[ratio("loader", 0.5)], Some(&baseline)).contains("REGRESSED"));
+        assert!(regressions(&[ratio("new", 0.0)], &baseline, 0.3).is_empty());
+        assert!(render(&[ratio("loader", 0.5)], Some(&baseline), 0.3).contains("REGRESSED"));
     }
 }

@@ -32,15 +32,20 @@ pub fn memcpy_bandwidth(repeats: usize) -> f64 {
     LEN as f64 / best
 }
 
-/// CPU model, core count and memory, e.g. `2 x Intel Xeon ..., 23 GiB`.
-pub fn machine() -> String {
+/// The CPU's model name (`/proc/cpuinfo`), e.g. `AMD EPYC`.
+pub fn cpu_model() -> String {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
+    cpuinfo
         .lines()
         .find(|l| l.starts_with("model name"))
         .and_then(|l| l.split(':').nth(1))
         .map_or("unknown CPU", str::trim)
-        .to_string();
+        .to_string()
+}
+
+/// CPU model, core count and memory, e.g. `2 x Intel Xeon ..., 23 GiB`.
+pub fn machine() -> String {
+    let model = cpu_model();
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let mem_kib: u64 = std::fs::read_to_string("/proc/meminfo")
         .ok()

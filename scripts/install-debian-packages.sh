@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Sets a Debian 12 (or later) machine up to build and test this project: installs the Debian
-# packages the build needs (a C compiler and linker, git, FFmpeg's development libraries for
-# video-rs and ffmpeg-next, libclang and pkg-config for their bindings, the ffmpeg command line,
-# and Python's venv for the test tools), then checks for the Rust toolchain, which Debian's own
-# rustc is too old to be: it says how to get it and fails if it is missing. Idempotent: installs
-# nothing when everything is present. Uses sudo when not run as root.
+# packages the build needs (a C compiler and linker, git, curl for rustup's installer, FFmpeg's
+# development libraries for video-rs and ffmpeg-next, libclang and pkg-config for their bindings,
+# the ffmpeg command line, and Python's venv for the test tools), then checks for the Rust
+# toolchain, which Debian's own rustc is too old to be: it says how to get it and fails if it is
+# missing. Idempotent: installs nothing when everything is present. Uses sudo when not run as
+# root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  build-essential git ca-certificates pkg-config libclang-dev
+  build-essential git curl ca-certificates pkg-config libclang-dev
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libswresample-dev
   libavfilter-dev libavdevice-dev ffmpeg
   python3 python3-venv
@@ -39,7 +40,10 @@ fi
 toolchain=$(sed -n 's/^channel *= *"\(.*\)"/\1/p' rust-toolchain.toml)
 rustup_hint="install rustup (https://rustup.rs), which installs Rust $toolchain on the first build:
   curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
-  . \"\$HOME/.cargo/env\""
+  . \"\$HOME/.cargo/env\"
+(where sh.rustup.rs cannot be reached, the same installer is at
+  https://static.rust-lang.org/rustup/dist/x86_64-unknown-linux-gnu/rustup-init: download it,
+  chmod +x it and run it with -y --profile minimal)"
 if ! command -v cargo >/dev/null; then
   echo "error: cargo not found: $rustup_hint" >&2
   exit 1

@@ -167,8 +167,7 @@ pub fn train<B: AutodiffBackend>(
     let mut last_checkpoint = None;
     let mut period = Period::default();
     while state.step < config.steps {
-        let step = optimiser_step(&mut learner, &mut loader, &mut state, config.grad_accum)?;
-        period.add(step.output, step.data_s, step.compute_s, step.samples);
+        period.add(optimiser_step(&mut learner, &mut loader, &mut state, config.grad_accum)?);
         on_progress(Progress::Step(state.step));
         if state.step % config.log_freq == 0 || state.step == config.steps {
             let m = period.take(state.step, state.samples, episode_len, frames);
@@ -375,7 +374,8 @@ impl<B: Backend> Default for Period<B> {
 }
 
 impl<B: Backend> Period<B> {
-    fn add(&mut self, output: StepOutput<B>, data_s: f64, update_s: f64, samples: usize) {
+    fn add(&mut self, step: StepDone<B>) {
+        let StepDone { output, data_s, compute_s: update_s, samples } = step;
         let add = |acc: Option<Tensor<B, 1>>, x: Tensor<B, 1>| Some(acc.map_or(x.clone(), |a| a + x));
         self.loss = add(self.loss.take(), output.loss);
         self.norm = add(self.norm.take(), output.grad_norm);

@@ -50,6 +50,7 @@ fn resized_frames_are_torchvisions_resize_rounded_to_uint8() {
         let (mut differing, mut total) = (0, 0);
         for (n, &index) in indices.iter().enumerate() {
             let ours = camera.frame(index);
+            assert_eq!(ours.len(), plane, "{height}x{width}: frame {index}");
             let theirs = expected.bytes[n * plane * 4..(n + 1) * plane * 4]
                 .chunks_exact(4)
                 .map(|b| (f32::from_le_bytes([b[0], b[1], b[2], b[3]]) * 255.0).round().clamp(0.0, 255.0) as u8);
@@ -60,6 +61,7 @@ fn resized_frames_are_torchvisions_resize_rounded_to_uint8() {
             }
         }
         eprintln!("{height}x{width}: {differing} of {total} values one level off torchvision's");
+        assert_eq!(total, indices.len() * plane);
         assert!(differing * 100 <= total, "{height}x{width}: {differing} of {total} values off by one");
     }
 }

@@ -83,6 +83,7 @@ fn v21_statistics_are_lerobots_per_episode_and_aggregated() {
     let computed = compute_episode_stats(&dataset).unwrap();
     assert_eq!(stored.len(), computed.len());
     for ((index, theirs), ours) in stored.iter().zip(&computed) {
-        check(&dataset, ours, theirs, &format!("{dir} episode {index}"));
+        // Per episode as in the aggregate: seven numeric features, four camera statistics.
+        assert_eq!(check(&dataset, ours, theirs, &format!("{dir} episode {index}")), 7 * 5 + 4);
     }
 }

@@ -16,7 +16,7 @@ pub(crate) fn lerobot_permutation(n: usize, seed: u64, epoch: u64) -> Vec<usize>
 }
 
 /// `torch.randperm(n, generator=torch.Generator().manual_seed(seed))` on the CPU, for
-/// `n < 2³² / 20`.
+/// `n < (2³² − 1) / 20` (integer division: 214,748,364).
 fn torch_randperm(n: usize, seed: u64) -> Vec<usize> {
     // torch's MT19937 takes the seed's low 32 bits.
     let mut mt = Mt::new(seed as u32);

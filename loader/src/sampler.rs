@@ -76,6 +76,7 @@ impl EpisodeSampler {
         if config.world_size == 0 || config.rank >= config.world_size {
             return Err(Error::Config(format!("rank {} is not in 0..world_size={}", config.rank, config.world_size)));
         }
+        // As LeRobot: the episodes asked for, in dataset order, each once.
         let selected: Vec<usize> = match &config.episodes {
             Some(list) => {
                 if let Some(bad) = list.iter().find(|&&e| e >= episodes.len()) {
@@ -84,7 +85,7 @@ impl EpisodeSampler {
                         episodes.len()
                     )));
                 }
-                list.clone()
+                (0..episodes.len()).filter(|e| list.contains(e)).collect()
             }
             None => (0..episodes.len()).collect(),
         };

@@ -1,7 +1,7 @@
 //! Our sampler hands out frames in LeRobot's order: the orders LeRobot 0.6.1's own
 //! `EpisodeAwareSampler` yielded over three epochs, for the episodes of the `pusht_mini` fixture
-//! (`tests/fixtures/lerobot_sampler/make_fixture.py`), with drops, an episode subset and
-//! several seeds.
+//! (`tests/fixtures/lerobot_sampler/make_fixture.py`), with drops, episode subsets (one unsorted,
+//! with a repeat) and several seeds.
 
 use loader::{EpisodeSampler, SamplerConfig};
 use serde_json::Value;
@@ -17,7 +17,7 @@ fn every_epoch_is_lerobots_order_frame_for_frame() {
         .map(|e| e[0].as_u64().unwrap() as usize..e[1].as_u64().unwrap() as usize)
         .collect();
     let cases = fixture["cases"].as_object().unwrap();
-    assert_eq!(cases.len(), 3);
+    assert_eq!(cases.len(), 4);
     for (name, case) in cases {
         let c = &case["config"];
         let int = |key: &str| c[key].as_u64().unwrap_or(0) as usize;

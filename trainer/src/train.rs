@@ -59,11 +59,16 @@ pub fn init_model<B: Backend>(
     seed: u64,
     device: &B::Device,
 ) -> Result<DiffusionModel<B>> {
+    // The backend's generator is one per process: two models initialised at once on two threads
+    // (two runs in one process, replicas) would otherwise draw from each other's seeding.
+    static SEEDED_INIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let guard = SEEDED_INIT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     B::seed(device, seed);
     let mut model = DiffusionModel::new(config, features, device);
     // burn initialises parameters lazily, on first use, from the device's RNG as it is then:
     // draw them all now, in a fixed order, right after seeding.
     crate::model::materialize(&model);
+    drop(guard);
     if let Some(path) = &config.pretrained_backbone_weights {
         model.rgb_encoder =
             model.rgb_encoder.into_iter().map(|e| load_resnet18(e, path, device)).collect::<Result<_>>()?;

@@ -14,7 +14,9 @@
 //! Both sides compute in float32 with different convolution algorithms, so the last bits differ;
 //! the tolerances are 20 to 50 times the differences measured (each test prints its own).
 //!
-//! The same formula gives torchvision's ResNet-18 weights for the pretrained-backbone loader.
+//! Exporting the loaded model gives every tensor back, value for value, so that the export's
+//! layouts are held to LeRobot's too. The same formula gives torchvision's ResNet-18 weights for
+//! the pretrained-backbone loader.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -24,7 +26,9 @@ use burn::module::AutodiffModule;
 use burn::prelude::*;
 use datasets::FrameShape;
 use serde_json::Value;
-use trainer::lerobot::{StateDict, lerobot_state_dict, load_lerobot_weights, load_resnet18, read_state_dict};
+use trainer::lerobot::{
+    EntryValues, StateDict, lerobot_state_dict, load_lerobot_weights, load_resnet18, read_state_dict,
+};
 use trainer::model::encoder::RgbEncoder;
 use trainer::{DiffusionConfig, DiffusionModel, Observation, PolicyFeatures, Preset, Sampler, TrainingNoise};
 
@@ -162,9 +166,14 @@ fn values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
     t.into_data().convert::<f32>().to_vec().unwrap()
 }
 
+/// The largest |ours − theirs|; infinite where a value is not finite (so that NaN cannot pass).
 fn max_difference(ours: &[f32], theirs: &[f32]) -> f32 {
     assert_eq!(ours.len(), theirs.len());
-    ours.iter().zip(theirs).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max)
+    assert!(!ours.is_empty(), "nothing to compare");
+    ours.iter()
+        .zip(theirs)
+        .map(|(a, b)| if a.is_finite() && b.is_finite() { (a - b).abs() } else { f32::INFINITY })
+        .fold(0.0, f32::max)
 }
 
 fn check_case(case: &str) {
@@ -191,6 +200,16 @@ fn check_case(case: &str) {
     }
     let source = fixture(&format!("{case}.json"));
     let model = load_lerobot_weights(fresh, &config, &dict, &source).unwrap();
+
+    // Exporting gives back every tensor loaded, value for value (LeRobot's layouts both ways).
+    let mut exported = 0;
+    for entry in lerobot_state_dict(&model, &config, true) {
+        if let (EntryValues::F32(values), Some((shape, loaded))) = (&entry.values, dict.get(&entry.name)) {
+            assert_eq!((&entry.shape, values), (shape, loaded), "{case}: `{}` exported", entry.name);
+            exported += 1;
+        }
+    }
+    assert_eq!(exported, dict.len(), "{case}: tensors exported back");
 
     // Inference, in eval mode: the global conditioning, then the reverse diffusion.
     let eval = model.valid();

@@ -224,9 +224,8 @@ impl EpisodeRows {
         Self { index, start, len, task: index % cfg.tasks.len(), trajectory, state, action }
     }
 
-    /// The numeric columns of this episode, in feature order: (key, values as f64, width).
-    /// Every numeric feature of the episode: name, values (row-major), width, and whether it
-    /// is stored as floats (or booleans) rather than integers.
+    /// The numeric columns of this episode, in feature order: key, values (row-major, as f64),
+    /// width, and whether the feature is stored as floats (or booleans) rather than integers.
     fn numeric(&self, cfg: &SynthConfig) -> Vec<(&'static str, Vec<f64>, usize, bool)> {
         let n = self.len;
         let mut out = vec![

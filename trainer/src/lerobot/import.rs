@@ -18,12 +18,12 @@ use crate::model::DiffusionModel;
 use crate::model::conv1d::GemmConv1d;
 use crate::model::encoder::SpatialSoftmax;
 
-/// A state dict: name → (shape, float values, row-major). Integer tensors (BatchNorm's
-/// `num_batches_tracked`) are left out.
+/// A state dict: name → (shape, float values, row-major). Only float tensors are kept (the
+/// integer ones of a model's state dict are buffers such as BatchNorm's `num_batches_tracked`).
 pub type StateDict = HashMap<String, (Vec<usize>, Vec<f32>)>;
 
 /// Reads a state dict from `.safetensors` or, for any other extension, a PyTorch `.pth` zip.
-/// Float tensors of any width become f32.
+/// Float tensors of any width become f32; integer and boolean tensors are left out.
 ///
 /// A `.pth` must hold contiguous tensors, as torchvision's weight files and `torch.save` of a
 /// standard module's `state_dict()` do: burn-store 0.21 reads each tensor's storage in order and
@@ -45,16 +45,18 @@ pub fn read_state_dict(path: &Path) -> Result<StateDict> {
                 safetensors::Dtype::BF16 => {
                     chunks(2).map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32()).collect()
                 }
-                safetensors::Dtype::I64 => continue, // num_batches_tracked
-                other => return Err(bad(format!("`{name}` is {other:?}; expected a float tensor"))),
+                safetensors::Dtype::F64 => {
+                    chunks(8).map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")) as f32).collect()
+                }
+                _ => continue, // integer and boolean buffers (num_batches_tracked)
             };
             dict.insert(name, (view.shape().to_vec(), values));
         }
     } else {
         let reader = burn_store::pytorch::PytorchReader::new(path).map_err(|e| bad(e.to_string()))?;
         for (name, snapshot) in reader.into_tensors() {
-            if name.ends_with("num_batches_tracked") {
-                continue;
+            if !snapshot.dtype.is_float() {
+                continue; // integer and boolean buffers (num_batches_tracked)
             }
             let data = snapshot.to_data().map_err(|e| bad(format!("`{name}`: {e:?}")))?;
             let shape = data.shape.to_vec();
@@ -100,12 +102,11 @@ impl<'a, B: Backend> Importer<'a, B> {
 
     /// An error unless every tensor of the dict was used.
     pub(crate) fn all_used(&self) -> Result<()> {
-        let unused: Vec<&str> =
+        let mut unused: Vec<&str> =
             self.dict.keys().map(String::as_str).filter(|name| !self.used.contains(*name)).collect();
         if unused.is_empty() {
             return Ok(());
         }
-        let mut unused = unused;
         unused.sort_unstable();
         Err(Error::checkpoint(
             &self.source,
@@ -117,10 +118,11 @@ impl<'a, B: Backend> Importer<'a, B> {
         ))
     }
 
-    /// The tensor `name`, which must have PyTorch shape `shape`.
-    fn take<const D: usize>(&mut self, name: &str, shape: [usize; D]) -> Result<Tensor<B, D>> {
+    /// The values of tensor `name`, which must have PyTorch shape `shape`, marked as used.
+    fn host(&mut self, name: &str, shape: &[usize]) -> Result<&'a [f32]> {
+        let dict: &'a StateDict = self.dict;
         let (found, values) =
-            self.dict.get(name).ok_or_else(|| Error::checkpoint(&self.source, format!("`{name}` is missing")))?;
+            dict.get(name).ok_or_else(|| Error::checkpoint(&self.source, format!("`{name}` is missing")))?;
         if found.as_slice() != shape {
             return Err(Error::checkpoint(
                 &self.source,
@@ -128,7 +130,13 @@ impl<'a, B: Backend> Importer<'a, B> {
             ));
         }
         self.used.insert(name.to_string());
-        Ok(Tensor::from_data(TensorData::new(values.clone(), shape), &self.device))
+        Ok(values)
+    }
+
+    /// The tensor `name`, which must have PyTorch shape `shape`, on the device.
+    fn take<const D: usize>(&mut self, name: &str, shape: [usize; D]) -> Result<Tensor<B, D>> {
+        let values = self.host(name, &shape)?;
+        Ok(Tensor::from_data(TensorData::new(values.to_vec(), shape), &self.device))
     }
 
     /// Replaces `param` (same id, trainable) with the tensor `name` of the same shape.
@@ -196,11 +204,12 @@ impl<B: Backend> LayerVisitor<B> for Importer<'_, B> {
 
     fn pos_grid(&mut self, name: &str, pool: &SpatialSoftmax<B>) -> Result<()> {
         // A buffer that LeRobot derives from the feature map's size, as we do: it is not loaded,
-        // only checked, so that a policy made for other image sizes is refused.
+        // only checked (on the host), so that a policy made for other image sizes is refused.
         let (height, width) = (pool.height, pool.width);
-        let theirs: Vec<f32> = self.take(name, [height * width, 2])?.into_data().to_vec().expect("f32 data");
+        let theirs = self.host(name, &[height * width, 2])?;
         let ours = SpatialSoftmax::<B>::pos_grid(height, width);
-        if theirs.iter().zip(&ours).any(|(a, b)| (a - b).abs() > 1e-6) {
+        let close = |a: &f32, b: &f32| a.is_finite() && (a - b).abs() <= 1e-6;
+        if !theirs.iter().zip(&ours).all(|(a, b)| close(a, b)) {
             return Err(Error::checkpoint(
                 &self.source,
                 format!("`{name}` is not the {height}x{width} keypoint grid this model computes"),

@@ -69,6 +69,10 @@ pub struct TrainingNoise<B: Backend> {
 impl<B: Backend> TrainingNoise<B> {
     /// The noise of a batch from host values: ε `[B, T, A]` (row-major) and each sample's
     /// timestep, with their `add_noise` coefficients from `schedule`.
+    ///
+    /// # Panics
+    ///
+    /// When `eps` does not hold `shape`'s values, or `timesteps` is not one per sample.
     pub fn new(
         schedule: &NoiseSchedule,
         eps: Vec<f32>,
@@ -77,6 +81,7 @@ impl<B: Backend> TrainingNoise<B> {
         device: &B::Device,
     ) -> Self {
         let b = timesteps.len();
+        assert_eq!(b, shape[0], "one timestep per sample");
         let (signal, noise): (Vec<f32>, Vec<f32>) = timesteps.iter().map(|&t| schedule.noise_coefficients(t)).unzip();
         let steps: Vec<f32> = timesteps.iter().map(|&t| t as f32).collect();
         Self {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What CI runs, cheapest first: formatting, lints (the GPU backends included, so that they
-# compile), tests (in release: tests, benches and the trainer share one build), documentation.
+# compile), tests (in release: tests, benches and the trainer share one build; then again
+# without FFmpeg), documentation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # SVT-AV1 prints a banner on stderr for every encoder the synthetic writer opens.
@@ -26,6 +27,12 @@ fi
 # their code cannot rot unseen; both share one check build.
 gpu=(--features bench/wgpu,bench/cuda)
 cargo clippy --workspace --all-targets --locked "${gpu[@]}" -- -D warnings
+# ... and without FFmpeg, as the GPU kit builds them (scripts/gpu-kit.sh).
+cargo clippy --workspace --all-targets --locked "${gpu[@]}" --no-default-features \
+  --features datasets/cli,trainer/cli -- -D warnings
 cargo test --workspace --release --locked
 cargo test --workspace --release --locked --test tensorboard -- --ignored
+# The build without FFmpeg (the `video` features off), as the GPU kit builds it: every test that
+# needs no video, and the ones that check how it refuses video (datasets/tests/no_video.rs).
+cargo test --workspace --release --locked --no-default-features --features datasets/cli,trainer/cli
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked "${gpu[@]}"

@@ -1,6 +1,7 @@
 //! `bench`: throughput benchmarks of the loader, the transforms and the trainer, and the
 //! regression check CI runs. Run `bench --help` for the commands.
 
+mod gpu_check;
 mod loader_bench;
 mod regress;
 mod report;
@@ -34,6 +35,9 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// CI's regression check: machine-independent throughput ratios against a baseline.
     Regress(regress::RegressArgs),
+    /// The GPU path against the CPU: a training step, half precision, the input pipeline and
+    /// checkpoints moved between devices (needs a GPU and the cuda or wgpu feature).
+    GpuCheck(gpu_check::GpuCheckArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -72,6 +76,9 @@ fn main() -> anyhow::Result<()> {
                 );
                 std::process::exit(1);
             }
+        }
+        Command::GpuCheck(args) => {
+            gpu_check::run(&args)?;
         }
         Command::Soak(args) => {
             let report = soak::run(&args)?;

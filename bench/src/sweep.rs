@@ -48,7 +48,11 @@ pub struct SweepArgs {
     /// Precisions; those the device cannot compute in are reported as skipped.
     #[arg(long, value_delimiter = ',', default_value = "f32,bf16")]
     pub precisions: Vec<Precision>,
-    /// Timed trainer steps per cell (after one warm-up step).
+    /// Untimed trainer steps per cell first (a GPU backend compiles and autotunes its kernels on
+    /// first use: give it several).
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Timed trainer steps per cell (after the warm-up).
     #[arg(long, default_value_t = 3)]
     pub steps: usize,
     /// Steps of the real loop (loader running) per cell, for the data-wait share.
@@ -116,7 +120,7 @@ pub fn run(args: &SweepArgs) -> Result<SweepReport> {
             out: args.out.clone(),
         })
     };
-    eprintln!("loader, video path");
+    eprintln!("loader, from the dataset's files");
     let loader_video = loader(None)?;
     let loader_frame_cache = match &args.frame_cache {
         Some(cache) => {
@@ -149,7 +153,7 @@ pub fn run(args: &SweepArgs) -> Result<SweepReport> {
                 preset: Preset::Classic,
                 tiny,
                 batch: args.train_batch.clone(),
-                warmup: 1,
+                warmup: args.warmup,
                 steps: args.steps,
                 loop_steps: args.loop_steps,
                 num_workers: args.train_workers,
@@ -182,6 +186,7 @@ pub fn run(args: &SweepArgs) -> Result<SweepReport> {
     if !args.no_append {
         let mut file = std::fs::OpenOptions::new()
             .append(true)
+            .create(true)
             .open(&args.results)
             .with_context(|| format!("opening {}", args.results.display()))?;
         file.write_all(summary.as_bytes()).with_context(|| format!("appending to {}", args.results.display()))?;
@@ -268,7 +273,7 @@ pub fn markdown(report: &SweepReport) -> String {
             loader_bench::markdown(r)
         )
     };
-    text += &loader("video path", &report.loader_video);
+    text += &loader("from the dataset's files (video or images in parquet)", &report.loader_video);
     if let Some(cache) = &report.loader_frame_cache {
         text += &loader("frame cache", cache);
     }

@@ -77,6 +77,18 @@ pub enum Error {
         source: Option<BoxError>,
     },
 
+    /// This build cannot decode or encode video: it was built without the `video` feature.
+    #[error(
+        "{}: cannot read or write video: this build has no FFmpeg (built without the `video` \
+         feature); read the frames from a frame cache made by a build with video (`datasets cache`), \
+         or use a dataset that stores its images in parquet",
+        path.display()
+    )]
+    VideoUnsupported {
+        /// The video file.
+        path: PathBuf,
+    },
+
     /// No decoded frame lies within `tolerance_s` of a query timestamp.
     #[error(
         "{}: no frame within tolerance_s={tolerance_s} of query timestamp {query_s:.6}s \

@@ -49,6 +49,7 @@ impl From<Error> for Problem {
             | Error::Parquet { ref path, .. }
             | Error::UnsupportedVersion { ref path, .. }
             | Error::Video { ref path, .. }
+            | Error::VideoUnsupported { ref path }
             | Error::FrameTimestamp { ref path, .. } => {
                 let file = path.clone();
                 let text = error.to_string();

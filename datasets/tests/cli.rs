@@ -1,5 +1,6 @@
 //! The `datasets` command line, run as a user runs it.
 
+#[cfg(feature = "video")]
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -7,11 +8,13 @@ fn datasets(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_datasets")).args(args).env("SVT_LOG", "1").output().unwrap()
 }
 
+#[cfg(feature = "video")]
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 #[test]
+#[cfg(feature = "video")] // synthesises AV1
 fn synth_info_validate_stats_and_sample() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("ds");
@@ -94,6 +97,7 @@ fn synth_info_validate_stats_and_sample() {
 }
 
 #[test]
+#[cfg(feature = "video")] // synthesises AV1
 fn validate_exits_1_and_names_each_problem() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("ds");
@@ -120,6 +124,7 @@ fn errors_are_one_line_and_exit_1() {
 }
 
 #[test]
+#[cfg(feature = "video")] // synthesises AV1
 fn cache_writes_frames_equal_to_the_decoded_ones() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("ds");

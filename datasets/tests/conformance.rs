@@ -151,6 +151,7 @@ fn check_dataset(dir: &str, with_plain: bool) {
 }
 
 #[test]
+#[cfg(feature = "video")] // decodes video
 fn v3_video_matches_lerobot() {
     check_dataset("lerobot-0.6.1/pusht_mini", true);
 }
@@ -161,11 +162,13 @@ fn v3_images_in_parquet_match_lerobot() {
 }
 
 #[test]
+#[cfg(feature = "video")] // decodes video
 fn v21_video_matches_lerobot() {
     check_dataset("lerobot-0.3.3/v21_pusht", false);
 }
 
 #[test]
+#[cfg(feature = "video")] // decodes video
 fn float_frames_are_uint8_over_255() {
     let dataset = Dataset::open(fixtures().join("lerobot-0.6.1/pusht_mini")).unwrap();
     let mut decoders = DecoderCache::default();

@@ -17,7 +17,9 @@
 
 use std::path::{Path, PathBuf};
 
-use datasets::stats::{Stats, compare_stats, compute_episode_stats, compute_stats, read_episode_stats};
+use datasets::stats::{Stats, compare_stats, compute_stats};
+#[cfg(feature = "video")]
+use datasets::stats::{compute_episode_stats, read_episode_stats};
 use datasets::{Dataset, Feature};
 
 fn fixture(dir: &str) -> PathBuf {
@@ -68,12 +70,14 @@ fn v3_statistics_of_images_in_parquet_are_lerobots() {
 }
 
 #[test]
+#[cfg(feature = "video")] // decodes video
 fn v3_statistics_of_a_video_dataset_are_lerobots() {
     // Seven numeric features with ten statistics, and seven of the camera's.
     assert_eq!(check_aggregated("lerobot-0.6.1/pusht_mini"), 7 * 10 + 7);
 }
 
 #[test]
+#[cfg(feature = "video")] // decodes video
 fn v21_statistics_are_lerobots_per_episode_and_aggregated() {
     let dir = "lerobot-0.3.3/v21_pusht";
     // Seven numeric features with five statistics (no quantiles in v2.1), and four of the camera's.

@@ -3,7 +3,10 @@
 //! Video frames are lossy, so each decoded frame must be closest to the frame it should be
 //! (not its neighbours) and close in absolute terms; PNG frames must be exact.
 
-use datasets::synth::{CameraSpec, CameraStorage, SynthConfig, render, simulate, write_dataset};
+#[cfg(feature = "video")]
+use datasets::synth::CameraSpec;
+use datasets::synth::{CameraStorage, SynthConfig, render, simulate, write_dataset};
+#[cfg(feature = "video")]
 use datasets::video::VideoCodec;
 use datasets::{CodebaseVersion, Dataset, DecoderCache, FrameFormat, Sample, Values, WindowSpec};
 use std::collections::BTreeMap;
@@ -148,16 +151,19 @@ fn check_all(cfg: &SynthConfig) {
 }
 
 #[test]
+#[cfg(feature = "video")] // encodes video
 fn v3_av1_reads_back_exactly() {
     check_all(&SynthConfig { seed: 3, ..SynthConfig::default() });
 }
 
 #[test]
+#[cfg(feature = "video")] // encodes video
 fn v21_av1_reads_back_exactly() {
     check_all(&SynthConfig { version: CodebaseVersion::V2_1, seed: 4, ..SynthConfig::default() });
 }
 
 #[test]
+#[cfg(feature = "video")] // encodes video
 fn v3_h264_two_cameras_in_several_files_read_back_exactly() {
     check_all(&SynthConfig {
         episodes: 5,
@@ -189,6 +195,7 @@ fn images_in_parquet_read_back_exactly_in_both_versions() {
 }
 
 #[test]
+#[cfg(feature = "video")] // encodes video
 fn the_writer_is_deterministic_and_its_stats_are_lerobots() {
     let cfg = SynthConfig { episodes: 2, seed: 11, ..SynthConfig::default() };
     let (_a, first) = write(&cfg);

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::decoder::{DecodeCounters, VideoDecoder};
+use super::{DecodeCounters, VideoDecoder};
 use crate::error::Result;
 
 /// Limits of a [`DecoderCache`].

@@ -13,20 +13,10 @@ use std::sync::Once;
 use video_rs::ffmpeg;
 use video_rs::ffmpeg::util::error::EAGAIN;
 
+use super::counters::DecodeCounters;
 use super::rgb;
 use crate::error::{Error, Result};
 use crate::meta::features::FrameShape;
-
-/// Counters of the work a decoder did, for benchmarks and tests.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct DecodeCounters {
-    /// Frames decoded.
-    pub frames_decoded: u64,
-    /// Seeks performed.
-    pub seeks: u64,
-    /// Frames converted to RGB.
-    pub frames_converted: u64,
-}
 
 /// One decoded frame held in a slot.
 #[derive(Debug, Clone, Copy)]

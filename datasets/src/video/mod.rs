@@ -2,13 +2,31 @@
 //! synthetic datasets.
 
 mod cache;
+mod codec;
+mod counters;
+#[cfg(feature = "video")]
 mod decoder;
+#[cfg(feature = "video")]
 mod rgb;
+#[cfg(not(feature = "video"))]
+mod unsupported;
+#[cfg(feature = "video")]
 mod writer;
 
 pub use cache::{DecoderCache, DecoderCacheConfig, estimated_bytes};
-pub use decoder::{DecodeCounters, VideoDecoder, init_ffmpeg};
-pub use writer::{CRF, GOP, VideoCodec, VideoWriter};
+pub use codec::{CRF, GOP, VideoCodec};
+pub use counters::DecodeCounters;
+#[cfg(feature = "video")]
+pub use decoder::{VideoDecoder, init_ffmpeg};
+#[cfg(not(feature = "video"))]
+pub use unsupported::{VideoDecoder, VideoWriter};
+#[cfg(feature = "video")]
+pub use writer::VideoWriter;
+
+/// Whether this build decodes and encodes video: the `video` feature, which links FFmpeg. Without
+/// it, datasets with images in parquet read as usual, video datasets read through a frame cache,
+/// and anything that needs a decoder or an encoder is an [`Error::VideoUnsupported`](crate::Error::VideoUnsupported).
+pub const SUPPORTED: bool = cfg!(feature = "video");
 
 use std::path::Path;
 

@@ -12,41 +12,18 @@ use video_rs::ffmpeg::format::Pixel;
 use video_rs::ffmpeg::software::scaling;
 use video_rs::ffmpeg::util::error::EAGAIN;
 
+use super::codec::{CRF, GOP, VideoCodec};
 use super::decoder::init_ffmpeg;
 use crate::error::{Error, Result};
 use crate::meta::features::FrameShape;
 
-/// The codec of a written video.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum VideoCodec {
-    /// AV1 via libsvtav1, as LeRobot writes by default.
-    Av1,
-    /// H.264 via libx264.
-    H264,
-}
-
-impl VideoCodec {
-    /// The name LeRobot records in `video.codec`.
-    pub fn info_name(self) -> &'static str {
-        match self {
-            Self::Av1 => "av1",
-            Self::H264 => "h264",
-        }
-    }
-
-    fn encoder_name(self) -> &'static str {
-        match self {
-            Self::Av1 => "libsvtav1",
-            Self::H264 => "libx264",
-        }
+/// The FFmpeg encoder that writes `codec`.
+fn encoder_name(codec: VideoCodec) -> &'static str {
+    match codec {
+        VideoCodec::Av1 => "libsvtav1",
+        VideoCodec::H264 => "libx264",
     }
 }
-
-/// The GOP size LeRobot encodes with: a keyframe every two frames.
-pub const GOP: u32 = 2;
-/// LeRobot's constant rate factor.
-pub const CRF: u32 = 30;
 
 /// An MP4 being written, one RGB frame at a time.
 pub struct VideoWriter {
@@ -75,8 +52,8 @@ impl VideoWriter {
             std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
         }
         let mut output = ffmpeg::format::output(path).map_err(|e| err("cannot create", e))?;
-        let codec_ref = ffmpeg::encoder::find_by_name(codec.encoder_name())
-            .ok_or_else(|| Error::video(path, format!("FFmpeg has no {} encoder", codec.encoder_name())))?;
+        let codec_ref = ffmpeg::encoder::find_by_name(encoder_name(codec))
+            .ok_or_else(|| Error::video(path, format!("FFmpeg has no {} encoder", encoder_name(codec))))?;
         let global_header = output.format().flags().contains(ffmpeg::format::Flags::GLOBAL_HEADER);
         let mut stream = output.add_stream(codec_ref).map_err(|e| err("cannot add a stream", e))?;
         let mut encoder = ffmpeg::codec::context::Context::new_with_codec(codec_ref)

@@ -1,0 +1,332 @@
+//! `bench gpu-check`: the GPU path held to the CPU's. The same training step (same initial
+//! weights, batch, noise and crops) on a GPU backend and on Flex, in f32 and half precision;
+//! checkpoints written on one device resumed on the other; the input pipeline (augmentation,
+//! normalisation, crops) on both. It runs on the GPU machine from the kit (`scripts/gpu-run.sh
+//! checks`); its tests run the same checks with the CPU on both sides, where nothing may differ.
+//!
+//! Tolerances, for f32: the loss and the gradient norm within 1e-3 relative (GPU kernels sum in
+//! other orders, and may use TF32 tensor cores for f32 products); each weight after one Adam step
+//! at the full learning rate within 2·lr + 1e-5 of the CPU's (Adam's first step moves a weight by
+//! about ±lr whatever its gradient's size, so a gradient near zero may move it either way); the
+//! training inputs within 1e-4; a run resumed on the other device within 1e-2 of an uninterrupted
+//! one after two more steps. Half precision: the loss within 5% of the f32 loss on the device.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail, ensure};
+use burn::backend::Autodiff;
+use burn::module::AutodiffModule;
+use burn::prelude::*;
+use clap::Args;
+use datasets::synth::{CameraStorage, SynthConfig, write_dataset};
+use loader::Batch;
+use serde_json::json;
+use trainer::lerobot::{EntryValues, StateDict, lerobot_state_dict, load_lerobot_weights};
+use trainer::{
+    DiffusionConfig, DiffusionModel, InputPipeline, Learner, Mode, PolicyFeatures, Precision, TrainConfig, TrainData,
+    TrainOutcome, init_model, train,
+};
+use transforms::{DeviceKind, DeviceTask, ImageTransformsConfig, Normalizer, run_on};
+
+/// Arguments of `bench gpu-check`.
+#[derive(Debug, Clone, Args)]
+pub struct GpuCheckArgs {
+    /// The devices to hold to the CPU: cuda and/or wgpu (the bench must be built with them).
+    #[arg(long, value_delimiter = ',', default_value = "cuda")]
+    pub devices: Vec<DeviceKind>,
+    /// Where the small images-in-parquet dataset and the runs are written.
+    #[arg(long, default_value = "target/bench/gpu-check")]
+    pub work: PathBuf,
+}
+
+/// Runs every check for every device; each line says what was compared and how far apart. An
+/// error names the first check that failed (the others still run and print).
+pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
+    let root = small_dataset(&args.work)?;
+    let plain = inputs(&root, false)?;
+    let augmented = inputs(&root, true)?;
+    let mut lines = Vec::new();
+    let mut failures = Vec::new();
+    let mut record = |what: String, result: Result<String>| {
+        let line = result.unwrap_or_else(|e| {
+            failures.push(what.clone());
+            format!("FAILED {what}: {e:#}")
+        });
+        println!("{line}");
+        lines.push(line);
+    };
+    for &device in &args.devices {
+        record(format!("{device} step"), check_step(device, &plain, false));
+        record(format!("{device} inputs"), check_pipeline(device, &augmented, false));
+        record(format!("{device} to cpu"), check_resume(device, DeviceKind::Cpu, &root, false));
+        record(format!("cpu to {device}"), check_resume(DeviceKind::Cpu, device, &root, false));
+    }
+    ensure!(failures.is_empty(), "checks failed: {}", failures.join(", "));
+    Ok(lines)
+}
+
+/// A small images-in-parquet dataset (no FFmpeg needed), written once under `work`.
+fn small_dataset(work: &Path) -> Result<PathBuf> {
+    let root = work.join("dataset");
+    if !root.join("meta/info.json").exists() {
+        if root.exists() {
+            std::fs::remove_dir_all(&root)?;
+        }
+        let config = SynthConfig {
+            episodes: 3,
+            min_length: 20,
+            max_length: 24,
+            storage: CameraStorage::Images,
+            ..SynthConfig::default()
+        };
+        write_dataset(&root, &config).context("writing the check's dataset")?;
+    }
+    Ok(root)
+}
+
+/// The tiny policy (U-Net 16/32/64, 32x32 crops) on `root`, writing into `output`.
+fn tiny(root: &Path, output: &Path, steps: usize, extra: serde_json::Value) -> Result<TrainConfig> {
+    let mut overrides = json!({
+        "dataset": {"root": root},
+        "policy": {"down_dims": [16, 32, 64], "diffusion_step_embed_dim": 16, "crop_shape": [32, 32],
+                   "optimizer_lr": 1e-3, "scheduler_warmup_steps": 2},
+        "batch_size": 4, "steps": steps, "log_freq": 1, "save_freq": 0, "num_workers": 2, "prefetch": 2, "seed": 7,
+        "output_dir": output,
+    });
+    trainer::merge(&mut overrides, extra);
+    Ok(TrainConfig::resolve(None, overrides)?)
+}
+
+/// Everything a step needs, on the host: the configuration, the first batch, the normaliser
+/// and the initial weights (drawn on the CPU).
+pub struct Inputs {
+    config: DiffusionConfig,
+    features: PolicyFeatures,
+    normalizer: Normalizer,
+    augment: ImageTransformsConfig,
+    batch: Batch,
+    weights: StateDict,
+    seed: u64,
+}
+
+fn inputs(root: &Path, augment: bool) -> Result<Inputs> {
+    let mut config = tiny(root, &root.with_file_name("unused"), 10, json!({}))?;
+    config.dataset.image_transforms.enable = augment;
+    let data = TrainData::open(&config)?;
+    let normalizer = data.normalizer(&config)?;
+    let batch = data.loader(&config, Default::default())?.next().context("the loader gave no batch")??;
+    let policy = config.policy.config.clone();
+    let model = init_model::<burn::backend::Flex>(&policy, &data.features, config.seed, &Default::default())?;
+    Ok(Inputs {
+        weights: host_weights(&model, &policy),
+        config: policy,
+        features: data.features,
+        normalizer,
+        augment: config.dataset.image_transforms.clone(),
+        batch,
+        seed: config.seed,
+    })
+}
+
+/// The model's weights on the host, under LeRobot's names.
+fn host_weights<B: Backend>(model: &DiffusionModel<B>, config: &DiffusionConfig) -> StateDict {
+    lerobot_state_dict(model, config, true)
+        .into_iter()
+        .filter_map(|e| match e.values {
+            EntryValues::F32(v) => Some((e.name, (e.shape, v))),
+            EntryValues::I64(_) => None,
+        })
+        .collect()
+}
+
+/// What one optimiser step computed.
+struct StepResult {
+    loss: f32,
+    grad_norm: f32,
+    weights: StateDict,
+}
+
+/// One optimiser step from `inputs` in `precision`, on whichever device it is run on: the first
+/// step after the warm-up, where the learning rate is the full one (at step 0 it is 0, and the
+/// weights would not move at all).
+struct OneStep<'a> {
+    inputs: &'a Inputs,
+    precision: Precision,
+}
+
+impl DeviceTask for OneStep<'_> {
+    type Output = Result<StepResult>;
+
+    fn run<B: Backend>(self, device: B::Device) -> Result<StepResult> {
+        let i = self.inputs;
+        let fresh = DiffusionModel::<Autodiff<B>>::new(&i.config, &i.features, &device);
+        let model = load_lerobot_weights(fresh, &i.config, &i.weights, Path::new("host weights"))?;
+        let pipeline =
+            InputPipeline::new(i.config.clone(), i.features.clone(), i.normalizer.clone(), i.augment.clone());
+        let mut learner =
+            Learner::new(model, i.config.clone(), pipeline, i.seed, 100, device).with_precision(self.precision)?;
+        let output = learner.step(&i.batch, i.config.scheduler_warmup_steps)?;
+        Ok(StepResult {
+            loss: output.loss.into_scalar().elem(),
+            grad_norm: output.grad_norm.into_scalar().elem(),
+            weights: host_weights(&learner.model().valid(), &i.config),
+        })
+    }
+}
+
+/// The training inputs of the batch (images after augmentation, normalisation and crop; state;
+/// actions) on the host.
+struct PipelineOutput<'a> {
+    inputs: &'a Inputs,
+}
+
+impl DeviceTask for PipelineOutput<'_> {
+    type Output = Result<Vec<Vec<f32>>>;
+
+    fn run<B: Backend>(self, device: B::Device) -> Result<Vec<Vec<f32>>> {
+        let i = self.inputs;
+        let pipeline =
+            InputPipeline::new(i.config.clone(), i.features.clone(), i.normalizer.clone(), i.augment.clone());
+        let out = pipeline.train_inputs::<B>(&i.batch, Mode::Train { seed: 42 }, &device)?;
+        let mut all = Vec::new();
+        for image in out.obs.images {
+            all.push(host(image.into_data())?);
+        }
+        all.push(host(out.obs.state.into_data())?);
+        all.push(host(out.actions.into_data())?);
+        Ok(all)
+    }
+}
+
+fn host(data: TensorData) -> Result<Vec<f32>> {
+    data.convert::<f32>().to_vec::<f32>().map_err(|e| anyhow::anyhow!("reading a tensor back: {e:?}"))
+}
+
+fn relative(a: f32, b: f32) -> f32 {
+    if a.is_finite() && b.is_finite() { (a - b).abs() / b.abs().max(1e-12) } else { f32::INFINITY }
+}
+
+/// The largest |a − b| over every weight; infinite where one is not finite.
+fn max_weight_difference(a: &StateDict, b: &StateDict) -> Result<f32> {
+    ensure!(a.len() == b.len(), "{} tensors against {}", a.len(), b.len());
+    let mut worst = 0f32;
+    for (name, (shape, values)) in a {
+        let (other_shape, other) = b.get(name).with_context(|| format!("`{name}` is missing"))?;
+        ensure!(shape == other_shape, "`{name}`: shape {shape:?} against {other_shape:?}");
+        for (x, y) in values.iter().zip(other) {
+            worst = worst.max(if x.is_finite() && y.is_finite() { (x - y).abs() } else { f32::INFINITY });
+        }
+    }
+    Ok(worst)
+}
+
+/// The f32 step on `device` against the step on the CPU, then the half-precision steps on
+/// `device` against its f32 step. `exact`: nothing may differ (the CPU against itself).
+pub fn check_step(device: DeviceKind, inputs: &Inputs, exact: bool) -> Result<String> {
+    let cpu = run_on(DeviceKind::Cpu, OneStep { inputs, precision: Precision::F32 })??;
+    let other = run_on(device, OneStep { inputs, precision: Precision::F32 })??;
+    let (loss, norm) = (relative(other.loss, cpu.loss), relative(other.grad_norm, cpu.grad_norm));
+    let weights = max_weight_difference(&other.weights, &cpu.weights)?;
+    let lr = inputs.config.optimizer_lr as f32;
+    let moved = max_weight_difference(&cpu.weights, &inputs.weights)?;
+    ensure!(moved > lr / 2.0, "the step did not move the weights ({moved}): nothing was compared");
+    let mut line = format!(
+        "{device} vs cpu, f32 step: loss {} vs {} (relative {loss:.2e}), grad norm {} vs {} ({norm:.2e}), \
+         weights max |Δ| {weights:.2e} (lr {lr:.0e})",
+        other.loss, cpu.loss, other.grad_norm, cpu.grad_norm
+    );
+    if exact {
+        ensure!(loss == 0.0 && norm == 0.0 && weights == 0.0, "{line}");
+        return Ok(line);
+    }
+    ensure!(loss <= 1e-3 && norm <= 1e-3, "{line}");
+    ensure!(weights <= 2.0 * lr + 1e-5, "{line}");
+    for precision in [Precision::Bf16, Precision::F16] {
+        let half = run_on(device, OneStep { inputs, precision })??;
+        let gap = relative(half.loss, other.loss);
+        line += &format!("; {precision} loss {} ({gap:.2e} from f32)", half.loss);
+        ensure!(gap <= 0.05, "{line}");
+    }
+    Ok(line)
+}
+
+/// The training inputs on `device` against the CPU's.
+pub fn check_pipeline(device: DeviceKind, inputs: &Inputs, exact: bool) -> Result<String> {
+    let cpu = run_on(DeviceKind::Cpu, PipelineOutput { inputs })??;
+    let other = run_on(device, PipelineOutput { inputs })??;
+    ensure!(cpu.len() == other.len(), "{} tensors against {}", other.len(), cpu.len());
+    let mut worst = 0f32;
+    for (a, b) in cpu.iter().zip(&other) {
+        ensure!(a.len() == b.len(), "a tensor of {} values against {}", b.len(), a.len());
+        for (x, y) in a.iter().zip(b) {
+            worst = worst.max(if y.is_finite() { (x - y).abs() } else { f32::INFINITY });
+        }
+    }
+    let line = format!("{device} vs cpu: training inputs (augmented, normalised, cropped) max |Δ| {worst:.2e}");
+    ensure!(if exact { worst == 0.0 } else { worst <= 1e-4 }, "{line}");
+    Ok(line)
+}
+
+/// Two steps on `first`, resumed for two more on `second`, against four on `second` alone.
+pub fn check_resume(first: DeviceKind, second: DeviceKind, root: &Path, exact: bool) -> Result<String> {
+    struct Train(TrainConfig, Option<PathBuf>);
+    impl DeviceTask for Train {
+        type Output = trainer::Result<TrainOutcome>;
+        fn run<B: Backend>(self, device: B::Device) -> trainer::Result<TrainOutcome> {
+            train::<Autodiff<B>>(&self.0, self.1.as_deref(), device, |_| {})
+        }
+    }
+    let fresh = |name: String| -> Result<PathBuf> {
+        let dir = root.with_file_name(name);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
+        }
+        Ok(dir)
+    };
+    let extra = json!({"save_freq": 2});
+    let out = fresh(format!("resume-{first}-{second}"))?;
+    run_on(first, Train(tiny(root, &out, 2, extra.clone())?, None))??;
+    let resumed = run_on(second, Train(tiny(root, &out, 4, extra.clone())?, Some(out.clone())))??;
+    let whole = fresh(format!("whole-{first}-{second}"))?;
+    let straight = run_on(second, Train(tiny(root, &whole, 4, extra)?, None))??;
+    let last = |o: &TrainOutcome| o.losses.last().map(|l| l.1 as f32);
+    let (Some(a), Some(b)) = (last(&resumed), last(&straight)) else { bail!("a run logged no loss") };
+    let line = format!("{first} → {second}: loss at step 4 {a}, uninterrupted on {second} {b}");
+    ensure!(resumed.steps == 4, "{line}: the resumed run ended at step {}", resumed.steps);
+    ensure!(if exact { a == b } else { relative(a, b) <= 1e-2 }, "{line}");
+    Ok(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn work(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("bench-gpu-check-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn the_checks_find_the_cpu_equal_to_itself() {
+        let dir = work("cpu");
+        let root = small_dataset(&dir).unwrap();
+        for line in [
+            check_step(DeviceKind::Cpu, &inputs(&root, false).unwrap(), true).unwrap(),
+            check_pipeline(DeviceKind::Cpu, &inputs(&root, true).unwrap(), true).unwrap(),
+            check_resume(DeviceKind::Cpu, DeviceKind::Cpu, &root, true).unwrap(),
+        ] {
+            eprintln!("{line}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    #[ignore = "needs a GPU and a bench built with --features cuda: scripts/gpu-run.sh runs `bench gpu-check`"]
+    fn a_gpu_matches_the_cpu() {
+        let dir = work("gpu");
+        let devices = std::env::var("GPU_CHECK_DEVICES").unwrap_or_else(|_| "cuda".into());
+        let args = GpuCheckArgs { devices: devices.split(',').map(|d| d.parse().unwrap()).collect(), work: dir };
+        run(&args).unwrap();
+    }
+}

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (one H100, 16 cores; no Rust, no FFmpeg, no network), from the root of
+# the working tree that travelled there with target/gpu-kit (made here by scripts/gpu-kit.sh).
+# One stage per call (a call runs at most 10 minutes); results go under $OUT:
+#
+#   scripts/gpu-run.sh checks    the GPU checks (`bench gpu-check`, bench/src/gpu_check.rs): a
+#                                step on cuda and on wgpu against the CPU's, f32 and half
+#                                precision; the input pipeline; checkpoints moved between devices
+#   scripts/gpu-run.sh ours      bench sweep on cuda over the pusht-like dataset: PushT classic and
+#                                tiny at batch 64 and 256, f32 / bf16 / f16, phases, samples/s,
+#                                the loop's data wait, the transforms chain, the loader
+#   scripts/gpu-run.sh ours-aloha  the same for the classic policy on the aloha-like dataset
+#                                (two 240x320 cameras)
+#   scripts/gpu-run.sh lerobot   LeRobot 0.6.1 on the same GPU, same recipe and batches, eager f32
+#                                and bf16 autocast (bench/lerobot/train_step_gpu.py)
+#
+# The binaries, the wheels and the synthetic datasets are unpacked into /tmp/lerobot-rs-gpu once
+# and reused by the next calls while the machine is held. DEVICE=cpu, GPU_CHECK_DEVICES=cpu,
+# BATCHES=8 and STEPS=2 try the stages on a machine without a GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+stage=${1:?usage: scripts/gpu-run.sh checks|ours|ours-aloha|lerobot}
+device=${DEVICE:-cuda}
+batches=${BATCHES:-64,256}
+steps=${STEPS:-10}
+out=${OUT:-/tmp/gpu-out}
+work=/tmp/lerobot-rs-gpu
+bin=$work/bin
+data=$work/data
+mkdir -p "$out" "$work"
+
+if [ ! -x "$bin/bench" ]; then
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' target/gpu-kit/bin.tar.xz "$work"
+fi
+{ nvidia-smi; echo; uname -a; nproc; } > "$out/machine.txt" 2>&1 || true
+
+# Datasets with their images in parquet: this build has no FFmpeg.
+for preset in pusht-like aloha-like; do
+  if [ ! -f "$data/$preset/meta/info.json" ]; then
+    "$bin/datasets" synth --preset "$preset" --codec images --out "$data/$preset"
+  fi
+done
+
+case "$stage" in
+  checks)
+    # wgpu needs a Vulkan loader: the machine's, or the one the kit carries (unpacked into /tmp),
+    # pointed at the NVIDIA driver's ICD where the loader does not find it by itself.
+    checks=${GPU_CHECK_DEVICES:-cuda,wgpu}
+    if ! ldconfig -p | grep -q libvulkan && compgen -G "target/gpu-kit/vulkan/*.deb" >/dev/null; then
+      for deb in target/gpu-kit/vulkan/*.deb; do dpkg -x "$deb" "$work/vulkan"; done
+      export LD_LIBRARY_PATH="$work/vulkan/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+      if [ -f "$icd" ] && [ -z "${VK_DRIVER_FILES:-}" ]; then export VK_DRIVER_FILES=$icd; fi
+      echo "Vulkan loader: the kit's ($LD_LIBRARY_PATH)" | tee "$out/checks.txt"
+    fi
+    "$bin/bench" gpu-check --devices "$checks" --work "$work/check" 2>&1 | tee -a "$out/checks.txt"
+    ;;
+  ours | ours-aloha)
+    if [ "$stage" = ours ]; then preset=pusht-like policies=classic,tiny; else preset=aloha-like policies=classic; fi
+    "$bin/bench" sweep --root "$data/$preset" --device "$device" --workers 2,4,8 --loader-batch 64,256 \
+      --loader-seconds 2 --policies "$policies" --train-batch "$batches" --precisions f32,bf16,f16 \
+      --warmup 5 --steps "$steps" --loop-steps $((2 * steps)) --train-workers 4 \
+      --out "$work/sweep-$preset" --results "$out/results-$preset.md" 2>&1 | tee "$out/sweep-$preset.log"
+    cp "$work/sweep-$preset/"*.json "$out/"
+    ;;
+  lerobot)
+    site=$work/site
+    if [ ! -d "$site/lerobot" ]; then
+      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" \
+        target/gpu-kit/wheels/*.whl
+      cp -r bench/lerobot/av_stub/av "$site/"
+    fi
+    PYTHONPATH=$site PYTHONUNBUFFERED=1 python3 bench/lerobot/train_step_gpu.py --root "$data/pusht-like" \
+      --batch-sizes ${batches//,/ } --modes f32 bf16 --warmup 5 --steps $((2 * steps)) --device "$device" \
+      --out "$out/lerobot_gpu.json" \
+      2>&1 | tee "$out/lerobot_gpu.log"
+    ;;
+  *)
+    echo "unknown stage $stage: checks, ours, ours-aloha or lerobot" >&2
+    exit 2
+    ;;
+esac

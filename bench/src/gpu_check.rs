@@ -26,7 +26,7 @@ use trainer::{
     DiffusionConfig, DiffusionModel, InputPipeline, Learner, Mode, PolicyFeatures, Precision, TrainConfig, TrainData,
     TrainOutcome, init_model, train,
 };
-use transforms::{DeviceKind, DeviceTask, ImageTransformsConfig, Normalizer, run_on};
+use transforms::{DeviceKind, DeviceTask, ImageTransformsConfig, Kernels, Normalizer, run_on};
 
 /// Arguments of `bench gpu-check`.
 #[derive(Debug, Clone, Args)]
@@ -157,7 +157,7 @@ struct OneStep<'a> {
 impl DeviceTask for OneStep<'_> {
     type Output = Result<StepResult>;
 
-    fn run<B: Backend>(self, device: B::Device) -> Result<StepResult> {
+    fn run<B: Kernels>(self, device: B::Device) -> Result<StepResult> {
         let i = self.inputs;
         let fresh = DiffusionModel::<Autodiff<B>>::new(&i.config, &i.features, &device);
         let model = load_lerobot_weights(fresh, &i.config, &i.weights, Path::new("host weights"))?;
@@ -183,7 +183,7 @@ struct PipelineOutput<'a> {
 impl DeviceTask for PipelineOutput<'_> {
     type Output = Result<Vec<Vec<f32>>>;
 
-    fn run<B: Backend>(self, device: B::Device) -> Result<Vec<Vec<f32>>> {
+    fn run<B: Kernels>(self, device: B::Device) -> Result<Vec<Vec<f32>>> {
         let i = self.inputs;
         let pipeline =
             InputPipeline::new(i.config.clone(), i.features.clone(), i.normalizer.clone(), i.augment.clone());
@@ -272,7 +272,7 @@ pub fn check_resume(first: DeviceKind, second: DeviceKind, root: &Path, exact: b
     struct Train(TrainConfig, Option<PathBuf>);
     impl DeviceTask for Train {
         type Output = trainer::Result<TrainOutcome>;
-        fn run<B: Backend>(self, device: B::Device) -> trainer::Result<TrainOutcome> {
+        fn run<B: Kernels>(self, device: B::Device) -> trainer::Result<TrainOutcome> {
             train::<Autodiff<B>>(&self.0, self.1.as_deref(), device, |_| {})
         }
     }

@@ -13,7 +13,7 @@ use loader::SamplerState;
 use serde::Serialize;
 use serde_json::json;
 use trainer::{InputPipeline, Learner, Precision, Preset, TrainConfig, TrainData, init_model};
-use transforms::{DeviceKind, DeviceTask, run_on};
+use transforms::{DeviceKind, DeviceTask, Kernels, run_on};
 
 /// Arguments of `bench train-step`.
 #[derive(Debug, Clone, Args)]
@@ -139,7 +139,7 @@ impl Task {
 impl DeviceTask for Task {
     type Output = Result<TrainStepReport>;
 
-    fn run<B: Backend>(self, device: B::Device) -> Result<TrainStepReport> {
+    fn run<B: Kernels>(self, device: B::Device) -> Result<TrainStepReport> {
         let config = self.config()?;
         let policy = &config.policy.config;
         let data = TrainData::open(&config)?;
@@ -191,17 +191,18 @@ impl DeviceTask for Task {
             let loss = learner.loss(&prepared);
             sync()?;
             let t2 = Instant::now();
-            let mut grads = learner.gradients(&loss);
+            let grads = learner.gradients(&loss);
             sync()?;
             let t3 = Instant::now();
-            let norm = learner.clip(&mut grads);
+            // Clipping: the gradients gathered into the flat buffer, and its norm.
+            let grads = learner.flatten(grads);
+            let clipping = learner.clip(&grads);
             sync()?;
             let t4 = Instant::now();
-            learner.update(grads, step);
+            learner.update(grads, &clipping, step);
             sync()?;
             let t5 = Instant::now();
             losses.push(f64::from(loss.into_scalar().elem::<f32>()));
-            drop(norm);
             if step >= self.args.warmup {
                 let ms = |a: Instant, b: Instant| 1e3 * (b - a).as_secs_f64();
                 phases.push([ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t3, t4), ms(t4, t5), ms(t0, t5)]);

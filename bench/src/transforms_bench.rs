@@ -5,13 +5,12 @@
 use std::time::Instant;
 
 use anyhow::Result;
-use burn::prelude::*;
 use clap::Args;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use transforms::{
-    DeviceKind, DeviceTask, IMAGENET_MEAN, IMAGENET_STD, ImageTransformsConfig, apply_plan, frames_to_float,
+    DeviceKind, DeviceTask, IMAGENET_MEAN, IMAGENET_STD, ImageTransformsConfig, Kernels, apply_plan, frames_to_float,
     normalize_channels, run_on,
 };
 
@@ -68,7 +67,7 @@ struct Task {
 impl DeviceTask for Task {
     type Output = TransformsReport;
 
-    fn run<B: Backend>(self, device: B::Device) -> TransformsReport {
+    fn run<B: Kernels>(self, device: B::Device) -> TransformsReport {
         let (h, w) = self.size;
         let n = self.args.batch * self.args.frames;
         let mut rng = ChaCha8Rng::seed_from_u64(0);

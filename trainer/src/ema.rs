@@ -2,17 +2,16 @@
 //! the original Diffusion Policy trains with): after optimiser step `n`,
 //! `ema ← ema − (1 − decay)·(ema − weights)` with `decay = 1 − (1 + k/inv_gamma)^−power`,
 //! `k = n − update_after_step − 1`, clamped to `[min_decay, max_decay]`, and `decay = 0` (a
-//! copy) while `k ≤ 0`. The average lives on the inner (non-autodiff) backend, off the graph.
-//! BatchNorm's running statistics are copied, not averaged.
+//! copy) while `k ≤ 0`. The average lives on the inner (non-autodiff) backend, off the graph,
+//! as one flat buffer that the optimiser's fused pass blends. BatchNorm's running statistics
+//! are copied, not averaged.
 
-use burn::module::{AutodiffModule, ModuleMapper, ModuleVisitor, Param};
-use burn::optim::GradientsParams;
 use burn::prelude::*;
-use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::model::DiffusionModel;
+use crate::optim::FlatLayout;
 
 /// `--ema.*`: whether to keep an average and its schedule (diffusers' defaults).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,67 +64,29 @@ impl EmaConfig {
     }
 }
 
-/// The averaged model.
+/// The average of the trainable weights, flat (in the optimiser's layout), blended by the
+/// optimiser's fused update; [`crate::Learner::ema_model`] gives it back as a model.
 #[derive(Debug, Clone)]
 pub struct Ema<B: Backend> {
-    /// The average.
-    pub model: DiffusionModel<B>,
+    average: Tensor<B, 1>,
     config: EmaConfig,
 }
 
 impl<B: Backend> Ema<B> {
-    /// Starts (or continues) an average at `model`.
-    pub fn new(model: DiffusionModel<B>, config: EmaConfig) -> Self {
-        Self { model, config }
+    /// Starts (or continues) an average at `model`'s weights.
+    pub fn new(model: &DiffusionModel<B>, config: EmaConfig) -> Self {
+        Self { average: FlatLayout::of(model).gather_weights(model), config }
     }
 
-    /// Moves the average towards `live` after optimiser step `step` (1-based).
-    pub fn update<AB: AutodiffBackend<InnerBackend = B>>(&mut self, live: &DiffusionModel<AB>, step: usize) {
-        let decay = self.config.decay(step);
-        let live = live.valid();
-        let mut collect = Collect { values: GradientsParams::new() };
-        live.visit(&mut collect);
-        let mut blend = Blend { values: collect.values, weight: 1.0 - decay, path: Vec::new() };
-        self.model = self.model.clone().map(&mut blend);
-    }
-}
-
-/// Gathers every float parameter by id.
-struct Collect {
-    values: GradientsParams,
-}
-
-impl<B: Backend> ModuleVisitor<B> for Collect {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        self.values.register::<B, D>(param.id, param.val());
-    }
-}
-
-/// `ema + weight · (live − ema)` for parameters, `live` for running statistics.
-struct Blend {
-    values: GradientsParams,
-    weight: f64,
-    path: Vec<String>,
-}
-
-impl<B: Backend> ModuleMapper<B> for Blend {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
+    /// The averaged weights, flat.
+    pub fn average(&self) -> &Tensor<B, 1> {
+        &self.average
     }
 
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
-    }
-
-    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
-        let (id, ema, mapper) = param.consume();
-        let Some(live) = self.values.remove::<B, D>(id) else {
-            return Param::from_mapped_value(id, ema, mapper);
-        };
-        let statistic = matches!(self.path.last().map(String::as_str), Some("running_mean" | "running_var"));
-        let value =
-            if statistic || self.weight >= 1.0 { live } else { ema.clone() + (live - ema).mul_scalar(self.weight) };
-        Param::from_mapped_value(id, value, mapper)
+    /// The average to blend after optimiser step `step` (1-based) and its weight, `1 − decay`.
+    pub(crate) fn for_update(&mut self, step: usize) -> (&mut Tensor<B, 1>, f32) {
+        let weight = (1.0 - self.config.decay(step)) as f32;
+        (&mut self.average, weight)
     }
 }
 

@@ -48,5 +48,5 @@ pub use noise::{BetaSchedule, NoiseSchedule, PredictionType, SchedulerKind};
 pub use precision::{LossScaler, Precision};
 pub use run_config::{DatasetConfig, PolicySection, TrainConfig, merge};
 pub use seeds::{Purpose, step_seed};
-pub use step::{Learner, PolicyOptimizer, Prepared, StepOutput};
+pub use step::{Learner, Prepared, StepOutput, TrainingBackend};
 pub use train::{Progress, TrainData, TrainOutcome, init_model, train};

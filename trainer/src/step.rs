@@ -4,10 +4,11 @@
 //! micro-batches, with an optional EMA of the weights. The training loop runs [`Learner::step`]; the step-time
 //! bench runs the phases one at a time.
 
-use burn::optim::adaptor::OptimizerAdaptor;
-use burn::optim::{Adam, GradientsAccumulator, GradientsParams, Optimizer};
+use burn::module::AutodiffModule;
+use burn::optim::GradientsParams;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
+use kernels::Kernels;
 use loader::Batch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -19,12 +20,15 @@ use crate::error::{Error, Result};
 use crate::inputs::{InputPipeline, Mode, TrainInputs};
 use crate::model::{DiffusionModel, TrainingNoise};
 use crate::noise::NoiseSchedule;
-use crate::optim::{adam, clip_grad_norm, learning_rate};
+use crate::optim::{Clipping, FlatAdam, FlatAdamRecord, FlatLayout, clip_grad_norm, learning_rate};
 use crate::precision::{LossScaler, Precision, ScaleUpdate};
 use crate::seeds::{Purpose, step_seed};
 
-/// The optimiser of a [`DiffusionModel`].
-pub type PolicyOptimizer<B> = OptimizerAdaptor<Adam, DiffusionModel<B>, B>;
+/// A backend a [`Learner`] trains on: burn's autodiff over a backend that has our fused
+/// kernels (Flex, and wgpu or CUDA when built with them).
+pub trait TrainingBackend: AutodiffBackend<InnerBackend: Kernels> {}
+
+impl<B: AutodiffBackend<InnerBackend: Kernels>> TrainingBackend for B {}
 
 /// A batch ready for the model, inputs and diffusion noise on the device: what
 /// [`Learner::prepare`] returns and [`Learner::loss`] takes when a step is run phase by phase
@@ -54,18 +58,18 @@ pub struct StepOutput<B: Backend> {
     pub loss_scale: Option<f32>,
 }
 
-/// Gradients and losses of the micro-batches of the optimiser step in progress.
-struct Pending<B: AutodiffBackend> {
-    grads: GradientsAccumulator<DiffusionModel<B>>,
-    loss: Tensor<B::InnerBackend, 1>,
+/// Gradients (flat, summed) and losses of the micro-batches of the optimiser step in progress.
+struct Pending<B: Backend> {
+    grads: Tensor<B, 1>,
+    loss: Tensor<B, 1>,
     micro_batches: usize,
 }
 
 /// The model, its optimiser and what a step needs to run.
-pub struct Learner<B: AutodiffBackend> {
+pub struct Learner<B: TrainingBackend> {
     /// Always present; taken out only while the optimiser updates it.
     model: Option<DiffusionModel<B>>,
-    optim: PolicyOptimizer<B>,
+    optim: FlatAdam<B::InnerBackend>,
     config: DiffusionConfig,
     pipeline: InputPipeline,
     schedule: NoiseSchedule,
@@ -76,10 +80,10 @@ pub struct Learner<B: AutodiffBackend> {
     scaler: Option<LossScaler>,
     grad_accum: usize,
     ema: Option<Ema<B::InnerBackend>>,
-    pending: Option<Pending<B>>,
+    pending: Option<Pending<B::InnerBackend>>,
 }
 
-impl<B: AutodiffBackend> Learner<B> {
+impl<B: TrainingBackend> Learner<B> {
     /// A learner for `model`, with a fresh optimiser, that runs `total_steps` steps (the
     /// cosine schedule's length) seeded by `seed`; f32, one micro-batch per step, no EMA.
     pub fn new(
@@ -90,9 +94,9 @@ impl<B: AutodiffBackend> Learner<B> {
         total_steps: usize,
         device: B::Device,
     ) -> Self {
-        let optim = adam(&config).init::<B, DiffusionModel<B>>();
-        let schedule = config.noise_schedule();
         crate::model::materialize(&model);
+        let optim = FlatAdam::new(&config, FlatLayout::of(&model), &device);
+        let schedule = config.noise_schedule();
         Self {
             model: Some(model),
             optim,
@@ -110,10 +114,11 @@ impl<B: AutodiffBackend> Learner<B> {
         }
     }
 
-    /// Continues with the optimiser state of a checkpoint.
-    pub fn with_optimizer(mut self, optim: PolicyOptimizer<B>) -> Self {
-        self.optim = optim;
-        self
+    /// Continues with the optimiser state of a checkpoint; an error when it belongs to another
+    /// model.
+    pub fn with_optimizer(mut self, record: FlatAdamRecord<B::InnerBackend>) -> Result<Self> {
+        self.optim = self.optim.load_record(record)?;
+        Ok(self)
     }
 
     /// Computes in `precision` (f16 with a fresh [`LossScaler`]); an error when the device
@@ -141,10 +146,14 @@ impl<B: AutodiffBackend> Learner<B> {
         self
     }
 
-    /// Keeps `ema` updated after every optimiser step.
-    pub fn with_ema(mut self, ema: Ema<B::InnerBackend>) -> Self {
+    /// Keeps `ema` updated after every optimiser step; an error when it averages another model.
+    pub fn with_ema(mut self, ema: Ema<B::InnerBackend>) -> Result<Self> {
+        let (have, want) = (ema.average().dims()[0], self.optim.layout().len());
+        if have != want {
+            return Err(Error::Config(format!("the EMA averages {have} weights, the model has {want}")));
+        }
         self.ema = Some(ema);
-        self
+        Ok(self)
     }
 
     /// The model.
@@ -153,13 +162,20 @@ impl<B: AutodiffBackend> Learner<B> {
     }
 
     /// The optimiser.
-    pub fn optimizer(&self) -> &PolicyOptimizer<B> {
+    pub fn optimizer(&self) -> &FlatAdam<B::InnerBackend> {
         &self.optim
     }
 
     /// The EMA of the weights, when kept.
     pub fn ema(&self) -> Option<&Ema<B::InnerBackend>> {
         self.ema.as_ref()
+    }
+
+    /// The averaged model, when an EMA is kept: the current model with the average's weights
+    /// (BatchNorm's running statistics are the current ones, as diffusers copies them).
+    pub fn ema_model(&self) -> Option<DiffusionModel<B::InnerBackend>> {
+        let ema = self.ema.as_ref()?;
+        Some(self.optim.layout().scatter_weights(self.model().valid(), ema.average()))
     }
 
     /// The f16 loss scaler, when used.
@@ -212,11 +228,16 @@ impl<B: AutodiffBackend> Learner<B> {
         GradientsParams::from_grads(scaled.backward(), self.model())
     }
 
-    /// Clips `grads` to the configured global norm, undoing the loss scale; returns the
-    /// unscaled norm before clipping.
-    pub fn clip(&self, grads: &mut GradientsParams) -> Tensor<B::InnerBackend, 1> {
+    /// `grads` gathered into one flat buffer, in the optimiser's layout.
+    pub fn flatten(&self, mut grads: GradientsParams) -> Tensor<B::InnerBackend, 1> {
+        self.optim.layout().gather_grads(self.model(), &mut grads, &self.device)
+    }
+
+    /// The global norm of the flat `grads` (unscaled, before clipping) and the factor that
+    /// clips them to the configured norm and undoes the loss scale.
+    pub fn clip(&self, grads: &Tensor<B::InnerBackend, 1>) -> Clipping<B::InnerBackend> {
         let scale = f64::from(self.scaler.map_or(1.0, |s| s.scale));
-        clip_grad_norm(self.model(), grads, self.config.grad_clip_norm, scale)
+        clip_grad_norm(grads, self.config.grad_clip_norm, scale)
     }
 
     /// The learning rate of optimiser step `step`.
@@ -224,14 +245,18 @@ impl<B: AutodiffBackend> Learner<B> {
         learning_rate(self.config.optimizer_lr, step, self.config.scheduler_warmup_steps, self.total_steps)
     }
 
-    /// Applies `grads` as optimiser step `step` and moves the EMA.
-    pub fn update(&mut self, grads: GradientsParams, step: usize) -> f64 {
+    /// Applies the flat `grads`, clipped by `clipping`, as optimiser step `step`, and moves the
+    /// EMA in the same pass.
+    pub fn update(
+        &mut self,
+        grads: Tensor<B::InnerBackend, 1>,
+        clipping: &Clipping<B::InnerBackend>,
+        step: usize,
+    ) -> f64 {
         let lr = self.learning_rate(step);
         let model = self.model.take().expect("the model is only taken during an update");
-        self.model = Some(self.optim.step(lr, model, grads));
-        if let Some(ema) = &mut self.ema {
-            ema.update(self.model.as_ref().expect("just put back"), step + 1);
-        }
+        let average = self.ema.as_mut().map(|ema| ema.for_update(step + 1));
+        self.model = Some(self.optim.step(model, grads, &clipping.scale, lr, average));
         lr
     }
 
@@ -240,37 +265,31 @@ impl<B: AutodiffBackend> Learner<B> {
     pub fn accumulate(&mut self, batch: &Batch, step: usize, micro: usize) -> Result<()> {
         let prepared = self.prepare(batch, step, micro)?;
         let loss = self.loss(&prepared);
-        let grads = self.gradients(&loss);
+        let grads = self.flatten(self.gradients(&loss));
         let loss = loss.inner();
-        let mut pending = self.pending.take().unwrap_or_else(|| Pending {
-            grads: GradientsAccumulator::new(),
-            loss: Tensor::zeros([1], &loss.device()),
-            micro_batches: 0,
+        self.pending = Some(match self.pending.take() {
+            None => Pending { grads, loss, micro_batches: 1 },
+            Some(p) => Pending { grads: p.grads + grads, loss: p.loss + loss, micro_batches: p.micro_batches + 1 },
         });
-        pending.grads.accumulate(self.model(), grads);
-        pending.loss = pending.loss + loss;
-        pending.micro_batches += 1;
-        self.pending = Some(pending);
         Ok(())
     }
 
     /// Ends optimiser step `step`: clips the summed gradients and updates, unless f16
     /// gradients overflowed (then the step is skipped and the loss scale halved).
     pub fn finish(&mut self, step: usize) -> StepOutput<B::InnerBackend> {
-        let mut pending = self.pending.take().expect("accumulate() comes before finish()");
-        let mut grads = pending.grads.grads();
-        let grad_norm = self.clip(&mut grads);
+        let pending = self.pending.take().expect("accumulate() comes before finish()");
+        let clipping = self.clip(&pending.grads);
         let applied = match &mut self.scaler {
             Some(scaler) => {
-                let norm: f32 = grad_norm.clone().into_scalar().elem();
+                let norm: f32 = clipping.norm.clone().into_scalar().elem();
                 scaler.update(norm.is_finite()) == ScaleUpdate::Apply
             }
             None => true,
         };
-        let lr = if applied { self.update(grads, step) } else { self.learning_rate(step) };
+        let lr = if applied { self.update(pending.grads, &clipping, step) } else { self.learning_rate(step) };
         StepOutput {
             loss: pending.loss.div_scalar(pending.micro_batches as f64),
-            grad_norm,
+            grad_norm: clipping.norm,
             lr,
             applied,
             loss_scale: self.scaler.map(|s| s.scale),

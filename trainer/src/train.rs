@@ -10,9 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use burn::module::{AutodiffModule, Module};
-use burn::optim::Optimizer;
 use burn::prelude::*;
-use burn::tensor::backend::AutodiffBackend;
 use datasets::{Dataset, OpenOptions, WindowSpec, diffusion_delta_timestamps};
 use loader::{Loader, SamplerState};
 use transforms::{Normalizer, diffusion_mapping};
@@ -27,7 +25,7 @@ use crate::metrics::{Metrics, MetricsWriter, big_number};
 use crate::model::DiffusionModel;
 use crate::precision::LossScaler;
 use crate::run_config::TrainConfig;
-use crate::step::{Learner, StepOutput};
+use crate::step::{Learner, StepOutput, TrainingBackend};
 
 /// What a run did.
 #[derive(Debug, Clone, PartialEq)]
@@ -136,7 +134,7 @@ impl TrainData {
 
 /// Trains as `config` says on backend `B`; continues from `resume` (an output folder or a
 /// checkpoint) when given. `on_progress` receives every log line and every step.
-pub fn train<B: AutodiffBackend>(
+pub fn train<B: TrainingBackend>(
     config: &TrainConfig,
     resume: Option<&Path>,
     device: B::Device,
@@ -190,17 +188,17 @@ pub fn train<B: AutodiffBackend>(
 }
 
 /// Where a run starts: the learner, the training state and the normalisation statistics.
-struct Start<B: AutodiffBackend> {
+struct Start<B: TrainingBackend> {
     learner: Learner<B>,
     state: TrainingState,
     normalizer: Normalizer,
 }
 
 /// A new run: seeded weights, the dataset's statistics, step 0.
-fn start_fresh<B: AutodiffBackend>(config: &TrainConfig, run: &TrainData, device: B::Device) -> Result<Start<B>> {
+fn start_fresh<B: TrainingBackend>(config: &TrainConfig, run: &TrainData, device: B::Device) -> Result<Start<B>> {
     let model = init_model::<B>(&config.policy.config, &run.features, config.seed, &device)?;
     let normalizer = run.normalizer(config)?;
-    let ema = config.ema.enable.then(|| Ema::new(model.valid(), config.ema.clone()));
+    let ema = config.ema.enable.then(|| Ema::new(&model.valid(), config.ema.clone()));
     let learner = build_learner(config, run, model, &normalizer, ema, device)?;
     let state =
         TrainingState { step: 0, sampler: SamplerState::default(), seed: config.seed, samples: 0, loss_scale: None };
@@ -209,7 +207,7 @@ fn start_fresh<B: AutodiffBackend>(config: &TrainConfig, run: &TrainData, device
 
 /// A run continued from the checkpoint at `path`: its weights, optimiser state, EMA, loss
 /// scale, statistics and training state (sampler position included).
-fn resume_from<B: AutodiffBackend>(
+fn resume_from<B: TrainingBackend>(
     config: &TrainConfig,
     run: &TrainData,
     path: &Path,
@@ -235,23 +233,24 @@ fn resume_from<B: AutodiffBackend>(
         let average = DiffusionModel::<B::InnerBackend>::new(policy, &run.features, &device)
             .load_file(dir.join("ema"), &checkpoint::recorder(), &device)
             .map_err(|e| Error::checkpoint(&dir, format!("ema: {e}")))?;
-        Some(Ema::new(average, config.ema.clone()))
+        Some(Ema::new(&average, config.ema.clone()))
     } else {
         on_progress(Progress::Line("the checkpoint has no EMA: starting one from its weights"));
-        Some(Ema::new(model.valid(), config.ema.clone()))
+        Some(Ema::new(&model.valid(), config.ema.clone()))
     };
     let mut learner = build_learner(config, run, model, &normalizer, ema, device.clone())?;
     if let Some(scale) = state.loss_scale {
         learner = learner.with_loss_scaler(LossScaler::from_state(scale));
     }
-    let optim = learner.optimizer().clone().load_record(checkpoint::load_record(&dir, "optimizer", &device)?);
+    let optim = checkpoint::load_record::<B::InnerBackend, _>(&dir, "optimizer", &device)?;
+    let learner = learner.with_optimizer(optim).map_err(|e| Error::checkpoint(&dir, e))?;
     on_progress(Progress::Line(&format!("resuming from {} at step {}", dir.display(), state.step)));
-    Ok(Start { learner: learner.with_optimizer(optim), state, normalizer })
+    Ok(Start { learner, state, normalizer })
 }
 
 /// A learner for `model` set up as `config` says: input pipeline, precision, gradient
 /// accumulation, EMA.
-fn build_learner<B: AutodiffBackend>(
+fn build_learner<B: TrainingBackend>(
     config: &TrainConfig,
     run: &TrainData,
     model: DiffusionModel<B>,
@@ -269,10 +268,10 @@ fn build_learner<B: AutodiffBackend>(
     let learner = Learner::new(model, policy.clone(), pipeline, config.seed, config.steps, device)
         .with_precision(config.precision)?
         .with_grad_accum(config.grad_accum);
-    Ok(match ema {
+    match ema {
         Some(ema) => learner.with_ema(ema),
-        None => learner,
-    })
+        None => Ok(learner),
+    }
 }
 
 /// What one optimiser step did and how long it waited for data and computed.
@@ -284,7 +283,7 @@ struct StepDone<B: Backend> {
 }
 
 /// One optimiser step over `grad_accum` batches from `loader`; advances `state`.
-fn optimiser_step<B: AutodiffBackend>(
+fn optimiser_step<B: TrainingBackend>(
     learner: &mut Learner<B>,
     loader: &mut Loader,
     state: &mut TrainingState,
@@ -328,7 +327,7 @@ impl CheckpointWriter<'_> {
     }
 
     /// Saves the model, optimiser, EMA and `state` atomically; returns the checkpoint folder.
-    fn save<B: AutodiffBackend>(&self, learner: &Learner<B>, state: &TrainingState) -> Result<PathBuf> {
+    fn save<B: TrainingBackend>(&self, learner: &Learner<B>, state: &TrainingState) -> Result<PathBuf> {
         let contents = CheckpointContents {
             state,
             config: &self.config_json,
@@ -336,9 +335,9 @@ impl CheckpointWriter<'_> {
             features: self.features,
         };
         let optim_record = learner.optimizer().to_record();
-        let ema = learner.ema().map(|e| e.model.clone());
+        let ema = learner.ema_model();
         checkpoint::save::<B, _>(&self.config.output_dir, learner.model(), &contents, |tmp| {
-            checkpoint::save_record::<B, _>(tmp, "optimizer", optim_record)?;
+            checkpoint::save_record::<B::InnerBackend, _>(tmp, "optimizer", optim_record)?;
             match ema {
                 Some(ema) => checkpoint::save_record::<B::InnerBackend, _>(tmp, "ema", ema.into_record()),
                 None => Ok(()),

@@ -1,13 +1,13 @@
-//! The noise schedule, both samplers, the learning-rate schedule and global-norm clipping
+//! The noise schedule, both samplers, the learning-rate schedule, global-norm clipping and Adam
 //! against the libraries LeRobot uses: values computed by diffusers 0.39 and torch 2.11
-//! (`tests/fixtures/diffusers/make_fixture.py`).
+//! (`tests/fixtures/diffusers/make_fixture.py`, `tests/fixtures/torch_adam/make_fixture.py`).
 
 use burn::backend::{Autodiff, Flex};
 use burn::module::{Module, Param};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
 use serde_json::Value;
-use trainer::optim::{clip_grad_norm, learning_rate};
+use trainer::optim::{FlatLayout, clip_grad_norm, learning_rate};
 use trainer::{BetaSchedule, NoiseSchedule, PredictionType, SchedulerKind};
 
 fn reference() -> Value {
@@ -118,13 +118,62 @@ fn clipping_uses_the_global_norm_like_torch() {
             model.vector.id,
             Tensor::from_data(TensorData::new(grads_in[1].clone(), [7]), &device),
         );
-        let norm = clip_grad_norm::<Ad, _>(&model, &mut grads, 10.0, 1.0).into_scalar();
+        let flat = FlatLayout::of(&model).gather_grads(&model, &mut grads, &device);
+        let clipping = clip_grad_norm(&flat, 10.0, 1.0);
+        let norm = clipping.norm.into_scalar();
         let expected = case["norm"].as_f64().unwrap() as f32;
         assert!((norm - expected).abs() < 1e-5 * expected, "norm {norm} vs {expected}");
         let clipped = case["clipped"].as_array().unwrap();
-        let matrix: Vec<f32> = grads.get::<Flex, 2>(model.matrix.id).unwrap().into_data().to_vec().unwrap();
-        let vector: Vec<f32> = grads.get::<Flex, 1>(model.vector.id).unwrap().into_data().to_vec().unwrap();
-        assert_close(&matrix, &floats(&clipped[0]), 1e-6, "clipped matrix");
-        assert_close(&vector, &floats(&clipped[1]), 1e-6, "clipped vector");
+        let clipped_flat: Vec<f32> = (flat * clipping.scale).into_data().to_vec().unwrap();
+        let (matrix, vector) = clipped_flat.split_at(15);
+        assert_close(matrix, &floats(&clipped[0]), 1e-6, "clipped matrix");
+        assert_close(vector, &floats(&clipped[1]), 1e-6, "clipped vector");
+    }
+}
+
+/// 20 steps of clipping and Adam with L2 decay, fused over flat buffers, against torch's.
+#[test]
+fn the_fused_update_follows_torchs_clipping_and_adam() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/torch_adam/reference.json");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("the torch fixture")).unwrap();
+    let device = Default::default();
+    let start: Vec<Vec<f32>> = r["start"].as_array().unwrap().iter().map(floats).collect();
+    let mut model = TwoParams::<Ad> {
+        matrix: Param::from_tensor(Tensor::from_data(TensorData::new(start[0].clone(), [5, 3]), &device)),
+        vector: Param::from_tensor(Tensor::from_data(TensorData::new(start[1].clone(), [7]), &device)),
+    };
+    let betas = floats(&r["betas"]);
+    let config = trainer::DiffusionConfig {
+        optimizer_betas: (f64::from(betas[0]), f64::from(betas[1])),
+        optimizer_eps: r["eps"].as_f64().unwrap(),
+        optimizer_weight_decay: r["weight_decay"].as_f64().unwrap(),
+        ..trainer::DiffusionConfig::new()
+    };
+    let layout = FlatLayout::of(&model);
+    let mut adam = trainer::optim::FlatAdam::<Flex>::new(&config, layout.clone(), &device);
+    let (mut clipped, mut worst) = (0, 0.0f32);
+    for (i, step) in r["steps"].as_array().unwrap().iter().enumerate() {
+        let grads_in: Vec<Vec<f32>> = step["grads"].as_array().unwrap().iter().map(floats).collect();
+        let flat: Vec<f32> = grads_in.concat();
+        let flat = Tensor::<Flex, 1>::from_data(TensorData::new(flat, [22]), &device);
+        let clipping = clip_grad_norm(&flat, r["max_norm"].as_f64().unwrap(), 1.0);
+        let (norm, expected) = (clipping.norm.clone().into_scalar(), step["norm"].as_f64().unwrap() as f32);
+        assert!((norm - expected).abs() <= 1e-6 * expected, "step {i}: norm {norm} vs torch {expected}");
+        clipped += usize::from(expected > 1.0);
+        model = adam.step(model, flat, &clipping.scale, step["lr"].as_f64().unwrap(), None);
+        let ours: Vec<f32> = layout.gather_weights(&model).into_data().to_vec().unwrap();
+        let torch: Vec<f32> = step["weights"].as_array().unwrap().iter().map(floats).collect::<Vec<_>>().concat();
+        for (a, b) in ours.iter().zip(&torch) {
+            worst = worst.max((a - b).abs() / b.abs().max(1e-3));
+        }
+    }
+    println!("20 steps of clipping and Adam: the weights are within {worst:e} (relative) of torch's");
+    assert!(worst <= 1e-6, "the weights differ from torch's by {worst:e} (relative)");
+    assert!((5..15).contains(&clipped), "clipping bit in {clipped} of 20 steps");
+    let record = adam.to_record();
+    for (name, ours) in [("exp_avg", record.moment_1), ("exp_avg_sq", record.moment_2)] {
+        let ours: Vec<f32> = ours.into_data().to_vec().unwrap();
+        let torch: Vec<f32> = r[name].as_array().unwrap().iter().map(floats).collect::<Vec<_>>().concat();
+        assert_close(&ours, &torch, 1e-6, name);
     }
 }

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use burn::prelude::Backend;
+use kernels::Kernels;
 
 use crate::error::{Error, Result};
 
@@ -49,8 +49,9 @@ impl fmt::Display for DeviceKind {
 pub trait DeviceTask {
     /// What the work returns.
     type Output;
-    /// Runs the work on backend `B`'s `device`.
-    fn run<B: Backend>(self, device: B::Device) -> Self::Output;
+    /// Runs the work on backend `B`'s `device` (every backend we run on has our fused
+    /// [`Kernels`]).
+    fn run<B: Kernels>(self, device: B::Device) -> Self::Output;
 }
 
 /// Runs `task` on the backend of `kind`, or says which feature to build with.

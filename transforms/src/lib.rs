@@ -36,6 +36,7 @@ pub use augment::{AugmentationPlan, ImageTransformsConfig, Op, TransformConfig, 
 pub use device::{DeviceKind, DeviceTask, run_on};
 pub use error::{Error, Result};
 pub use geometry::{AffineParams, Fill, Interpolation};
+pub use kernels::Kernels;
 pub use normalize::{
     EPS, FeatureNorm, FeatureType, IMAGENET_MEAN, IMAGENET_STD, NormalizationMode, Normalizer, diffusion_mapping,
     normalize_channels,

@@ -6,12 +6,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use burn::backend::Autodiff;
-use burn::prelude::*;
 use clap::{Args, Parser, Subcommand};
 use datasets::{Batch as Collated, Dataset, DecoderCache, FrameFormat, Values, WindowSpec, diffusion_delta_timestamps};
 use serde_json::{Value, json};
 use trainer::{HostObservation, PolicyRunner, Preset, Progress, TrainConfig};
-use transforms::{DeviceKind, DeviceTask, run_on};
+use transforms::{DeviceKind, DeviceTask, Kernels, run_on};
 
 /// Train LeRobot's Diffusion Policy on a LeRobot dataset, fast.
 #[derive(Debug, Parser)]
@@ -333,7 +332,7 @@ struct DryRun {
 
 impl DeviceTask for DryRun {
     type Output = Result<usize>;
-    fn run<B: Backend>(self, device: B::Device) -> Result<usize> {
+    fn run<B: Kernels>(self, device: B::Device) -> Result<usize> {
         let dataset = Dataset::open(&self.config.dataset.root)?;
         let features = trainer::PolicyFeatures::from_info(dataset.info())?;
         self.config.policy.config.validate(&features)?;
@@ -349,7 +348,7 @@ struct Train {
 
 impl DeviceTask for Train {
     type Output = Result<trainer::TrainOutcome>;
-    fn run<B: Backend>(self, device: B::Device) -> Result<trainer::TrainOutcome> {
+    fn run<B: Kernels>(self, device: B::Device) -> Result<trainer::TrainOutcome> {
         let bar = indicatif::ProgressBar::new(self.config.steps as u64);
         bar.set_style(
             indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {per_sec}  eta {eta}")
@@ -403,7 +402,7 @@ struct Sample<'a> {
 
 impl DeviceTask for Sample<'_> {
     type Output = Result<(Vec<f32>, [usize; 3])>;
-    fn run<B: Backend>(self, device: B::Device) -> Result<(Vec<f32>, [usize; 3])> {
+    fn run<B: Kernels>(self, device: B::Device) -> Result<(Vec<f32>, [usize; 3])> {
         let args = self.args;
         let mut runner = PolicyRunner::<B>::load(&args.checkpoint, args.seed, !args.no_ema, device)?;
         let dataset = Dataset::open(&args.root)?;

@@ -1,0 +1,238 @@
+//! The CPU backend's fused passes: each reads and writes its buffers once, in place, on rayon's
+//! threads.
+
+use burn::backend::Flex;
+use burn::backend::flex::FlexTensor;
+use burn::tensor::DType;
+use burn::tensor::ops::FloatTensor;
+use rayon::prelude::*;
+
+use crate::{AdamConstants, AdamStep, FlatBuffers, Kernels, portable};
+
+/// Elements per task: large enough that a task's overhead is noise, small enough to spread a
+/// ResNet layer's weights over the cores.
+const CHUNK: usize = 1 << 15;
+
+impl Kernels for Flex {
+    fn sum_of_squares(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        let Some(values) = f32_slice(&x) else { return portable::sum_of_squares::<Self>(x) };
+        let total: f64 = values.par_chunks(CHUNK).map(sum_of_squares_f64).sum();
+        FlexTensor::from_data(burn::tensor::TensorData::new(vec![total as f32], [1]))
+    }
+
+    fn concat_flat(parts: Vec<FloatTensor<Self>>, device: &Self::Device) -> FloatTensor<Self> {
+        let plain = parts.iter().all(|p| p.dtype() == DType::F32 && p.layout().has_positive_strides());
+        if !plain {
+            return portable::concat_flat::<Self>(parts, device);
+        }
+        let len = parts.iter().map(|p| p.layout().num_elements()).sum();
+        let mut flat = vec![0f32; len];
+        // Each part's range of the output, handed out in order, then filled in parallel.
+        let mut ranges = Vec::with_capacity(parts.len());
+        let mut rest = flat.as_mut_slice();
+        for part in &parts {
+            let (range, tail) = rest.split_at_mut(part.layout().num_elements());
+            ranges.push(range);
+            rest = tail;
+        }
+        parts.par_iter().zip(ranges).for_each(|(part, out)| copy_row_major(part, out));
+        FlexTensor::from_data(burn::tensor::TensorData::new(flat, [len]))
+    }
+
+    fn adam_update(
+        weights: FloatTensor<Self>,
+        flat: &mut FlatBuffers<Self>,
+        offset: usize,
+        scale: &FloatTensor<Self>,
+        step: &AdamStep,
+    ) -> FloatTensor<Self> {
+        let all_f32 = [&weights, &flat.grads, &flat.moment_1, &flat.moment_2, scale]
+            .into_iter()
+            .chain(flat.average.as_ref())
+            .all(|t| t.dtype() == DType::F32 && t.is_contiguous());
+        if !all_f32 {
+            return portable::adam_update::<Self>(weights, flat, offset, scale, step);
+        }
+        let scale = f32_slice(scale).expect("checked above")[0];
+        let mut weights = weights;
+        let w = contiguous_mut(&mut weights);
+        let range = offset..offset + w.len();
+        let g = &f32_slice(&flat.grads).expect("checked above")[range.clone()];
+        let m = &mut contiguous_mut(&mut flat.moment_1)[range.clone()];
+        let v = &mut contiguous_mut(&mut flat.moment_2)[range.clone()];
+        let update = Update::new(step, scale);
+        match (flat.average.as_mut(), step.ema_weight) {
+            (Some(average), Some(weight)) => {
+                let a = &mut contiguous_mut(average)[range];
+                (w.par_chunks_mut(CHUNK), g.par_chunks(CHUNK), m.par_chunks_mut(CHUNK), v.par_chunks_mut(CHUNK))
+                    .into_par_iter()
+                    .zip(a.par_chunks_mut(CHUNK))
+                    .for_each(|((w, g, m, v), a)| {
+                        update.apply(w, g, m, v);
+                        blend(a, w, weight);
+                    });
+            }
+            _ => {
+                (w.par_chunks_mut(CHUNK), g.par_chunks(CHUNK), m.par_chunks_mut(CHUNK), v.par_chunks_mut(CHUNK))
+                    .into_par_iter()
+                    .for_each(|(w, g, m, v)| update.apply(w, g, m, v));
+            }
+        }
+        weights
+    }
+}
+
+/// The constants of one update and the gradients' scale.
+struct Update {
+    scale: f32,
+    c: AdamConstants,
+}
+
+impl Update {
+    fn new(step: &AdamStep, scale: f32) -> Self {
+        Self { scale, c: step.constants() }
+    }
+
+    /// One chunk, in the portable version's (torch's) order of operations.
+    #[inline]
+    fn apply(&self, w: &mut [f32], g: &[f32], m: &mut [f32], v: &mut [f32]) {
+        let c = &self.c;
+        for (((w, &g), m), v) in w.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
+            let mut g = g * self.scale;
+            if c.weight_decay != 0.0 {
+                g += *w * c.weight_decay;
+            }
+            *m += (g - *m) * c.one_minus_beta_1;
+            *v = *v * c.beta_2 + g * c.one_minus_beta_2 * g;
+            let denominator = v.sqrt() / c.bias_correction_2_sqrt + c.epsilon;
+            *w += *m / denominator * -c.step_size;
+        }
+    }
+}
+
+/// `a ← a + weight·(w − a)`, or a copy at weight 1.
+#[inline]
+fn blend(a: &mut [f32], w: &[f32], weight: f32) {
+    if weight >= 1.0 {
+        a.copy_from_slice(w);
+    } else {
+        for (a, &w) in a.iter_mut().zip(w) {
+            *a += (w - *a) * weight;
+        }
+    }
+}
+
+/// Copies `part`'s elements in row-major order into `out`, a contiguous run of its storage at a
+/// time (a convolution's weight gradient, a `swap_dims(0, 1)` view, has runs of `k·k`).
+fn copy_row_major(part: &FlexTensor, out: &mut [f32]) {
+    if out.is_empty() {
+        return;
+    }
+    let storage = part.storage::<f32>();
+    let blocks = part.layout().strided_blocks();
+    let block_len = blocks.block_len();
+    for (start, out) in blocks.block_starts().zip(out.chunks_exact_mut(block_len)) {
+        out.copy_from_slice(&storage[start..start + block_len]);
+    }
+}
+
+/// `Σ x²` accumulated in f64, in eight lanes (so that the loop vectorises).
+fn sum_of_squares_f64(values: &[f32]) -> f64 {
+    let mut lanes = [0f64; 8];
+    let mut chunks = values.chunks_exact(8);
+    for chunk in &mut chunks {
+        for (lane, &v) in lanes.iter_mut().zip(chunk) {
+            *lane += f64::from(v) * f64::from(v);
+        }
+    }
+    let rest: f64 = chunks.remainder().iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+    lanes.iter().sum::<f64>() + rest
+}
+
+/// A contiguous f32 tensor's elements.
+fn f32_slice(t: &FlexTensor) -> Option<&[f32]> {
+    t.as_slice::<f32>()
+}
+
+/// A contiguous f32 tensor's elements, writable (copied first if the storage is shared).
+fn contiguous_mut(t: &mut FlexTensor) -> &mut [f32] {
+    let (start, end) = t.layout().contiguous_offsets().expect("checked contiguous");
+    &mut t.storage_mut::<f32>()[start..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::prelude::*;
+    use burn::tensor::TensorPrimitive;
+
+    use super::*;
+
+    fn values(n: usize, seed: f32) -> Vec<f32> {
+        (0..n).map(|i| ((i as f32 * 0.7548 + seed).sin() * 43758.547).fract() - 0.5).collect()
+    }
+
+    fn flex(values: Vec<f32>) -> FlexTensor {
+        let n = values.len();
+        Tensor::<Flex, 1>::from_data(TensorData::new(values, [n]), &Default::default()).into_primitive().tensor()
+    }
+
+    fn read(t: &FlexTensor) -> Vec<f32> {
+        t.as_slice::<f32>().unwrap().to_vec()
+    }
+
+    /// Two parameters (one spanning several chunks) through three updates, with decay, a
+    /// clipping scale and an average: the fused pass gives the portable operations' numbers to
+    /// the bit.
+    #[test]
+    fn the_fused_pass_equals_the_portable_operations() {
+        let sizes = [3 * CHUNK + 17, 40];
+        let len: usize = sizes.iter().sum();
+        let buffers = || FlatBuffers::<Flex> {
+            grads: flex(values(len, 1.0)),
+            moment_1: flex(values(len, 2.0).iter().map(|v| v * 1e-2).collect()),
+            moment_2: flex(values(len, 3.0).iter().map(|v| v * v * 1e-3).collect()),
+            average: Some(flex(values(len, 4.0))),
+        };
+        let (mut fused, mut portable) = (buffers(), buffers());
+        let scale = flex(vec![0.37]);
+        let mut weights_fused: Vec<FlexTensor> = vec![flex(values(sizes[0], 5.0)), flex(values(sizes[1], 6.0))];
+        let mut weights_portable = weights_fused.clone();
+        for time in 1..=3 {
+            let step = AdamStep {
+                lr: 1e-3,
+                beta_1: 0.95,
+                beta_2: 0.999,
+                epsilon: 1e-8,
+                weight_decay: 1e-6,
+                time,
+                ema_weight: Some(if time == 1 { 1.0 } else { 0.25 }),
+            };
+            let mut offset = 0;
+            for (w_fused, w_portable) in weights_fused.iter_mut().zip(&mut weights_portable) {
+                let n = w_fused.layout().num_elements();
+                *w_fused = Flex::adam_update(w_fused.clone(), &mut fused, offset, &scale, &step);
+                *w_portable = portable::adam_update::<Flex>(w_portable.clone(), &mut portable, offset, &scale, &step);
+                offset += n;
+            }
+        }
+        for (a, b) in weights_fused.iter().zip(&weights_portable) {
+            assert_eq!(read(a), read(b));
+        }
+        assert_eq!(read(&fused.moment_1), read(&portable.moment_1));
+        assert_eq!(read(&fused.moment_2), read(&portable.moment_2));
+        assert_eq!(read(fused.average.as_ref().unwrap()), read(portable.average.as_ref().unwrap()));
+        assert_ne!(read(&weights_fused[0]), values(sizes[0], 5.0), "the weights moved");
+    }
+
+    #[test]
+    fn the_sum_of_squares_matches_the_portable_one() {
+        let x = values(5 * CHUNK + 3, 7.0);
+        let exact: f64 = x.iter().map(|v| f64::from(*v) * f64::from(*v)).sum();
+        let ours = read(&Flex::sum_of_squares(flex(x.clone())))[0];
+        let portable =
+            Tensor::<Flex, 1>::from_primitive(TensorPrimitive::Float(portable::sum_of_squares::<Flex>(flex(x))))
+                .into_scalar();
+        assert!((f64::from(ours) - exact).abs() < 1e-7 * exact, "{ours} vs {exact}");
+        assert!((f64::from(portable) - exact).abs() < 1e-5 * exact, "{portable} vs {exact}");
+    }
+}

@@ -1,0 +1,152 @@
+//! burn backend extensions: the fused operations our training step needs beyond burn's own.
+//!
+//! [`Kernels`] is implemented by every backend the tools run on. Its methods have portable
+//! implementations written with burn's tensor operations (used as they are on wgpu and CUDA,
+//! where burn's fusion compiles each method's elementwise chain into few kernels), and the CPU
+//! backend (Flex) overrides them with single passes over the buffers, in place.
+//!
+//! The optimiser's state is flat: one contiguous buffer per quantity (gradients, Adam's two
+//! moments, the weights' moving average) in which each trainable parameter owns a range
+//! ([`FlatBuffers`]). The weights stay in the model's own tensors; one call updates one of them
+//! and its ranges of the flat buffers.
+//!
+//! ```
+//! use burn::backend::Flex;
+//! use burn::prelude::*;
+//! use kernels::{AdamStep, FlatBuffers, Kernels};
+//!
+//! let device = Default::default();
+//! let weights = Tensor::<Flex, 1>::from_floats([1.0, -2.0], &device);
+//! let mut flat = FlatBuffers::<Flex>::zeros(2, false, &device);
+//! flat.grads = Tensor::<Flex, 1>::from_floats([0.5, 0.5], &device).into_primitive().tensor();
+//! let scale = Tensor::<Flex, 1>::from_floats([1.0], &device).into_primitive().tensor();
+//! let step = AdamStep { lr: 0.1, beta_1: 0.9, beta_2: 0.999, epsilon: 1e-8, weight_decay: 0.0, time: 1, ema_weight: None };
+//! let updated = Flex::adam_update(weights.into_primitive().tensor(), &mut flat, 0, &scale, &step);
+//! let updated = Tensor::<Flex, 1>::from_primitive(burn::tensor::TensorPrimitive::Float(updated));
+//! // Adam's first step moves each weight by about the learning rate, against its gradient.
+//! updated.into_data().assert_approx_eq::<f32>(&TensorData::from([0.9, -2.1]), Default::default());
+//! ```
+
+mod flex;
+pub mod portable;
+
+use burn::prelude::*;
+use burn::tensor::ops::FloatTensor;
+
+/// One fused optimiser update's numbers, for every parameter of the step: torch's `Adam` with
+/// L2 weight decay (`weight_decay`), as LeRobot trains with it, after clipping.
+///
+/// Per weight `w` with gradient `g` (its range of [`FlatBuffers::grads`]) and moments `m`, `v`,
+/// in torch's order of operations (`_single_tensor_adam`):
+/// `g ← g·scale + weight_decay·w` (the scale carries clipping and the loss scale's inverse),
+/// `m ← m + (1−β₁)(g − m)`, `v ← β₂v + (1−β₂)g·g`,
+/// `w ← w − lr/(1−β₁ᵗ) · m / (√v / √(1−β₂ᵗ) + ε)`; then, with an average `a`,
+/// `a ← a + ema_weight·(w − a)` (`a ← w` when `ema_weight` is 1). Like torch, the scalars are
+/// derived in f64 and applied in f32 ([`AdamConstants`]); burn's own Adam derives them in f32,
+/// where `1 − 0.999` is 1.3e-5 off.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdamStep {
+    /// The learning rate of this step.
+    pub lr: f64,
+    /// Adam's β₁.
+    pub beta_1: f64,
+    /// Adam's β₂.
+    pub beta_2: f64,
+    /// Adam's ε.
+    pub epsilon: f64,
+    /// L2 decay added to the gradient (0: none).
+    pub weight_decay: f64,
+    /// This update's number, from 1 (bias correction).
+    pub time: i32,
+    /// `1 − decay` of the moving average, when one is kept.
+    pub ema_weight: Option<f32>,
+}
+
+/// The f32 constants of one [`AdamStep`], derived in f64 as torch derives them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdamConstants {
+    /// L2 decay.
+    pub weight_decay: f32,
+    /// `1 − β₁`.
+    pub one_minus_beta_1: f32,
+    /// `β₂`.
+    pub beta_2: f32,
+    /// `1 − β₂`.
+    pub one_minus_beta_2: f32,
+    /// `√(1 − β₂ᵗ)`.
+    pub bias_correction_2_sqrt: f32,
+    /// `ε`.
+    pub epsilon: f32,
+    /// `lr / (1 − β₁ᵗ)`.
+    pub step_size: f32,
+}
+
+impl AdamStep {
+    /// The constants the elementwise pass applies.
+    pub fn constants(&self) -> AdamConstants {
+        AdamConstants {
+            weight_decay: self.weight_decay as f32,
+            one_minus_beta_1: (1.0 - self.beta_1) as f32,
+            beta_2: self.beta_2 as f32,
+            one_minus_beta_2: (1.0 - self.beta_2) as f32,
+            bias_correction_2_sqrt: (1.0 - self.beta_2.powi(self.time)).sqrt() as f32,
+            epsilon: self.epsilon as f32,
+            step_size: (self.lr / (1.0 - self.beta_1.powi(self.time))) as f32,
+        }
+    }
+}
+
+/// The optimiser's flat f32 buffers, all of one length, each parameter owning the same range
+/// in every one of them.
+#[derive(Debug)]
+pub struct FlatBuffers<B: Backend> {
+    /// Every parameter's gradient (read).
+    pub grads: FloatTensor<B>,
+    /// Adam's first moment.
+    pub moment_1: FloatTensor<B>,
+    /// Adam's second moment.
+    pub moment_2: FloatTensor<B>,
+    /// The moving average of the weights, when one is kept.
+    pub average: Option<FloatTensor<B>>,
+}
+
+impl<B: Backend> FlatBuffers<B> {
+    /// Buffers of `len` zeros (with an average of zeros when `average`).
+    pub fn zeros(len: usize, average: bool, device: &B::Device) -> Self {
+        let zeros = || Tensor::<B, 1>::zeros([len], device).into_primitive().tensor();
+        Self { grads: zeros(), moment_1: zeros(), moment_2: zeros(), average: average.then(zeros) }
+    }
+}
+
+/// The fused operations of a training step, for backend `Self`.
+pub trait Kernels: Backend {
+    /// `Σ x²` of a 1-D float tensor, as a `[1]` f32 tensor left on the device.
+    fn sum_of_squares(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        portable::sum_of_squares::<Self>(x)
+    }
+
+    /// Float tensors of any shapes and layouts laid end to end, each in row-major order, as one
+    /// 1-D f32 tensor (the gradients gathered into the flat buffer).
+    fn concat_flat(parts: Vec<FloatTensor<Self>>, device: &Self::Device) -> FloatTensor<Self> {
+        portable::concat_flat::<Self>(parts, device)
+    }
+
+    /// Updates one parameter, `weights` (1-D, f32), whose ranges of `flat` start at `offset`, as
+    /// [`AdamStep`] says, its gradient multiplied by the `[1]` tensor `scale`; returns the new
+    /// weights and updates the moments and the average in place.
+    fn adam_update(
+        weights: FloatTensor<Self>,
+        flat: &mut FlatBuffers<Self>,
+        offset: usize,
+        scale: &FloatTensor<Self>,
+        step: &AdamStep,
+    ) -> FloatTensor<Self> {
+        portable::adam_update::<Self>(weights, flat, offset, scale, step)
+    }
+}
+
+#[cfg(feature = "wgpu")]
+impl Kernels for burn::backend::Wgpu {}
+
+#[cfg(feature = "cuda")]
+impl Kernels for burn::backend::Cuda {}

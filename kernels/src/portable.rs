@@ -1,0 +1,69 @@
+//! The operations written with burn's tensor operations: any backend runs them, and they are the
+//! reference the CPU's fused passes are tested against.
+
+use burn::prelude::*;
+use burn::tensor::ops::FloatTensor;
+use burn::tensor::{FloatDType, TensorMetadata, TensorPrimitive};
+
+use crate::{AdamStep, FlatBuffers};
+
+fn tensor<B: Backend>(primitive: FloatTensor<B>) -> Tensor<B, 1> {
+    Tensor::from_primitive(TensorPrimitive::Float(primitive))
+}
+
+fn primitive<B: Backend>(tensor: Tensor<B, 1>) -> FloatTensor<B> {
+    tensor.into_primitive().tensor()
+}
+
+/// [`crate::Kernels::concat_flat`]: each part reshaped to one dimension (a copy when it is a
+/// strided view), cast to f32, concatenated.
+pub fn concat_flat<B: Backend>(parts: Vec<FloatTensor<B>>, device: &B::Device) -> FloatTensor<B> {
+    if parts.is_empty() {
+        return primitive(Tensor::<B, 1>::zeros([0], device));
+    }
+    let flat: Vec<Tensor<B, 1>> = parts
+        .into_iter()
+        .map(|part| {
+            let n = part.shape().num_elements();
+            tensor::<B>(B::float_reshape(part, [n].into())).cast(FloatDType::F32)
+        })
+        .collect();
+    primitive(Tensor::cat(flat, 0))
+}
+
+/// `Σ x²` in f32, `[1]`.
+pub fn sum_of_squares<B: Backend>(x: FloatTensor<B>) -> FloatTensor<B> {
+    primitive(tensor::<B>(x).cast(FloatDType::F32).square().sum())
+}
+
+/// [`crate::Kernels::adam_update`], one tensor operation at a time, in torch's order.
+pub fn adam_update<B: Backend>(
+    weights: FloatTensor<B>,
+    flat: &mut FlatBuffers<B>,
+    offset: usize,
+    scale: &FloatTensor<B>,
+    step: &AdamStep,
+) -> FloatTensor<B> {
+    let c = step.constants();
+    let w = tensor::<B>(weights);
+    let range = offset..offset + w.dims()[0];
+    let mut g = tensor::<B>(flat.grads.clone()).slice(range.clone()) * tensor::<B>(scale.clone());
+    if c.weight_decay != 0.0 {
+        g = g + w.clone().mul_scalar(c.weight_decay);
+    }
+    let m = tensor::<B>(flat.moment_1.clone()).slice(range.clone());
+    let m = m.clone() + (g.clone() - m).mul_scalar(c.one_minus_beta_1);
+    let v = tensor::<B>(flat.moment_2.clone()).slice(range.clone());
+    let v = v.mul_scalar(c.beta_2) + g.clone().mul_scalar(c.one_minus_beta_2) * g;
+    let denominator = v.clone().sqrt().div_scalar(c.bias_correction_2_sqrt).add_scalar(c.epsilon);
+    let w = w + (m.clone() / denominator).mul_scalar(-c.step_size);
+    flat.moment_1 = primitive(tensor::<B>(flat.moment_1.clone()).slice_assign(range.clone(), m));
+    flat.moment_2 = primitive(tensor::<B>(flat.moment_2.clone()).slice_assign(range.clone(), v));
+    if let (Some(average), Some(weight)) = (&mut flat.average, step.ema_weight) {
+        let all = tensor::<B>(average.clone());
+        let a = all.clone().slice(range.clone());
+        let a = if weight >= 1.0 { w.clone() } else { a.clone() + (w.clone() - a).mul_scalar(weight) };
+        *average = primitive(all.slice_assign(range, a));
+    }
+    primitive(w)
+}

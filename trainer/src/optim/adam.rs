@@ -1,0 +1,184 @@
+//! Adam's state as two flat buffers, and the fused update of a whole model.
+
+use burn::module::{ModuleMapper, Param};
+use burn::prelude::*;
+use burn::record::Record;
+use burn::tensor::TensorPrimitive;
+use burn::tensor::backend::AutodiffBackend;
+use kernels::{AdamStep, FlatBuffers, Kernels};
+
+use super::flat::{FlatLayout, is_running_statistic};
+use crate::config::DiffusionConfig;
+use crate::error::{Error, Result};
+
+/// Adam (torch's, with L2 weight decay; see [`kernels::AdamStep`]) whose moments are flat
+/// buffers laid out as [`FlatLayout`] says.
+#[derive(Debug, Clone)]
+pub struct FlatAdam<B: Backend> {
+    layout: FlatLayout,
+    moment_1: Tensor<B, 1>,
+    moment_2: Tensor<B, 1>,
+    /// Updates applied so far.
+    time: usize,
+    beta_1: f64,
+    beta_2: f64,
+    epsilon: f64,
+    weight_decay: f64,
+}
+
+/// What a checkpoint keeps of a [`FlatAdam`].
+#[derive(Record)]
+pub struct FlatAdamRecord<B: Backend> {
+    /// The first moments, flat.
+    pub moment_1: Tensor<B, 1>,
+    /// The second moments, flat.
+    pub moment_2: Tensor<B, 1>,
+    /// Updates applied.
+    pub time: usize,
+}
+
+impl<B: Kernels> FlatAdam<B> {
+    /// Zero moments for `layout`, with LeRobot's preset's betas, epsilon and weight decay.
+    pub fn new(config: &DiffusionConfig, layout: FlatLayout, device: &B::Device) -> Self {
+        let zeros = Tensor::zeros([layout.len()], device);
+        Self {
+            moment_1: zeros.clone(),
+            moment_2: zeros,
+            layout,
+            time: 0,
+            beta_1: config.optimizer_betas.0,
+            beta_2: config.optimizer_betas.1,
+            epsilon: config.optimizer_eps,
+            weight_decay: config.optimizer_weight_decay,
+        }
+    }
+
+    /// Where each parameter lives in the flat buffers.
+    pub fn layout(&self) -> &FlatLayout {
+        &self.layout
+    }
+
+    /// Updates applied so far.
+    pub fn time(&self) -> usize {
+        self.time
+    }
+
+    /// One update of `model` from its flat gradients `grads` times the `[1]` factor `scale`, at
+    /// learning rate `lr`; with `average = Some((flat, weight))` the moving average of the
+    /// weights is blended in the same pass.
+    pub fn step<AB: AutodiffBackend<InnerBackend = B>, M: Module<AB>>(
+        &mut self,
+        model: M,
+        grads: Tensor<B, 1>,
+        scale: &Tensor<B, 1>,
+        lr: f64,
+        average: Option<(&mut Tensor<B, 1>, f32)>,
+    ) -> M {
+        self.time += 1;
+        let (mut average, ema_weight) = match average {
+            Some((flat, weight)) => (Some(flat), Some(weight)),
+            None => (None, None),
+        };
+        let step = AdamStep {
+            lr,
+            beta_1: self.beta_1,
+            beta_2: self.beta_2,
+            epsilon: self.epsilon,
+            weight_decay: self.weight_decay,
+            time: i32::try_from(self.time).unwrap_or(i32::MAX),
+            ema_weight,
+        };
+        // The buffers move into the kernels' hands (so that the CPU's can write them in place)
+        // and come back afterwards.
+        let device = self.moment_1.device();
+        let take = |tensor: &mut Tensor<B, 1>| {
+            std::mem::replace(tensor, Tensor::empty([0], &device)).into_primitive().tensor()
+        };
+        let mut flat = FlatBuffers::<B> {
+            grads: grads.into_primitive().tensor(),
+            moment_1: take(&mut self.moment_1),
+            moment_2: take(&mut self.moment_2),
+            average: average.as_mut().map(|slot| take(slot)),
+        };
+        let mut update = Update::<B> {
+            layout: &self.layout,
+            flat: &mut flat,
+            scale: scale.clone().into_primitive().tensor(),
+            step,
+            path: Vec::new(),
+            index: 0,
+        };
+        let model = model.map(&mut update);
+        let FlatBuffers { moment_1, moment_2, average: updated_average, .. } = flat;
+        self.moment_1 = float(moment_1);
+        self.moment_2 = float(moment_2);
+        if let (Some(slot), Some(updated)) = (average, updated_average) {
+            *slot = float(updated);
+        }
+        model
+    }
+
+    /// The state a checkpoint keeps.
+    pub fn to_record(&self) -> FlatAdamRecord<B> {
+        FlatAdamRecord { moment_1: self.moment_1.clone(), moment_2: self.moment_2.clone(), time: self.time }
+    }
+
+    /// Continues from a checkpoint's state; an error when it was written for another layout.
+    pub fn load_record(mut self, record: FlatAdamRecord<B>) -> Result<Self> {
+        for (name, moment) in [("moment_1", &record.moment_1), ("moment_2", &record.moment_2)] {
+            if moment.dims() != [self.layout.len()] {
+                return Err(Error::Config(format!(
+                    "the optimiser state's {name} has {} values, the model has {} trainable weights",
+                    moment.dims()[0],
+                    self.layout.len()
+                )));
+            }
+        }
+        self.moment_1 = record.moment_1;
+        self.moment_2 = record.moment_2;
+        self.time = record.time;
+        Ok(self)
+    }
+}
+
+fn float<B: Backend>(primitive: burn::tensor::ops::FloatTensor<B>) -> Tensor<B, 1> {
+    Tensor::from_primitive(TensorPrimitive::Float(primitive))
+}
+
+/// Runs the fused update on each trainable parameter, in the layout's order.
+struct Update<'a, B: Kernels> {
+    layout: &'a FlatLayout,
+    flat: &'a mut FlatBuffers<B>,
+    scale: burn::tensor::ops::FloatTensor<B>,
+    step: AdamStep,
+    path: Vec<String>,
+    index: usize,
+}
+
+impl<AB: AutodiffBackend<InnerBackend = B>, B: Kernels> ModuleMapper<AB> for Update<'_, B> {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
+        if is_running_statistic(&self.path) {
+            return param;
+        }
+        let (id, tensor, mapper) = param.consume();
+        let offset = self.layout.offset(self.index, id);
+        self.index += 1;
+        let require_grad = tensor.is_require_grad();
+        let shape = tensor.shape();
+        let weights = tensor.inner().reshape([shape.num_elements()]).into_primitive().tensor();
+        let weights = B::adam_update(weights, self.flat, offset, &self.scale, &self.step);
+        let mut tensor = Tensor::<AB, D>::from_inner(float::<B>(weights).reshape(shape));
+        if require_grad {
+            tensor = tensor.require_grad();
+        }
+        Param::from_mapped_value(id, tensor, mapper)
+    }
+}

@@ -1,0 +1,58 @@
+//! LeRobot's optimiser over flat buffers: gradient clipping by the global norm of all gradients
+//! (torch's `clip_grad_norm_`), Adam with L2 weight decay (torch's `Adam(weight_decay=...)`) and
+//! diffusers' cosine schedule with linear warm-up, stepped per optimiser step.
+//!
+//! The gradients are gathered into one flat buffer ([`FlatLayout`]), so that their norm is one
+//! reduction, and clipping, decay, Adam and the EMA blend are one pass per parameter
+//! ([`kernels::Kernels::adam_update`]) over that buffer and the flat moments ([`FlatAdam`]). The
+//! same buffer is what a data-parallel run reduces across devices, in one call per step.
+
+mod adam;
+mod flat;
+
+pub use adam::{FlatAdam, FlatAdamRecord};
+pub use flat::FlatLayout;
+
+use burn::prelude::*;
+use burn::tensor::TensorPrimitive;
+use kernels::Kernels;
+
+/// diffusers' `get_cosine_schedule_with_warmup` (0.5 cycles) as a `LambdaLR` on `base`: the
+/// learning rate of the optimiser step that follows `step` earlier ones.
+pub fn learning_rate(base: f64, step: usize, warmup: usize, total: usize) -> f64 {
+    if step < warmup {
+        return base * step as f64 / warmup.max(1) as f64;
+    }
+    let progress = (step - warmup) as f64 / (total.saturating_sub(warmup)).max(1) as f64;
+    base * (0.5 * (1.0 + (std::f64::consts::PI * progress).cos())).max(0.0)
+}
+
+/// A flat gradient's global norm and the factor that clips it.
+#[derive(Debug, Clone)]
+pub struct Clipping<B: Backend> {
+    /// The global L2 norm of the (unscaled) gradients before clipping, `[1]`.
+    pub norm: Tensor<B, 1>,
+    /// What the flat gradients are multiplied by: the clipping factor divided by the loss
+    /// scale, `[1]`.
+    pub scale: Tensor<B, 1>,
+}
+
+/// torch's `clip_grad_norm_` on a flat gradient: the global L2 norm (in float32) and, when it
+/// exceeds `max_norm` (> 0), the factor `max_norm / (norm + 1e-6)`. Gradients of a loss
+/// multiplied by `loss_scale` (f16 training) are divided by it in the same factor, as
+/// `GradScaler.unscale_` then `clip_grad_norm_` do. Nothing is read back to the host.
+pub fn clip_grad_norm<B: Kernels>(grads: &Tensor<B, 1>, max_norm: f64, loss_scale: f64) -> Clipping<B> {
+    let squares = B::sum_of_squares(grads.clone().into_primitive().tensor());
+    let norm = Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(squares)).sqrt();
+    let norm = if loss_scale == 1.0 { norm } else { norm.div_scalar(loss_scale) };
+    let clip = if max_norm > 0.0 {
+        (norm.clone().add_scalar(1e-6).recip() * max_norm).clamp_max(1.0)
+    } else {
+        norm.ones_like()
+    };
+    let scale = if loss_scale == 1.0 { clip } else { clip.div_scalar(loss_scale) };
+    Clipping { norm, scale }
+}
+
+#[cfg(test)]
+mod tests;

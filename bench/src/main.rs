@@ -13,11 +13,6 @@ mod transforms_bench;
 
 use clap::{Parser, Subcommand};
 
-/// The trainer's allocator (`trainer/src/bin/trainer/main.rs` says why), so that the bench
-/// measures what the trainer runs.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Throughput benchmarks.
 #[derive(Debug, Parser)]
 #[command(version, about)]

@@ -1,7 +1,8 @@
 //! `bench regress`: CI's throughput regression check. On a small synthetic dataset written for
 //! the run, it measures in one process ratios that do not depend on how fast the machine is —
-//! loader bytes/s over memcpy bandwidth (video path and frame cache), and a fixed reference
-//! matrix product's time over the tiny policy's training step time, on the same backend — each
+//! loader bytes/s over memcpy bandwidth (video path and frame cache), a fixed reference matrix
+//! product's time over the tiny policy's training step time, on the same backend, and the
+//! optimiser's fused update's bytes/s over memcpy bandwidth — each
 //! the median of several repeats, and fails when one falls more than the tolerance below its
 //! baseline (`bench/baseline.json`).
 //!
@@ -144,11 +145,47 @@ fn reference_matmul_ms() -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
+/// The optimiser's fused update (Adam with decay and an EMA over 16 M weights, the CPU's
+/// in-place pass) in bytes/s over memcpy bytes/s: it reads the gradient, weight, both moments
+/// and the average and writes back the last four, 36 bytes a weight. Best of 5.
+fn fused_update_fraction() -> f64 {
+    use burn::tensor::TensorPrimitive;
+    use kernels::{AdamStep, FlatBuffers, Kernels};
+    const N: usize = 1 << 24;
+    let memcpy = memcpy_bandwidth(5);
+    let device = Default::default();
+    let mut flat = FlatBuffers::<Flex>::zeros(N, true, &device);
+    flat.grads = Tensor::<Flex, 1>::ones([N], &device).into_primitive().tensor();
+    let scale = Tensor::<Flex, 1>::ones([1], &device).into_primitive().tensor();
+    let mut weights = Tensor::<Flex, 1>::ones([N], &device).into_primitive().tensor();
+    let mut best = f64::INFINITY;
+    for time in 1..=6 {
+        let step = AdamStep {
+            lr: 1e-4,
+            beta_1: 0.95,
+            beta_2: 0.999,
+            epsilon: 1e-8,
+            weight_decay: 1e-6,
+            time,
+            ema_weight: Some(0.5),
+        };
+        let started = Instant::now();
+        weights = Flex::adam_update(weights, &mut flat, 0, &scale, &step);
+        // The first call warms the pages up; the rest are timed.
+        if time > 1 {
+            best = best.min(started.elapsed().as_secs_f64());
+        }
+    }
+    let _ = Tensor::<Flex, 1>::from_primitive(TensorPrimitive::Float(weights));
+    (36 * N) as f64 / best / memcpy
+}
+
 /// Measures every ratio `repeats` times.
 pub fn measure(root: &Path, cache: &Path, repeats: usize) -> Result<Vec<Ratio>> {
     let mut video = Vec::new();
     let mut cached = Vec::new();
     let mut train = Vec::new();
+    let mut update = Vec::new();
     let step_args = TrainStepArgs {
         root: root.to_path_buf(),
         frame_cache: Some(cache.to_path_buf()),
@@ -169,12 +206,14 @@ pub fn measure(root: &Path, cache: &Path, repeats: usize) -> Result<Vec<Ratio>> 
         let reference = reference_matmul_ms();
         let step = train_bench::run(&step_args)?[0].step_ms_min;
         train.push(reference.min(reference_matmul_ms()) / step);
+        update.push(fused_update_fraction());
         eprintln!(
-            "repeat {}/{repeats}: loader video {:.4}, frame cache {:.4}, train {:.4}",
+            "repeat {}/{repeats}: loader video {:.4}, frame cache {:.4}, train {:.4}, update {:.4}",
             i + 1,
             video[i],
             cached[i],
-            train[i]
+            train[i],
+            update[i]
         );
     }
     let ratio = |name: &str, meaning: &str, repeats: Vec<f64>| Ratio {
@@ -187,6 +226,7 @@ pub fn measure(root: &Path, cache: &Path, repeats: usize) -> Result<Vec<Ratio>> 
         ratio("loader_video", "loader bytes/s (video, 2 workers, batch 32) / memcpy bytes/s", video),
         ratio("loader_frame_cache", "loader bytes/s (frame cache, 2 workers, batch 32) / memcpy bytes/s", cached),
         ratio("train_step_tiny", "best 1024³ matmul ms / best tiny policy train step ms (batch 8, Flex)", train),
+        ratio("fused_update", "fused Adam + EMA update bytes/s (16 M weights, Flex) / memcpy bytes/s", update),
     ])
 }
 

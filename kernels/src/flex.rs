@@ -20,23 +20,34 @@ impl Kernels for Flex {
         FlexTensor::from_data(burn::tensor::TensorData::new(vec![total as f32], [1]))
     }
 
-    fn concat_flat(parts: Vec<FloatTensor<Self>>, device: &Self::Device) -> FloatTensor<Self> {
+    fn concat_flat(
+        parts: Vec<FloatTensor<Self>>,
+        reuse: Option<FloatTensor<Self>>,
+        device: &Self::Device,
+    ) -> FloatTensor<Self> {
         let plain = parts.iter().all(|p| p.dtype() == DType::F32 && p.layout().has_positive_strides());
         if !plain {
             return portable::concat_flat::<Self>(parts, device);
         }
         let len = parts.iter().map(|p| p.layout().num_elements()).sum();
-        let mut flat = vec![0f32; len];
+        let reusable = |t: &FlexTensor| {
+            t.dtype() == DType::F32 && t.is_unique() && t.layout().contiguous_offsets() == Some((0, len))
+        };
+        let mut flat = match reuse {
+            Some(buffer) if reusable(&buffer) => buffer,
+            _ => FlexTensor::from_data(burn::tensor::TensorData::new(vec![0f32; len], [len])),
+        };
+        let out = contiguous_mut(&mut flat);
         // Each part's range of the output, handed out in order, then filled in parallel.
         let mut ranges = Vec::with_capacity(parts.len());
-        let mut rest = flat.as_mut_slice();
+        let mut rest = out;
         for part in &parts {
             let (range, tail) = rest.split_at_mut(part.layout().num_elements());
             ranges.push(range);
             rest = tail;
         }
         parts.par_iter().zip(ranges).for_each(|(part, out)| copy_row_major(part, out));
-        FlexTensor::from_data(burn::tensor::TensorData::new(flat, [len]))
+        flat
     }
 
     fn adam_update(
@@ -234,5 +245,23 @@ mod tests {
                 .into_scalar();
         assert!((f64::from(ours) - exact).abs() < 1e-7 * exact, "{ours} vs {exact}");
         assert!((f64::from(portable) - exact).abs() < 1e-5 * exact, "{portable} vs {exact}");
+    }
+
+    /// A permuted view (as burn hands convolution weight gradients back) and a plain tensor,
+    /// gathered into a fresh buffer and over an old one: row-major order, every old value gone.
+    #[test]
+    fn concat_flat_reads_views_in_row_major_order_and_writes_over_the_spare() {
+        let device = Default::default();
+        let matrix = Tensor::<Flex, 3>::from_data(TensorData::new(values(2 * 3 * 4, 8.0), [2, 3, 4]), &device);
+        let view = matrix.clone().swap_dims(0, 1);
+        let vector = Tensor::<Flex, 1>::from_data(TensorData::new(values(5, 9.0), [5]), &device);
+        let mut expected: Vec<f32> = view.clone().into_data().to_vec().unwrap();
+        expected.extend(values(5, 9.0));
+        let parts = || vec![view.clone().into_primitive().tensor(), vector.clone().into_primitive().tensor()];
+        let fresh = Flex::concat_flat(parts(), None, &device);
+        assert_eq!(read(&fresh), expected);
+        let spare = flex(vec![f32::NAN; expected.len()]);
+        let reused = Flex::concat_flat(parts(), Some(spare), &device);
+        assert_eq!(read(&reused), expected);
     }
 }

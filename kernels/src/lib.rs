@@ -126,8 +126,16 @@ pub trait Kernels: Backend {
     }
 
     /// Float tensors of any shapes and layouts laid end to end, each in row-major order, as one
-    /// 1-D f32 tensor (the gradients gathered into the flat buffer).
-    fn concat_flat(parts: Vec<FloatTensor<Self>>, device: &Self::Device) -> FloatTensor<Self> {
+    /// 1-D f32 tensor (the gradients gathered into the flat buffer). `reuse`, a flat buffer of
+    /// the same length no longer needed (the previous step's), may be written over instead of
+    /// allocating: the CPU's allocator would otherwise hand a gigabyte back to the system every
+    /// step and fault its pages in again.
+    fn concat_flat(
+        parts: Vec<FloatTensor<Self>>,
+        reuse: Option<FloatTensor<Self>>,
+        device: &Self::Device,
+    ) -> FloatTensor<Self> {
+        drop(reuse);
         portable::concat_flat::<Self>(parts, device)
     }
 

@@ -229,8 +229,10 @@ impl<B: TrainingBackend> Learner<B> {
     }
 
     /// `grads` gathered into one flat buffer, in the optimiser's layout.
-    pub fn flatten(&self, mut grads: GradientsParams) -> Tensor<B::InnerBackend, 1> {
-        self.optim.layout().gather_grads(self.model(), &mut grads, &self.device)
+    pub fn flatten(&mut self, mut grads: GradientsParams) -> Tensor<B::InnerBackend, 1> {
+        let reuse = self.optim.take_spare();
+        let model = self.model.as_ref().expect("the model is only taken during an update");
+        self.optim.layout().gather_grads(model, &mut grads, reuse, &self.device)
     }
 
     /// The global norm of the flat `grads` (unscaled, before clipping) and the factor that

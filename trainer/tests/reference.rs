@@ -118,7 +118,7 @@ fn clipping_uses_the_global_norm_like_torch() {
             model.vector.id,
             Tensor::from_data(TensorData::new(grads_in[1].clone(), [7]), &device),
         );
-        let flat = FlatLayout::of(&model).gather_grads(&model, &mut grads, &device);
+        let flat = FlatLayout::of(&model).gather_grads(&model, &mut grads, None, &device);
         let clipping = clip_grad_norm(&flat, 10.0, 1.0);
         let norm = clipping.norm.into_scalar();
         let expected = case["norm"].as_f64().unwrap() as f32;

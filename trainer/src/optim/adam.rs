@@ -20,6 +20,8 @@ pub struct FlatAdam<B: Backend> {
     moment_2: Tensor<B, 1>,
     /// Updates applied so far.
     time: usize,
+    /// The last update's gradient buffer, free to be written over by the next gather.
+    spare: Option<Tensor<B, 1>>,
     beta_1: f64,
     beta_2: f64,
     epsilon: f64,
@@ -46,6 +48,7 @@ impl<B: Kernels> FlatAdam<B> {
             moment_2: zeros,
             layout,
             time: 0,
+            spare: None,
             beta_1: config.optimizer_betas.0,
             beta_2: config.optimizer_betas.1,
             epsilon: config.optimizer_eps,
@@ -109,13 +112,19 @@ impl<B: Kernels> FlatAdam<B> {
             index: 0,
         };
         let model = model.map(&mut update);
-        let FlatBuffers { moment_1, moment_2, average: updated_average, .. } = flat;
+        let FlatBuffers { grads, moment_1, moment_2, average: updated_average } = flat;
         self.moment_1 = float(moment_1);
         self.moment_2 = float(moment_2);
+        self.spare = Some(float(grads));
         if let (Some(slot), Some(updated)) = (average, updated_average) {
             *slot = float(updated);
         }
         model
+    }
+
+    /// The last update's gradient buffer, for the next gather to write over.
+    pub fn take_spare(&mut self) -> Option<Tensor<B, 1>> {
+        self.spare.take()
     }
 
     /// The state a checkpoint keeps.

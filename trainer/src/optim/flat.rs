@@ -61,13 +61,15 @@ impl FlatLayout {
     }
 
     /// `model`'s gradients, removed from `grads` and gathered into one flat f32 buffer (zeros
-    /// for a parameter the loss did not reach), in one pass ([`Kernels::concat_flat`]: burn
+    /// for a parameter the loss did not reach; written over `reuse` where the backend can), in
+    /// one pass ([`Kernels::concat_flat`]: burn
     /// hands convolution weight gradients back as permuted views, which it would otherwise copy
     /// element by element).
     pub fn gather_grads<B: AutodiffBackend<InnerBackend: Kernels>, M: Module<B>>(
         &self,
         model: &M,
         grads: &mut GradientsParams,
+        reuse: Option<Tensor<B::InnerBackend, 1>>,
         device: &B::Device,
     ) -> Tensor<B::InnerBackend, 1> {
         struct Gather<'a, B: AutodiffBackend> {
@@ -99,7 +101,8 @@ impl FlatLayout {
         let mut gather =
             Gather::<B> { layout: self, grads, path: Vec::new(), parts: Vec::new(), device: device.clone() };
         model.visit(&mut gather);
-        let flat = B::InnerBackend::concat_flat(gather.parts, device);
+        let reuse = reuse.map(|t| t.into_primitive().tensor());
+        let flat = B::InnerBackend::concat_flat(gather.parts, reuse, device);
         Tensor::from_primitive(TensorPrimitive::Float(flat))
     }
 

@@ -125,7 +125,7 @@ fn the_fused_update_equals_burns_adam_with_torchs_clipping_over_20_steps() {
         }
 
         let mut grads = GradientsParams::from_grads(fused.loss(x, y).backward(), &fused);
-        let flat = layout.gather_grads(&fused, &mut grads, &device);
+        let flat = layout.gather_grads(&fused, &mut grads, flat_adam.take_spare(), &device);
         let clipping = clip_grad_norm(&flat, max_norm, 1.0);
         let fused_norm: f32 = clipping.norm.clone().into_scalar();
         assert!((fused_norm - norm).abs() <= 1e-6 * norm, "step {step}: norm {fused_norm} vs {norm}");

@@ -7,11 +7,6 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// mimalloc keeps freed memory for reuse, where glibc returns every block over 32 MiB to the
-/// system and the next step faults its pages in again: PushT's step allocates gigabytes (RESULTS.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))

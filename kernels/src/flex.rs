@@ -16,7 +16,10 @@ const CHUNK: usize = 1 << 15;
 impl Kernels for Flex {
     fn sum_of_squares(x: FloatTensor<Self>) -> FloatTensor<Self> {
         let Some(values) = f32_slice(&x) else { return portable::sum_of_squares::<Self>(x) };
-        let total: f64 = values.par_chunks(CHUNK).map(sum_of_squares_f64).sum();
+        // Per-chunk sums added in chunk order, so that the norm does not depend on how rayon
+        // split the work (a resumed run must repeat it to the bit).
+        let chunks: Vec<f64> = values.par_chunks(CHUNK).map(sum_of_squares_f64).collect();
+        let total: f64 = chunks.iter().sum();
         FlexTensor::from_data(burn::tensor::TensorData::new(vec![total as f32], [1]))
     }
 

@@ -51,16 +51,24 @@ pub fn adam_update<B: Backend>(
     if c.weight_decay != 0.0 {
         g = g + w.clone().mul_scalar(c.weight_decay);
     }
-    let m = tensor::<B>(flat.moment_1.clone()).slice(range.clone());
+    // The buffers are taken out of `flat` (an empty tensor left in their place) so that the
+    // range's assignment holds their only handle and can write in place.
+    let device = w.device();
+    let take = |buffer: &mut FloatTensor<B>| {
+        tensor::<B>(std::mem::replace(buffer, primitive(Tensor::<B, 1>::empty([0], &device))))
+    };
+    let moment_1 = take(&mut flat.moment_1);
+    let m = moment_1.clone().slice(range.clone());
     let m = m.clone() + (g.clone() - m).mul_scalar(c.one_minus_beta_1);
-    let v = tensor::<B>(flat.moment_2.clone()).slice(range.clone());
+    let moment_2 = take(&mut flat.moment_2);
+    let v = moment_2.clone().slice(range.clone());
     let v = v.mul_scalar(c.beta_2) + g.clone().mul_scalar(c.one_minus_beta_2) * g;
     let denominator = v.clone().sqrt().div_scalar(c.bias_correction_2_sqrt).add_scalar(c.epsilon);
     let w = w + (m.clone() / denominator).mul_scalar(-c.step_size);
-    flat.moment_1 = primitive(tensor::<B>(flat.moment_1.clone()).slice_assign(range.clone(), m));
-    flat.moment_2 = primitive(tensor::<B>(flat.moment_2.clone()).slice_assign(range.clone(), v));
+    flat.moment_1 = primitive(moment_1.slice_assign(range.clone(), m));
+    flat.moment_2 = primitive(moment_2.slice_assign(range.clone(), v));
     if let (Some(average), Some(weight)) = (&mut flat.average, step.ema_weight) {
-        let all = tensor::<B>(average.clone());
+        let all = take(average);
         let a = all.clone().slice(range.clone());
         let a = if weight >= 1.0 { w.clone() } else { a.clone() + (w.clone() - a).mul_scalar(weight) };
         *average = primitive(all.slice_assign(range, a));

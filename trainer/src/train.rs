@@ -242,7 +242,16 @@ fn resume_from<B: TrainingBackend>(
     if let Some(scale) = state.loss_scale {
         learner = learner.with_loss_scaler(LossScaler::from_state(scale));
     }
-    let optim = checkpoint::load_record::<B::InnerBackend, _>(&dir, "optimizer", &device)?;
+    let optim = checkpoint::load_record::<B::InnerBackend, _>(&dir, "optimizer", &device).map_err(|e| match e {
+        Error::Checkpoint { path, message } => Error::Checkpoint {
+            path,
+            message: format!(
+                "{message} (checkpoints written before the flat optimiser keep burn's per-parameter \
+                 Adam state, which this version cannot resume: start a new run)"
+            ),
+        },
+        other => other,
+    })?;
     let learner = learner.with_optimizer(optim).map_err(|e| Error::checkpoint(&dir, e))?;
     on_progress(Progress::Line(&format!("resuming from {} at step {}", dir.display(), state.step)));
     Ok(Start { learner, state, normalizer })

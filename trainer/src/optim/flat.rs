@@ -93,7 +93,12 @@ impl FlatLayout {
                 self.layout.offset(self.parts.len(), param.id);
                 let part = match self.grads.remove::<B::InnerBackend, D>(param.id) {
                     Some(g) => g,
-                    None => Tensor::zeros(param.shape(), &self.device),
+                    None => {
+                        // torch would leave such a weight alone; here it gets a zero gradient
+                        // (decay and momentum still move it). No model of ours has one.
+                        tracing::warn!("a trainable parameter got no gradient: it is updated with zeros");
+                        Tensor::zeros(param.shape(), &self.device)
+                    }
                 };
                 self.parts.push(part.into_primitive().tensor());
             }

@@ -46,7 +46,7 @@ pub fn clip_grad_norm<B: Kernels>(grads: &Tensor<B, 1>, max_norm: f64, loss_scal
     let norm = Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(squares)).sqrt();
     let norm = if loss_scale == 1.0 { norm } else { norm.div_scalar(loss_scale) };
     let clip = if max_norm > 0.0 {
-        (norm.clone().add_scalar(1e-6).recip() * max_norm).clamp_max(1.0)
+        (norm.ones_like().mul_scalar(max_norm) / norm.clone().add_scalar(1e-6)).clamp_max(1.0)
     } else {
         norm.ones_like()
     };

@@ -129,9 +129,7 @@ impl<B: Backend> DiffusionModel<B> {
     /// The parameters the optimiser updates, as LeRobot counts `num_learnable_params`: every
     /// float parameter except BatchNorm's running statistics (buffers in PyTorch).
     pub fn num_learnable_params(&self) -> usize {
-        let mut counter = LearnableCounter { path: Vec::new(), count: 0 };
-        self.visit(&mut counter);
-        counter.count
+        crate::optim::FlatLayout::of(self).len()
     }
 
     /// LeRobot's `_prepare_global_conditioning`: per observation step `[state, camera features
@@ -235,26 +233,4 @@ pub fn materialize<B: Backend, M: Module<B>>(module: &M) {
         }
     }
     module.visit(&mut Touch);
-}
-
-/// Counts float parameters outside BatchNorm's `running_mean` / `running_var` states.
-struct LearnableCounter {
-    path: Vec<String>,
-    count: usize,
-}
-
-impl<B: Backend> ModuleVisitor<B> for LearnableCounter {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
-    }
-
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        if !matches!(self.path.last().map(String::as_str), Some("running_mean" | "running_var")) {
-            self.count += param.shape().num_elements();
-        }
-    }
 }

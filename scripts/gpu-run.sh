@@ -16,7 +16,9 @@
 #
 # The binaries, the wheels and the synthetic datasets are unpacked into /tmp/lerobot-rs-gpu once
 # and reused by the next calls while the machine is held. DEVICE=cpu, GPU_CHECK_DEVICES=cpu,
-# BATCHES=8 and STEPS=2 try the stages on a machine without a GPU.
+# BATCHES=8 and STEPS=2 try the stages on a machine without a GPU; POLICIES and PRECISIONS narrow
+# the sweep (default classic,tiny and f32,bf16,f16). While a stage runs, nvidia-smi samples the
+# GPU's memory and utilisation twice a second into $OUT/smi-<stage>.csv (peak memory, busy share).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +27,7 @@ device=${DEVICE:-cuda}
 batches=${BATCHES:-64,256}
 steps=${STEPS:-10}
 out=${OUT:-/tmp/gpu-out}
+limit=${STAGE_SECONDS:-560} # the stage's program is stopped after this, and what it wrote kept
 work=/tmp/lerobot-rs-gpu
 bin=$work/bin
 data=$work/data
@@ -34,6 +37,34 @@ if [ ! -x "$bin/bench" ]; then
   python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' target/gpu-kit/bin.tar.xz "$work"
 fi
 { nvidia-smi; echo; uname -a; nproc; } > "$out/machine.txt" 2>&1 || true
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv -lms 500 > "$out/smi-$stage.csv" 2>&1 &
+  smi=$!
+fi
+
+# cubecl (the compiler under burn's cuda and wgpu backends) compiles every kernel at its first use
+# and autotunes matrix products and convolutions per shape: minutes on a fresh machine. It keeps
+# both in $CUBECL_CACHE (default target/gpu-cache: tar it back under $OUT and carry it on the next
+# call), and logs what it compiles and which kernels autotune picks; compile-progress.txt counts
+# the compilations every 10 s. STAGE_SECONDS (default 560) bounds the stage's program.
+cache=${CUBECL_CACHE:-$PWD/target/gpu-cache}
+mkdir -p "$cache"
+cat > "$work/cubecl.toml" <<EOF
+[compilation]
+cache = { file = "$cache/compilation" }
+[compilation.logger]
+level = "basic"
+file = "$work/cubecl-compilation-$stage.log"
+[autotune]
+cache = { file = "$cache/autotune" }
+[autotune.logger]
+level = "minimal"
+file = "$work/cubecl-autotune-$stage.log"
+EOF
+touch "$work/cubecl-compilation-$stage.log"
+while sleep 10; do echo "$(date +%T) $(wc -l < "$work/cubecl-compilation-$stage.log")"; done > "$out/compile-progress-$stage.txt" &
+progress=$!
+trap 'kill ${smi:-} $progress 2>/dev/null || true; cp "$work"/cubecl-*-"$stage".log "$out/" 2>/dev/null || true' EXIT
 
 # Datasets with their images in parquet: this build has no FFmpeg.
 for preset in pusht-like aloha-like; do
@@ -54,24 +85,25 @@ case "$stage" in
       if [ -f "$icd" ] && [ -z "${VK_DRIVER_FILES:-}" ]; then export VK_DRIVER_FILES=$icd; fi
       echo "Vulkan loader: the kit's ($LD_LIBRARY_PATH)" | tee "$out/checks.txt"
     fi
-    "$bin/bench" gpu-check --devices "$checks" --work "$work/check" 2>&1 | tee -a "$out/checks.txt"
+    (cd "$work" && timeout -k 10 "$limit" "$bin/bench" gpu-check --devices "$checks" --work "$work/check") 2>&1 | tee -a "$out/checks.txt"
     ;;
   ours | ours-aloha)
     if [ "$stage" = ours ]; then preset=pusht-like policies=classic,tiny; else preset=aloha-like policies=classic; fi
-    "$bin/bench" sweep --root "$data/$preset" --device "$device" --workers 2,4,8 --loader-batch 64,256 \
-      --loader-seconds 2 --policies "$policies" --train-batch "$batches" --precisions f32,bf16,f16 \
+    policies=${POLICIES:-$policies}
+    (cd "$work" && timeout -k 10 "$limit" "$bin/bench" sweep --root "$data/$preset" --device "$device" --workers 2,4,8 --loader-batch 64,256 \
+      --loader-seconds 2 --policies "$policies" --train-batch "$batches" --precisions "${PRECISIONS:-f32,bf16,f16}" \
       --warmup 5 --steps "$steps" --loop-steps $((2 * steps)) --train-workers 4 \
-      --out "$work/sweep-$preset" --results "$out/results-$preset.md" 2>&1 | tee "$out/sweep-$preset.log"
-    cp "$work/sweep-$preset/"*.json "$out/"
+      --out "$work/sweep-$preset" --results "$out/results-$preset.md") 2>&1 | tee "$out/sweep-$preset.log" || echo "the sweep stopped early: the cells it ended are in sweep-$preset.log"
+    tar -C "$work" -cf "$out/sweep-$preset-${policies//,/-}.tar" "sweep-$preset"
     ;;
   lerobot)
     site=$work/site
     if [ ! -d "$site/lerobot" ]; then
       python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" \
         target/gpu-kit/wheels/*.whl
-      cp -r bench/lerobot/av_stub/av "$site/"
+      cp -r bench/lerobot/av_stub/av bench/lerobot/av_stub/av-0.0.0+stub.dist-info "$site/"
     fi
-    PYTHONPATH=$site PYTHONUNBUFFERED=1 python3 bench/lerobot/train_step_gpu.py --root "$data/pusht-like" \
+    PYTHONPATH=$site PYTHONUNBUFFERED=1 timeout -k 10 "$limit" python3 bench/lerobot/train_step_gpu.py --root "$data/pusht-like" \
       --batch-sizes ${batches//,/ } --modes f32 bf16 --warmup 5 --steps $((2 * steps)) --device "$device" \
       --out "$out/lerobot_gpu.json" \
       2>&1 | tee "$out/lerobot_gpu.log"

@@ -270,7 +270,15 @@ impl DeviceTask for Task {
 
 /// Runs the measurement for every batch size.
 pub fn run(args: &TrainStepArgs) -> Result<Vec<TrainStepReport>> {
-    args.batch.iter().map(|&batch| run_on(args.device, Task { args: args.clone(), batch })?).collect()
+    args.batch
+        .iter()
+        .map(|&batch| {
+            let report = run_on(args.device, Task { args: args.clone(), batch })??;
+            // Each cell as it ends: a sweep cut short by a time limit keeps what it measured.
+            eprintln!("{}", render(&report));
+            Ok(report)
+        })
+        .collect()
 }
 
 /// The header of [`render`]'s rows.

@@ -61,6 +61,7 @@ pub fn run_on<T: DeviceTask>(kind: DeviceKind, task: T) -> Result<T::Output> {
         DeviceKind::Wgpu => {
             #[cfg(feature = "wgpu")]
             {
+                crate::kernel_cache::configure();
                 Ok(task.run::<burn::backend::Wgpu>(burn::backend::wgpu::WgpuDevice::default()))
             }
             #[cfg(not(feature = "wgpu"))]
@@ -72,6 +73,7 @@ pub fn run_on<T: DeviceTask>(kind: DeviceKind, task: T) -> Result<T::Output> {
         DeviceKind::Cuda => {
             #[cfg(feature = "cuda")]
             {
+                crate::kernel_cache::configure();
                 Ok(task.run::<burn::backend::Cuda>(burn::backend::cuda::CudaDevice::new(0)))
             }
             #[cfg(not(feature = "cuda"))]

@@ -29,6 +29,7 @@ pub mod geometry;
 mod augment;
 mod device;
 mod error;
+pub mod kernel_cache;
 mod normalize;
 mod upload;
 

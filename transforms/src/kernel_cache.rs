@@ -1,0 +1,91 @@
+//! Where the GPU backends keep the kernels they compile.
+//!
+//! cubecl, under burn's cuda and wgpu backends, compiles every kernel at its first use and
+//! autotunes matrix products and convolutions per shape, compiling each candidate. On an H100
+//! (bench/RESULTS.md, 2026-11-23) PushT's model needed more than 740 compilations, about one a
+//! second, before its first training step ended. cubecl keeps its autotune results on disk by
+//! default but not the compiled kernels; [`configure`] turns that cache on, in one folder per
+//! user, so that only a machine's first run pays for them. A `cubecl.toml` (or `burn.toml`) in
+//! the working folder or above it still decides, as cubecl documents.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// The variable that names the kernel cache's folder.
+pub const KERNEL_CACHE_VAR: &str = "LEROBOT_RS_KERNEL_CACHE";
+
+/// The kernel cache's folder, from the environment `var` gives: [`KERNEL_CACHE_VAR`], else
+/// `$XDG_CACHE_HOME/lerobot-rs/kernels`, else `$HOME/.cache/lerobot-rs/kernels`; `None` when
+/// none of them is set (then compiled kernels are not kept).
+pub fn kernel_cache_dir(var: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    let set = |name: &str| var(name).filter(|value| !value.is_empty()).map(PathBuf::from);
+    set(KERNEL_CACHE_VAR)
+        .or_else(|| set("XDG_CACHE_HOME").map(|dir| dir.join("lerobot-rs").join("kernels")))
+        .or_else(|| set("HOME").map(|dir| dir.join(".cache").join("lerobot-rs").join("kernels")))
+}
+
+/// Sets cubecl's configuration once, before the first GPU device is made: cubecl's own
+/// (`cubecl.toml` and its environment variables), with the compiled-kernel cache in
+/// [`kernel_cache_dir`] where that configuration names none. Returns the folder the compiled
+/// kernels are kept in, if any.
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+pub fn configure() -> Option<PathBuf> {
+    use burn::cubecl::config::cache::CacheConfig;
+    use burn::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
+    use std::sync::OnceLock;
+
+    static KEPT_IN: OnceLock<Option<PathBuf>> = OnceLock::new();
+    KEPT_IN
+        .get_or_init(|| {
+            let mut storage = CubeClRuntimeConfig::storage().lock();
+            if let Some(config) = storage.as_ref() {
+                // Something read cubecl's configuration already: it stays as it is.
+                return config.compilation.cache.as_ref().map(CacheConfig::root);
+            }
+            let mut config = CubeClRuntimeConfig::from_current_dir().override_from_env();
+            if config.compilation.cache.is_none() {
+                config.compilation.cache = kernel_cache_dir(|name| std::env::var_os(name)).map(CacheConfig::File);
+            }
+            let kept_in = config.compilation.cache.as_ref().map(CacheConfig::root);
+            *storage = Some(std::sync::Arc::new(config));
+            match &kept_in {
+                Some(dir) => tracing::info!(
+                    "GPU kernels compile at their first use (minutes for PushT's model on a fresh machine) \
+                     and are kept in {} for the next runs",
+                    dir.display()
+                ),
+                None => tracing::warn!(
+                    "GPU kernels compile at their first use (minutes for PushT's model) and are not kept: \
+                     set {KERNEL_CACHE_VAR} or HOME to keep them"
+                ),
+            }
+            kept_in
+        })
+        .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
+        move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| OsString::from(v))
+    }
+
+    #[test]
+    fn the_variable_wins_then_xdg_then_home() {
+        let all = [(KERNEL_CACHE_VAR, "/k"), ("XDG_CACHE_HOME", "/x"), ("HOME", "/h")];
+        assert_eq!(kernel_cache_dir(env(&all)), Some(PathBuf::from("/k")));
+        assert_eq!(kernel_cache_dir(env(&all[1..])), Some(PathBuf::from("/x/lerobot-rs/kernels")));
+        assert_eq!(kernel_cache_dir(env(&all[2..])), Some(PathBuf::from("/h/.cache/lerobot-rs/kernels")));
+    }
+
+    #[test]
+    fn empty_variables_count_as_unset_and_none_keeps_nothing() {
+        assert_eq!(
+            kernel_cache_dir(env(&[(KERNEL_CACHE_VAR, ""), ("HOME", "/h")])),
+            Some(PathBuf::from("/h/.cache/lerobot-rs/kernels"))
+        );
+        assert_eq!(kernel_cache_dir(env(&[])), None);
+    }
+}

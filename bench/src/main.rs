@@ -59,6 +59,9 @@ fn main() -> anyhow::Result<()> {
             println!("{}", transforms_bench::render(&report));
         }
         Command::TrainStep(args) => {
+            // As the trainer runs (trainer::memory); `regress` keeps malloc's defaults, which its
+            // baselines were taken with (the tiny step it times does not change either way).
+            trainer::memory::keep_freed_memory();
             let reports = train_bench::run(&args)?;
             println!("{}", train_bench::HEADER);
             for r in &reports {
@@ -67,6 +70,7 @@ fn main() -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&reports)?);
         }
         Command::Sweep(args) => {
+            trainer::memory::keep_freed_memory();
             sweep::run(&args)?;
         }
         Command::Regress(args) => {

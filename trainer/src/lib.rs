@@ -23,6 +23,7 @@
 pub mod checkpoint;
 pub mod ema;
 pub mod lerobot;
+pub mod memory;
 pub mod metrics;
 pub mod model;
 pub mod noise;

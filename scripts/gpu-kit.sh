@@ -19,8 +19,11 @@ kit=target/gpu-kit
 cargo build --release --locked -p bench -p datasets --no-default-features \
   --features datasets/cli,bench/cuda,bench/wgpu
 
+# Keep the GPU kernel cache a GPU call sent back (scripts/gpu-run.sh): it outlives the binaries.
+if [ -f "$kit/gpu-cache.tar.xz" ]; then mv "$kit/gpu-cache.tar.xz" target/gpu-cache.tar.xz.keep; fi
 rm -rf "$kit"
 mkdir -p "$kit/bin" "$kit/wheels"
+if [ -f target/gpu-cache.tar.xz.keep ]; then mv target/gpu-cache.tar.xz.keep "$kit/gpu-cache.tar.xz"; fi
 cp target/release/bench target/release/datasets "$kit/bin/"
 strip "$kit/bin/"*
 for binary in "$kit/bin/"*; do

@@ -282,7 +282,18 @@ fn demo_overrides(output: &Path) -> Result<Value> {
         eprintln!("writing a synthetic PushT-like dataset to {}", root.display());
         datasets::synth::write_dataset(
             &root,
-            &datasets::synth::SynthConfig { episodes: 6, min_length: 40, max_length: 60, ..Default::default() },
+            &datasets::synth::SynthConfig {
+                episodes: 6,
+                min_length: 40,
+                max_length: 60,
+                // A build without FFmpeg stores the frames as images in parquet, which it reads.
+                storage: if cfg!(feature = "video") {
+                    datasets::synth::SynthConfig::default().storage
+                } else {
+                    datasets::synth::CameraStorage::Images
+                },
+                ..Default::default()
+            },
         )?;
     }
     Ok(json!({

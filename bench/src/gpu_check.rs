@@ -87,7 +87,7 @@ fn small_dataset(work: &Path) -> Result<PathBuf> {
 /// The tiny policy (U-Net 16/32/64, 32x32 crops) on `root`, writing into `output`.
 fn tiny(root: &Path, output: &Path, steps: usize, extra: serde_json::Value) -> Result<TrainConfig> {
     let mut overrides = json!({
-        "dataset": {"root": root},
+        "dataset": {"root": root, "frame_cache": "off"},
         "policy": {"down_dims": [16, 32, 64], "diffusion_step_embed_dim": 16, "crop_shape": [32, 32],
                    "optimizer_lr": 1e-3, "scheduler_warmup_steps": 2},
         "batch_size": 4, "steps": steps, "log_freq": 1, "save_freq": 0, "num_workers": 2, "prefetch": 2, "seed": 7,

@@ -122,7 +122,8 @@ struct Task {
 impl Task {
     fn config(&self) -> Result<TrainConfig> {
         let mut overrides = json!({
-            "dataset": {"root": self.args.root, "frame_cache": self.args.frame_cache},
+            // The frames the bench names: its cache, or the dataset's own files (never `auto`).
+            "dataset": {"root": self.args.root, "frame_cache": self.args.frame_cache.as_ref().map_or("off".into(), |d| d.display().to_string())},
             "policy": {"preset": self.args.preset},
             "batch_size": self.batch,
             "steps": 100_000,

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 
 use crate::dataset::{Dataset, check_video_shape};
 use crate::error::{Error, Result};
-use crate::meta::features::{FrameShape, MAX_FEATURE_VALUES};
+use crate::meta::features::{Feature, FrameShape, MAX_FEATURE_VALUES};
 use crate::meta::info::INFO_PATH;
 use crate::table::ColumnValues;
 use crate::table::image::decode_chw;
@@ -151,7 +151,12 @@ pub fn write_frame_cache(
             key: key.to_string(),
         };
         let path = cache_file(dir, key.as_str());
-        let tmp = path.with_extension("frames.tmp");
+        // One temporary file per writer (process and call): runs that build the same cache at
+        // once each write a whole file and publish it by renaming; none writes into another's.
+        static WRITERS: AtomicU64 = AtomicU64::new(0);
+        let writer = WRITERS.fetch_add(1, Ordering::Relaxed);
+        let tmp = path.with_extension(format!("frames.tmp.{}.{writer}", std::process::id()));
+        let removed_on_error = RemoveOnDrop(Some(tmp.clone()));
         let file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
         let total = HEADER_LEN as u64 + dataset.len() as u64 * shape.len() as u64;
         file.set_len(total).map_err(|e| Error::io(&tmp, e))?;
@@ -212,6 +217,7 @@ pub fn write_frame_cache(
         file.sync_all().map_err(|e| Error::io(&tmp, e))?;
         drop(file);
         std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+        removed_on_error.keep();
         written.push(path);
     }
     let note = dir.join("README.txt");
@@ -223,6 +229,35 @@ pub fn write_frame_cache(
     )
     .map_err(|e| Error::io(&note, e))?;
     Ok(written)
+}
+
+/// Removes a half-written file when the writer returns early (an error, a full disk).
+struct RemoveOnDrop(Option<PathBuf>);
+
+impl RemoveOnDrop {
+    /// The file was published: leave it.
+    fn keep(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// The bytes [`write_frame_cache`] writes for `dataset` at its cameras' own sizes: one header and
+/// one frame per row, per camera.
+pub fn decoded_bytes(dataset: &Dataset) -> u64 {
+    let info = dataset.info();
+    info.camera_keys()
+        .iter()
+        .filter_map(|key| info.feature(key.as_str()).and_then(Feature::frame_shape))
+        .map(|shape| HEADER_LEN as u64 + dataset.len() as u64 * shape.len() as u64)
+        .sum()
 }
 
 /// Resizes one CHW frame with a triangle (bilinear, area-averaging when shrinking) filter.

@@ -32,6 +32,7 @@ mod sample;
 mod table;
 mod window;
 
+pub mod auto_cache;
 pub mod frame_cache;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use transforms::{DeviceKind, ImageTransformsConfig};
 
+use datasets::auto_cache::FrameCacheChoice;
+
 use crate::config::{DiffusionConfig, Preset};
 use crate::ema::EmaConfig;
 use crate::error::{Error, Result};
@@ -17,8 +19,14 @@ use crate::precision::Precision;
 pub struct DatasetConfig {
     /// The dataset folder.
     pub root: PathBuf,
-    /// A decoded-frame cache (`datasets cache`) to read frames from. Default none.
-    pub frame_cache: Option<PathBuf>,
+    /// Where frames are read from: `auto` (default; a cache of the run's own, made on first use
+    /// when the decoded frames fit [`Self::frame_cache_budget_gb`]), `off` (the dataset's videos
+    /// and images), or a cache folder (`datasets cache`).
+    pub frame_cache: FrameCacheChoice,
+    /// The most an automatic frame cache may take, in GB. Default: half of what its filesystem
+    /// has free (and of the memory available, for `/dev/shm`).
+    #[serde(default)]
+    pub frame_cache_budget_gb: Option<f64>,
     /// Replace the cameras' mean and std by ImageNet's. Default true.
     pub use_imagenet_stats: bool,
     /// Image augmentation (LeRobot's `image_transforms`). Default: disabled.
@@ -85,7 +93,8 @@ impl TrainConfig {
         Self {
             dataset: DatasetConfig {
                 root: PathBuf::new(),
-                frame_cache: None,
+                frame_cache: FrameCacheChoice::Auto,
+                frame_cache_budget_gb: None,
                 use_imagenet_stats: true,
                 image_transforms: ImageTransformsConfig::default(),
                 tolerance_s: datasets::DEFAULT_TOLERANCE_S,

@@ -7,11 +7,13 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use burn::module::{AutodiffModule, Module};
 use burn::prelude::*;
-use datasets::{Dataset, OpenOptions, WindowSpec, diffusion_delta_timestamps};
+use datasets::auto_cache::{self, AutoCache, FrameCacheChoice};
+use datasets::{Dataset, OpenOptions, WindowSpec, diffusion_delta_timestamps, frame_cache};
 use loader::{Loader, SamplerState};
 use transforms::{Normalizer, diffusion_mapping};
 
@@ -47,6 +49,13 @@ pub enum Progress<'a> {
     Line(&'a str),
     /// Optimiser steps done so far.
     Step(usize),
+    /// Frames decoded so far into an automatic frame cache, of `total` (across its cameras).
+    FrameCache {
+        /// Done.
+        done: u64,
+        /// To do.
+        total: u64,
+    },
 }
 
 /// The model for `features`, seeded so that two runs start from the same weights, with the
@@ -83,6 +92,9 @@ pub struct TrainData {
     pub features: PolicyFeatures,
     /// The observation and action windows (LeRobot's `delta_timestamps` for the policy).
     pub windows: WindowSpec,
+    /// The frame cache the loader reads (`dataset.frame_cache`; `auto` is settled by
+    /// [`Self::settle_frame_cache`]).
+    pub frame_cache: Option<PathBuf>,
 }
 
 impl TrainData {
@@ -102,7 +114,11 @@ impl TrainData {
         policy.validate(&features)?;
         let deltas = diffusion_delta_timestamps(dataset.info(), policy.n_obs_steps, policy.horizon);
         let windows = WindowSpec::from_delta_timestamps(&deltas, dataset.info(), config.dataset.tolerance_s)?;
-        Ok(Self { dataset, features, windows })
+        let frame_cache = match &config.dataset.frame_cache {
+            FrameCacheChoice::Dir(dir) => Some(dir.clone()),
+            FrameCacheChoice::Auto | FrameCacheChoice::Off => None,
+        };
+        Ok(Self { dataset, features, windows, frame_cache })
     }
 
     /// The dataset's normalisation statistics, as the policy uses them.
@@ -125,10 +141,71 @@ impl TrainData {
             .drop_frames(0, config.policy.config.drop_n_last_frames)
             .windows(self.windows.clone())
             .resume(resume);
-        if let Some(cache) = &config.dataset.frame_cache {
+        if let Some(cache) = &self.frame_cache {
             builder = builder.frame_cache(cache);
         }
         Ok(builder.build()?)
+    }
+
+    /// Settles where frames are read from (`dataset.frame_cache`): for `auto`, reuses this
+    /// dataset's cache or decodes it first when it fits the budget, reporting which and why
+    /// through `on_progress` (the build's frames through [`Progress::FrameCache`]).
+    pub fn settle_frame_cache(
+        &mut self,
+        config: &TrainConfig,
+        on_progress: &mut impl FnMut(Progress<'_>),
+    ) -> Result<()> {
+        self.frame_cache = match &config.dataset.frame_cache {
+            FrameCacheChoice::Off => None,
+            FrameCacheChoice::Dir(dir) => Some(dir.clone()),
+            FrameCacheChoice::Auto => {
+                let root = auto_cache::default_root(|name| std::env::var_os(name));
+                let budget = config.dataset.frame_cache_budget_gb.map(|gb| (gb.max(0.0) * 1e9) as u64);
+                let plan = auto_cache::plan(&self.dataset, &root, budget)?;
+                on_progress(Progress::Line(&plan.to_string()));
+                match plan {
+                    AutoCache::Ready { dir } => Some(dir),
+                    AutoCache::Build { dir, .. } => {
+                        let total = self.dataset.len() as u64 * self.dataset.info().camera_keys().len() as u64;
+                        let started = Instant::now();
+                        // Decoded on the worker pool from a thread of its own; this one reports.
+                        let done = AtomicU64::new(0);
+                        let built = std::thread::scope(|scope| {
+                            let building = scope.spawn(|| {
+                                frame_cache::write_frame_cache(&self.dataset, &dir, None, &|frames| {
+                                    done.fetch_max(frames, Ordering::Relaxed);
+                                })
+                            });
+                            while !building.is_finished() {
+                                on_progress(Progress::FrameCache { done: done.load(Ordering::Relaxed), total });
+                                std::thread::sleep(Duration::from_millis(100));
+                            }
+                            building.join()
+                        });
+                        match built.unwrap_or_else(|panic| std::panic::resume_unwind(panic)) {
+                            Ok(_) => {
+                                on_progress(Progress::Line(&format!(
+                                    "frame cache: {total} frames decoded in {:.1} s",
+                                    started.elapsed().as_secs_f64()
+                                )));
+                                Some(dir)
+                            }
+                            // A full /dev/shm, say: the run goes on, decoding as it reads (a bad
+                            // video file then fails the run there, naming the file).
+                            Err(e) => {
+                                let message = datasets::error_message(&e);
+                                on_progress(Progress::Line(&format!(
+                                    "frame cache: off, building it failed ({message}); decoding as the samples are read"
+                                )));
+                                None
+                            }
+                        }
+                    }
+                    AutoCache::TooBig { .. } | AutoCache::NoCameras => None,
+                }
+            }
+        };
+        Ok(())
     }
 }
 
@@ -140,7 +217,7 @@ pub fn train<B: TrainingBackend>(
     device: B::Device,
     mut on_progress: impl FnMut(Progress<'_>),
 ) -> Result<TrainOutcome> {
-    let run = TrainData::open(config)?;
+    let mut run = TrainData::open(config)?;
     if resume.is_none() && checkpoint::checkpoints_dir(&config.output_dir).exists() {
         return Err(Error::Config(format!(
             "{} already holds a run: pass --resume {0} to continue it, or choose another --output_dir",
@@ -152,6 +229,7 @@ pub fn train<B: TrainingBackend>(
         None => start_fresh::<B>(config, &run, device)?,
         Some(path) => resume_from::<B>(config, &run, path, device, &mut on_progress)?,
     };
+    run.settle_frame_cache(config, &mut on_progress)?;
     let mut loader = run.loader(config, state.sampler)?;
 
     let num_params = learner.model().num_learnable_params();

@@ -50,9 +50,15 @@ struct TrainArgs {
     /// The dataset folder.
     #[arg(long = "dataset.root")]
     dataset_root: Option<PathBuf>,
-    /// Read frames from this decoded-frame cache (`datasets cache`).
+    /// Where frames come from: `auto` (default: the dataset's frames decoded once into a cache of
+    /// the run's own, under $LEROBOT_RS_FRAME_CACHE or /dev/shm/lerobot-rs-frames, when they fit
+    /// the budget), `off` (decoded as read), or a cache folder (`datasets cache`)
     #[arg(long = "frame-cache", alias = "dataset.frame_cache")]
-    frame_cache: Option<PathBuf>,
+    frame_cache: Option<String>,
+    /// The most an automatic frame cache may take, in GB (default: half of the free space, and
+    /// of the memory available for /dev/shm)
+    #[arg(long = "frame-cache-budget", alias = "dataset.frame_cache_budget_gb")]
+    frame_cache_budget: Option<f64>,
     /// Replace the cameras' mean/std with ImageNet's (default true).
     #[arg(long = "dataset.use_imagenet_stats")]
     use_imagenet_stats: Option<bool>,
@@ -188,6 +194,7 @@ impl TrainArgs {
         }
         opt!(self.dataset_root, ["dataset", "root"]);
         opt!(self.frame_cache, ["dataset", "frame_cache"]);
+        opt!(self.frame_cache_budget, ["dataset", "frame_cache_budget_gb"]);
         opt!(self.use_imagenet_stats, ["dataset", "use_imagenet_stats"]);
         if let Some(enable) = self.image_transforms {
             set(&["dataset", "image_transforms", "enable"], json!(enable));
@@ -362,7 +369,7 @@ impl DeviceTask for Train {
     fn run<B: Kernels>(self, device: B::Device) -> Result<trainer::TrainOutcome> {
         let bar = indicatif::ProgressBar::new(self.config.steps as u64);
         bar.set_style(
-            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {per_sec}  eta {eta}")
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {per_sec}  eta {eta}  {msg}")
                 .expect("a valid template"),
         );
         let outcome =
@@ -370,7 +377,15 @@ impl DeviceTask for Train {
                 // A hidden bar (output not a terminal) prints nothing: log lines go to stdout then.
                 Progress::Line(line) if bar.is_hidden() => println!("{line}"),
                 Progress::Line(line) => bar.println(line),
-                Progress::Step(step) => bar.set_position(step as u64),
+                Progress::Step(step) => {
+                    if !bar.message().is_empty() {
+                        bar.set_message("");
+                    }
+                    bar.set_position(step as u64);
+                }
+                Progress::FrameCache { done, total } => {
+                    bar.set_message(format!("frame cache {done}/{total} frames"));
+                }
             });
         bar.finish_and_clear();
         Ok(outcome?)

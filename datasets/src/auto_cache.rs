@@ -1,0 +1,215 @@
+//! The frame cache a run makes for itself: where a dataset's decoded frames go when nobody named
+//! a folder, and whether they fit.
+//!
+//! A run with `--frame-cache auto` (the trainer's default) looks for a cache of its dataset in
+//! [`default_root`]`/{fingerprint}` (the fingerprint of [`crate::frame_cache::fingerprint`]: a
+//! changed dataset gets a new folder, never stale frames), reuses it when it opens, and otherwise
+//! builds it there when the decoded frames fit the budget: by default half of what the folder's
+//! filesystem has free, and on a memory-backed one (`/dev/shm`) also half of the memory available.
+//! Otherwise it reads the dataset's own files, as without a cache.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::frame_cache::{FrameCache, decoded_bytes, fingerprint};
+
+/// The variable that names the folder automatic frame caches go in.
+pub const FRAME_CACHE_VAR: &str = "LEROBOT_RS_FRAME_CACHE";
+
+/// Which frames a run reads.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum FrameCacheChoice {
+    /// A cache of its own, made on first use when it fits ([`plan`]).
+    #[default]
+    Auto,
+    /// The dataset's videos and images, decoded as they are read.
+    Off,
+    /// The cache in this folder (`datasets cache` makes one).
+    Dir(PathBuf),
+}
+
+impl FromStr for FrameCacheChoice {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        Ok(match s {
+            "auto" => Self::Auto,
+            "off" | "none" => Self::Off,
+            dir => Self::Dir(PathBuf::from(dir)),
+        })
+    }
+}
+
+impl fmt::Display for FrameCacheChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Auto => f.write_str("auto"),
+            Self::Off => f.write_str("off"),
+            Self::Dir(dir) => write!(f, "{}", dir.display()),
+        }
+    }
+}
+
+impl serde::Serialize for FrameCacheChoice {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for FrameCacheChoice {
+    /// `"auto"`, `"off"` or a folder; `null` (what configurations written before `auto` hold)
+    /// is `auto`.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        let text: Option<String> = serde::Deserialize::deserialize(deserializer)?;
+        Ok(text.map_or(Self::Auto, |t| t.parse().expect("infallible")))
+    }
+}
+
+/// Where automatic caches go, from the environment `var` gives: [`FRAME_CACHE_VAR`], else
+/// `/dev/shm/lerobot-rs-frames` where `/dev/shm` exists, else `$XDG_CACHE_HOME/lerobot-rs/frames`
+/// or `$HOME/.cache/lerobot-rs/frames`, else `lerobot-rs-frames` in the working folder.
+pub fn default_root(var: impl Fn(&str) -> Option<OsString>) -> PathBuf {
+    let set = |name: &str| var(name).filter(|value| !value.is_empty()).map(PathBuf::from);
+    set(FRAME_CACHE_VAR)
+        .or_else(|| Path::new("/dev/shm").is_dir().then(|| PathBuf::from("/dev/shm/lerobot-rs-frames")))
+        .or_else(|| set("XDG_CACHE_HOME").map(|dir| dir.join("lerobot-rs").join("frames")))
+        .or_else(|| set("HOME").map(|dir| dir.join(".cache").join("lerobot-rs").join("frames")))
+        .unwrap_or_else(|| PathBuf::from("lerobot-rs-frames"))
+}
+
+/// What an automatic cache does for one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AutoCache {
+    /// A cache of this dataset is in `dir`: read it.
+    Ready {
+        /// Its folder.
+        dir: PathBuf,
+    },
+    /// Decode the frames into `dir` first (`bytes` of them), then read them there.
+    Build {
+        /// Its folder.
+        dir: PathBuf,
+        /// What it will take.
+        bytes: u64,
+    },
+    /// The frames would not fit: read the dataset's own files.
+    TooBig {
+        /// What the cache would take.
+        bytes: u64,
+        /// What it may take.
+        budget: u64,
+        /// Where it would have gone.
+        root: PathBuf,
+    },
+    /// The dataset has no cameras: nothing to cache.
+    NoCameras,
+}
+
+impl fmt::Display for AutoCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let gb = |b: u64| b as f64 / 1e9;
+        match self {
+            Self::Ready { dir } => write!(f, "frame cache: reading the decoded frames in {}", dir.display()),
+            Self::Build { dir, bytes } => write!(
+                f,
+                "frame cache: decoding every frame once into {} ({:.2} GB), then reading them from there",
+                dir.display(),
+                gb(*bytes)
+            ),
+            Self::TooBig { bytes, budget, root } => write!(
+                f,
+                "frame cache: off, the decoded frames ({:.2} GB) are over the budget ({:.2} GB) in {}; \
+                 decoding as the samples are read (--frame-cache-budget or --frame-cache DIR to change it)",
+                gb(*bytes),
+                gb(*budget),
+                root.display()
+            ),
+            Self::NoCameras => write!(f, "frame cache: off, the dataset has no cameras"),
+        }
+    }
+}
+
+/// Decides what `--frame-cache auto` does for `dataset` with caches in `root`: reuse the cache
+/// there, build it (when its bytes fit `budget`, or by default [`default_budget`]), or go without.
+pub fn plan(dataset: &Dataset, root: &Path, budget: Option<u64>) -> Result<AutoCache> {
+    let bytes = decoded_bytes(dataset);
+    if bytes == 0 {
+        return Ok(AutoCache::NoCameras);
+    }
+    let dir = root.join(format!("{:016x}", fingerprint(dataset)?));
+    if FrameCache::open(&dir, dataset).is_ok() {
+        return Ok(AutoCache::Ready { dir });
+    }
+    let budget = match budget {
+        Some(budget) => budget,
+        None => default_budget(root)?,
+    };
+    Ok(if bytes <= budget {
+        AutoCache::Build { dir, bytes }
+    } else {
+        AutoCache::TooBig { bytes, budget, root: root.to_path_buf() }
+    })
+}
+
+/// Half of what `root`'s filesystem (that of its nearest existing ancestor) has free, and on a
+/// memory-backed filesystem no more than half of the memory available (`/proc/meminfo`).
+pub fn default_budget(root: &Path) -> Result<u64> {
+    let existing = root.ancestors().find(|p| p.exists()).unwrap_or(Path::new("."));
+    let stats = rustix::fs::statvfs(existing).map_err(|e| Error::io(existing, e.into()))?;
+    let free = stats.f_bavail.saturating_mul(stats.f_frsize);
+    let memory_backed = rustix::fs::statfs(existing).is_ok_and(|s| s.f_type == TMPFS_MAGIC);
+    let memory = if memory_backed { memory_available().unwrap_or(u64::MAX) } else { u64::MAX };
+    Ok(free.min(memory) / 2)
+}
+
+/// `statfs`'s type of tmpfs (`/dev/shm`), from linux/magic.h.
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+
+/// `MemAvailable` of `/proc/meminfo`, in bytes.
+fn memory_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choices_read_and_print_as_written() {
+        for (text, choice) in [
+            ("auto", FrameCacheChoice::Auto),
+            ("off", FrameCacheChoice::Off),
+            ("/dev/shm/x", FrameCacheChoice::Dir("/dev/shm/x".into())),
+        ] {
+            assert_eq!(text.parse::<FrameCacheChoice>().unwrap(), choice);
+            assert_eq!(choice.to_string(), text);
+            let json = serde_json::to_string(&choice).unwrap();
+            assert_eq!(serde_json::from_str::<FrameCacheChoice>(&json).unwrap(), choice);
+        }
+        assert_eq!(serde_json::from_str::<FrameCacheChoice>("null").unwrap(), FrameCacheChoice::Auto);
+    }
+
+    #[test]
+    fn the_variable_names_the_root() {
+        let var = |name: &str| (name == FRAME_CACHE_VAR).then(|| OsString::from("/k"));
+        assert_eq!(default_root(var), PathBuf::from("/k"));
+        let fallback = if Path::new("/dev/shm").is_dir() { "/dev/shm/lerobot-rs-frames" } else { "lerobot-rs-frames" };
+        assert_eq!(default_root(|_| None), PathBuf::from(fallback));
+    }
+
+    #[test]
+    fn the_default_budget_is_under_what_the_filesystem_has_free() {
+        let dir = std::env::temp_dir();
+        let stats = rustix::fs::statvfs(&dir).unwrap();
+        let budget = default_budget(&dir.join("not/yet/made")).unwrap();
+        // Others may write or free space between the two readings: 64 MiB of slack.
+        assert!(budget > 0 && budget <= stats.f_bavail * stats.f_frsize / 2 + (64 << 20));
+    }
+}

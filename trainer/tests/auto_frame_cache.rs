@@ -1,0 +1,88 @@
+//! `--frame-cache auto`, the trainer's default: the first run decodes the dataset's frames into a
+//! cache of its own and reads them there, the next run reuses it, a budget too small for the
+//! frames leaves the cache off, a cache that cannot be written is reported and gone without, and
+//! every way trains on the same frames (the same losses).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use datasets::synth::{CameraStorage, SynthConfig, write_dataset};
+
+mod common;
+
+/// Trains 3 steps of a tiny policy on `root` with automatic caches under `caches`, plus `flags`;
+/// returns what it printed and its losses.
+fn train(root: &Path, caches: &Path, output: &Path, flags: &[&str]) -> (String, Vec<String>) {
+    let run = Command::new(env!("CARGO_BIN_EXE_trainer"))
+        .env("LEROBOT_RS_FRAME_CACHE", caches)
+        .arg("--dataset.root")
+        .arg(root)
+        .arg("--output_dir")
+        .arg(output)
+        .args(["--policy.down_dims", "16,32,64", "--policy.crop_shape", "32x32", "--batch_size", "4"])
+        .args(["--steps", "3", "--log_freq", "1", "--save_freq", "0", "--num_workers", "2", "--seed", "3"])
+        .args(flags)
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert!(run.status.success(), "trainer failed: {printed}{}", String::from_utf8_lossy(&run.stderr));
+    let metrics = std::fs::read_to_string(output.join("metrics.csv")).unwrap();
+    let losses = metrics.lines().skip(1).map(|row| row.split(',').nth(4).unwrap().to_string()).collect();
+    (printed, losses)
+}
+
+fn cache_files(caches: &Path) -> Vec<PathBuf> {
+    let Ok(dirs) = std::fs::read_dir(caches) else { return Vec::new() };
+    dirs.flat_map(|dir| std::fs::read_dir(dir.unwrap().path()).unwrap())
+        .map(|file| file.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "frames"))
+        .collect()
+}
+
+#[test]
+fn a_run_makes_its_frame_cache_the_next_reuses_it_and_a_small_budget_goes_without() {
+    let scratch = common::scratch("trainer-auto-frame-cache");
+    // Images in parquet, so that the builds with and without FFmpeg run this test alike.
+    let root = scratch.join("dataset");
+    let synth = SynthConfig {
+        episodes: 3,
+        min_length: 20,
+        max_length: 20,
+        storage: CameraStorage::Images,
+        ..Default::default()
+    };
+    write_dataset(&root, &synth).unwrap();
+    let caches = scratch.join("caches");
+
+    let (first, built) = train(&root, &caches, &scratch.join("first"), &[]);
+    assert!(first.contains("frame cache: decoding every frame once into"), "{first}");
+    assert!(first.contains("frame cache: 60 frames decoded"), "{first}");
+    let files = cache_files(&caches);
+    assert_eq!(files.len(), 1, "one camera, one cache file: {files:?}");
+    let written = std::fs::metadata(&files[0]).unwrap().modified().unwrap();
+
+    let (second, reused) = train(&root, &caches, &scratch.join("second"), &[]);
+    assert!(second.contains("frame cache: reading the decoded frames in"), "{second}");
+    assert_eq!(std::fs::metadata(&files[0]).unwrap().modified().unwrap(), written, "the cache was not rewritten");
+
+    let elsewhere = scratch.join("other-caches");
+    let (small, without) = train(&root, &elsewhere, &scratch.join("small"), &["--frame-cache-budget", "0.0001"]);
+    assert!(small.contains("frame cache: off, the decoded frames"), "{small}");
+    assert!(cache_files(&elsewhere).is_empty(), "nothing was written over the budget");
+
+    // A cache that cannot be written (here, under a file; in life, a full /dev/shm): the run
+    // says so and goes on without it.
+    let file = scratch.join("a-file");
+    std::fs::write(&file, b"not a folder").unwrap();
+    let (failed, unwritable) = train(&root, &file.join("caches"), &scratch.join("failed"), &[]);
+    assert!(failed.contains("frame cache: off, building it failed"), "{failed}");
+
+    let (off, plain) = train(&root, &elsewhere, &scratch.join("off"), &["--frame-cache", "off"]);
+    assert!(!off.contains("frame cache"), "{off}");
+
+    assert_eq!(built.len(), 3);
+    assert_eq!(built, reused, "the reused cache gives the same frames");
+    assert_eq!(built, without, "the cache gives the dataset's own frames");
+    assert_eq!(built, unwritable);
+    assert_eq!(built, plain);
+}

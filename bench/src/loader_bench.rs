@@ -6,6 +6,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use datasets::auto_cache::{self, AutoCache};
+use datasets::frame_cache::write_frame_cache;
 use datasets::{Dataset, WindowSpec, diffusion_delta_timestamps};
 use loader::Loader;
 use serde::Serialize;
@@ -22,6 +24,11 @@ pub struct LoaderArgs {
     /// Read frames from this decoded-frame cache instead of the videos.
     #[arg(long)]
     pub frame_cache: Option<PathBuf>,
+    /// Read frames from the cache the trainer's `--frame-cache auto` makes (under
+    /// $LEROBOT_RS_FRAME_CACHE or /dev/shm/lerobot-rs-frames): built first, and timed, when
+    /// missing.
+    #[arg(long, conflicts_with = "frame_cache")]
+    pub auto_frame_cache: bool,
     /// Worker counts to try.
     #[arg(long, value_delimiter = ',', default_value = "0,1,2,4")]
     pub workers: Vec<usize>,
@@ -86,6 +93,8 @@ pub struct LoaderReport {
     pub frame_cache: bool,
     /// Seconds to open the dataset.
     pub open_s: f64,
+    /// Seconds to build the automatic frame cache (`--auto-frame-cache`; 0 when it was there).
+    pub cache_build_s: Option<f64>,
     /// Bytes one sample moves.
     pub bytes_per_sample: usize,
     /// Single-thread memcpy bandwidth, GB/s.
@@ -94,12 +103,33 @@ pub struct LoaderReport {
     pub cells: Vec<Cell>,
 }
 
+/// The trainer's automatic frame cache of `dataset` (its folder), built first when missing; with
+/// the seconds the build took (0 when it was there).
+fn auto_frame_cache(dataset: &Dataset) -> Result<(PathBuf, f64)> {
+    let root = auto_cache::default_root(|name| std::env::var_os(name));
+    match auto_cache::plan(dataset, &root, None)? {
+        AutoCache::Ready { dir } => Ok((dir, 0.0)),
+        AutoCache::Build { dir, .. } => {
+            let started = Instant::now();
+            write_frame_cache(dataset, &dir, None, &|_| {})?;
+            Ok((dir, started.elapsed().as_secs_f64()))
+        }
+        other => anyhow::bail!("{other}"),
+    }
+}
+
 /// Runs the sweep and writes its results.
 pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
     let memcpy = memcpy_bandwidth(5);
     let opened = Instant::now();
     let dataset = Arc::new(Dataset::open(&args.root)?);
     let open_s = opened.elapsed().as_secs_f64();
+    let (frame_cache, cache_build_s) = if args.auto_frame_cache {
+        let (dir, seconds) = auto_frame_cache(&dataset)?;
+        (Some(dir), Some(seconds))
+    } else {
+        (args.frame_cache.clone(), None)
+    };
     let deltas = diffusion_delta_timestamps(dataset.info(), args.n_obs_steps, args.horizon);
     let windows = WindowSpec::from_delta_timestamps(&deltas, dataset.info(), dataset.options().tolerance_s)?;
     let mut cells = Vec::new();
@@ -113,7 +143,7 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
                 .prefetch(args.prefetch)
                 .drop_frames(0, args.drop_n_last_frames)
                 .windows(windows.clone());
-            if let Some(cache) = &args.frame_cache {
+            if let Some(cache) = &frame_cache {
                 builder = builder.frame_cache(cache);
             }
             let mut loader = builder.build()?;
@@ -162,8 +192,9 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
         machine: machine(),
         revision: git_revision(),
         dataset: args.root.display().to_string(),
-        frame_cache: args.frame_cache.is_some(),
+        frame_cache: frame_cache.is_some(),
         open_s,
+        cache_build_s,
         bytes_per_sample,
         memcpy_gb_s: memcpy / 1e9,
         cells,
@@ -201,7 +232,11 @@ pub fn render(report: &LoaderReport) -> String {
         "{}\n{} ({}), open {:.3}s, {} bytes/sample, memcpy {:.1} GB/s, {}\n{}",
         report.machine,
         report.dataset,
-        if report.frame_cache { "frame cache" } else { "video" },
+        match (report.frame_cache, report.cache_build_s) {
+            (true, Some(s)) => format!("automatic frame cache, built in {s:.2}s"),
+            (true, None) => "frame cache".to_string(),
+            (false, _) => "video".to_string(),
+        },
         report.open_s,
         report.bytes_per_sample,
         report.memcpy_gb_s,

@@ -110,6 +110,7 @@ pub fn run(args: &SweepArgs) -> Result<SweepReport> {
         loader_bench::run(&LoaderArgs {
             root: args.root.clone(),
             frame_cache,
+            auto_frame_cache: false,
             workers: args.workers.clone(),
             batch_sizes: args.loader_batch.clone(),
             seconds: args.loader_seconds,

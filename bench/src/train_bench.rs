@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use burn::backend::Autodiff;
 use burn::prelude::*;
 use clap::Args;
+use datasets::auto_cache::FrameCacheChoice;
 use loader::SamplerState;
 use serde::Serialize;
 use serde_json::json;
@@ -123,7 +124,7 @@ impl Task {
     fn config(&self) -> Result<TrainConfig> {
         let mut overrides = json!({
             // The frames the bench names: its cache, or the dataset's own files (never `auto`).
-            "dataset": {"root": self.args.root, "frame_cache": self.args.frame_cache.as_ref().map_or("off".into(), |d| d.display().to_string())},
+            "dataset": {"root": self.args.root, "frame_cache": self.args.frame_cache.clone().map_or(FrameCacheChoice::Off, FrameCacheChoice::Dir)},
             "policy": {"preset": self.args.preset},
             "batch_size": self.batch,
             "steps": 100_000,

@@ -147,65 +147,63 @@ impl TrainData {
         Ok(builder.build()?)
     }
 
-    /// Settles where frames are read from (`dataset.frame_cache`): for `auto`, reuses this
-    /// dataset's cache or decodes it first when it fits the budget, reporting which and why
-    /// through `on_progress` (the build's frames through [`Progress::FrameCache`]).
+    /// Settles `dataset.frame_cache = auto` (the other choices were settled by [`Self::open`]):
+    /// reuses this dataset's cache or decodes it first when it fits the budget, reporting which
+    /// and why through `on_progress`.
     pub fn settle_frame_cache(
         &mut self,
         config: &TrainConfig,
         on_progress: &mut impl FnMut(Progress<'_>),
     ) -> Result<()> {
-        self.frame_cache = match &config.dataset.frame_cache {
-            FrameCacheChoice::Off => None,
-            FrameCacheChoice::Dir(dir) => Some(dir.clone()),
-            FrameCacheChoice::Auto => {
-                let root = auto_cache::default_root(|name| std::env::var_os(name));
-                let budget = config.dataset.frame_cache_budget_gb.map(|gb| (gb.max(0.0) * 1e9) as u64);
-                let plan = auto_cache::plan(&self.dataset, &root, budget)?;
-                on_progress(Progress::Line(&plan.to_string()));
-                match plan {
-                    AutoCache::Ready { dir } => Some(dir),
-                    AutoCache::Build { dir, .. } => {
-                        let total = self.dataset.len() as u64 * self.dataset.info().camera_keys().len() as u64;
-                        let started = Instant::now();
-                        // Decoded on the worker pool from a thread of its own; this one reports.
-                        let done = AtomicU64::new(0);
-                        let built = std::thread::scope(|scope| {
-                            let building = scope.spawn(|| {
-                                frame_cache::write_frame_cache(&self.dataset, &dir, None, &|frames| {
-                                    done.fetch_max(frames, Ordering::Relaxed);
-                                })
-                            });
-                            while !building.is_finished() {
-                                on_progress(Progress::FrameCache { done: done.load(Ordering::Relaxed), total });
-                                std::thread::sleep(Duration::from_millis(100));
-                            }
-                            building.join()
-                        });
-                        match built.unwrap_or_else(|panic| std::panic::resume_unwind(panic)) {
-                            Ok(_) => {
-                                on_progress(Progress::Line(&format!(
-                                    "frame cache: {total} frames decoded in {:.1} s",
-                                    started.elapsed().as_secs_f64()
-                                )));
-                                Some(dir)
-                            }
-                            // A full /dev/shm, say: the run goes on, decoding as it reads (a bad
-                            // video file then fails the run there, naming the file).
-                            Err(e) => {
-                                let message = datasets::error_message(&e);
-                                on_progress(Progress::Line(&format!(
-                                    "frame cache: off, building it failed ({message}); decoding as the samples are read"
-                                )));
-                                None
-                            }
-                        }
-                    }
-                    AutoCache::TooBig { .. } | AutoCache::NoCameras => None,
-                }
-            }
+        if config.dataset.frame_cache != FrameCacheChoice::Auto {
+            return Ok(());
+        }
+        let root = auto_cache::default_root(|name| std::env::var_os(name));
+        let budget = config.dataset.frame_cache_budget_gb.map(|gb| (gb.max(0.0) * 1e9) as u64);
+        let plan = auto_cache::plan(&self.dataset, &root, budget)?;
+        on_progress(Progress::Line(&plan.to_string()));
+        self.frame_cache = match plan {
+            AutoCache::Ready { dir } => Some(dir),
+            AutoCache::Build { dir, .. } => self.build_frame_cache(dir, on_progress),
+            AutoCache::TooBig { .. } | AutoCache::NoCameras => None,
         };
         Ok(())
+    }
+
+    /// Decodes the dataset's frames into `dir` on the worker pool, from a thread of its own while
+    /// this one reports them ([`Progress::FrameCache`]); `None` when the build fails (a full
+    /// /dev/shm, say): the run goes on decoding as it reads, and a bad video file then fails it
+    /// there, naming the file.
+    fn build_frame_cache(&self, dir: PathBuf, on_progress: &mut impl FnMut(Progress<'_>)) -> Option<PathBuf> {
+        let total = self.dataset.len() as u64 * self.dataset.info().camera_keys().len() as u64;
+        let started = Instant::now();
+        let done = AtomicU64::new(0);
+        let built = std::thread::scope(|scope| {
+            let building = scope.spawn(|| {
+                frame_cache::write_frame_cache(&self.dataset, &dir, None, &|frames| {
+                    done.fetch_max(frames, Ordering::Relaxed);
+                })
+            });
+            while !building.is_finished() {
+                on_progress(Progress::FrameCache { done: done.load(Ordering::Relaxed), total });
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            building.join()
+        });
+        match built.unwrap_or_else(|panic| std::panic::resume_unwind(panic)) {
+            Ok(_) => {
+                let seconds = started.elapsed().as_secs_f64();
+                on_progress(Progress::Line(&format!("frame cache: {total} frames decoded in {seconds:.1} s")));
+                Some(dir)
+            }
+            Err(e) => {
+                let message = datasets::error_message(&e);
+                on_progress(Progress::Line(&format!(
+                    "frame cache: off, building it failed ({message}); decoding as the samples are read"
+                )));
+                None
+            }
+        }
     }
 }
 

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use burn::backend::Autodiff;
 use clap::{Args, Parser, Subcommand};
+use datasets::auto_cache::FrameCacheChoice;
 use datasets::{Batch as Collated, Dataset, DecoderCache, FrameFormat, Values, WindowSpec, diffusion_delta_timestamps};
 use serde_json::{Value, json};
 use trainer::{HostObservation, PolicyRunner, Preset, Progress, TrainConfig};
@@ -54,7 +55,7 @@ struct TrainArgs {
     /// the run's own, under $LEROBOT_RS_FRAME_CACHE or /dev/shm/lerobot-rs-frames, when they fit
     /// the budget), `off` (decoded as read), or a cache folder (`datasets cache`)
     #[arg(long = "frame-cache", alias = "dataset.frame_cache")]
-    frame_cache: Option<String>,
+    frame_cache: Option<FrameCacheChoice>,
     /// The most an automatic frame cache may take, in GB (default: half of the free space, and
     /// of the memory available for /dev/shm)
     #[arg(long = "frame-cache-budget", alias = "dataset.frame_cache_budget_gb")]

@@ -5,6 +5,8 @@
 #               synthesise datasets there): release builds without FFmpeg
 #               (`--no-default-features`), with the cuda and wgpu backends, stripped; they link
 #               nothing beyond glibc (burn's cuda backend opens libcuda and NVRTC at run time).
+#               bench-untuned is bench without burn's autotuning and fusion (`*-untuned`
+#               features): far fewer kernels to compile on a machine's first run.
 #               The trainer binary stays home: the working tree takes 30 of the 64 MiB, and
 #               bench's checks run the trainer's own training loop.
 #   wheels/     LeRobot 0.6.1 and the wheels that machine lacks for the side-by-side (torch is
@@ -16,15 +18,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 kit=target/gpu-kit
+staging=target/gpu-kit-bin
+rm -rf "$staging" && mkdir -p "$staging"
+cargo build --release --locked -p bench --no-default-features \
+  --features bench/cuda-untuned,bench/wgpu-untuned
+cp target/release/bench "$staging/bench-untuned"
 cargo build --release --locked -p bench -p datasets --no-default-features \
   --features datasets/cli,bench/cuda,bench/wgpu
+cp target/release/bench target/release/datasets "$staging/"
 
 # Keep the GPU kernel cache a GPU call sent back (scripts/gpu-run.sh): it outlives the binaries.
 if [ -f "$kit/gpu-cache.tar.xz" ]; then mv "$kit/gpu-cache.tar.xz" target/gpu-cache.tar.xz.keep; fi
 rm -rf "$kit"
-mkdir -p "$kit/bin" "$kit/wheels"
+mkdir -p "$kit/wheels"
 if [ -f target/gpu-cache.tar.xz.keep ]; then mv target/gpu-cache.tar.xz.keep "$kit/gpu-cache.tar.xz"; fi
-cp target/release/bench target/release/datasets "$kit/bin/"
+mv "$staging" "$kit/bin"
 strip "$kit/bin/"*
 for binary in "$kit/bin/"*; do
   extra=$(ldd "$binary" | awk '{print $1}' \

@@ -17,7 +17,9 @@
 # The binaries, the wheels and the synthetic datasets are unpacked into /tmp/lerobot-rs-gpu once
 # and reused by the next calls while the machine is held. DEVICE=cpu, GPU_CHECK_DEVICES=cpu,
 # BATCHES=8 and STEPS=2 try the stages on a machine without a GPU; POLICIES and PRECISIONS narrow
-# the sweep (default classic,tiny and f32,bf16,f16). While a stage runs, nvidia-smi samples the
+# the sweep (default classic,tiny and f32,bf16,f16). BENCH=untuned runs the checks and the sweep
+# with bench-untuned: burn's backends without autotuning and fusion, one fixed kernel per
+# operation (far fewer compilations on a fresh machine). While a stage runs, nvidia-smi samples the
 # GPU's memory and utilisation twice a second into $OUT/smi-<stage>.csv (peak memory, busy share).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,10 +32,11 @@ out=${OUT:-/tmp/gpu-out}
 limit=${STAGE_SECONDS:-560} # the stage's program is stopped after this, and what it wrote kept
 work=/tmp/lerobot-rs-gpu
 bin=$work/bin
+bench=$bin/bench${BENCH:+-$BENCH}
 data=$work/data
 mkdir -p "$out" "$work"
 
-if [ ! -x "$bin/bench" ]; then
+if [ ! -x "$bench" ]; then
   python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' target/gpu-kit/bin.tar.xz "$work"
 fi
 { nvidia-smi; echo; uname -a; nproc; } > "$out/machine.txt" 2>&1 || true
@@ -53,7 +56,10 @@ fi
 # first, with `POLICIES=classic PRECISIONS=f32 BATCHES=64 STEPS=1 scripts/gpu-run.sh ours`, over as
 # many calls as it takes. The device tool returns at most 8 files: end the command with
 # `cd $OUT && tar cf all.tar --remove-files $(ls | grep -v gpu-cache)`.
+# cubecl keeps PTX, which the driver still compiles to the GPU's code at each load: the driver's
+# own cache of that (CUDA_CACHE_PATH) travels in the same folder, large enough to keep it all.
 cache=${CUBECL_CACHE:-$PWD/target/gpu-cache}
+export CUDA_CACHE_PATH=$cache/nv CUDA_CACHE_MAXSIZE=4294967296
 if [ ! -d "$cache" ] && [ -f target/gpu-kit/gpu-cache.tar.xz ]; then
   # The cache an earlier call sent back (copied into the kit here), carried with the kit.
   mkdir -p "$cache" && tar -C "$cache" -xJf target/gpu-kit/gpu-cache.tar.xz
@@ -96,12 +102,12 @@ case "$stage" in
       if [ -f "$icd" ] && [ -z "${VK_DRIVER_FILES:-}" ]; then export VK_DRIVER_FILES=$icd; fi
       echo "Vulkan loader: the kit's ($LD_LIBRARY_PATH)" | tee "$out/checks.txt"
     fi
-    (cd "$work" && timeout -k 10 "$limit" "$bin/bench" gpu-check --devices "$checks" --work "$work/check") 2>&1 | tee -a "$out/checks.txt"
+    (cd "$work" && timeout -k 10 "$limit" "$bench" gpu-check --devices "$checks" --work "$work/check") 2>&1 | tee -a "$out/checks.txt"
     ;;
   ours | ours-aloha)
     if [ "$stage" = ours ]; then preset=pusht-like policies=classic,tiny; else preset=aloha-like policies=classic; fi
     policies=${POLICIES:-$policies}
-    (cd "$work" && timeout -k 10 "$limit" "$bin/bench" sweep --root "$data/$preset" --device "$device" --workers 2,4,8 --loader-batch 64,256 \
+    (cd "$work" && timeout -k 10 "$limit" "$bench" sweep --root "$data/$preset" --device "$device" --workers 2,4,8 --loader-batch 64,256 \
       --loader-seconds 2 --policies "$policies" --train-batch "$batches" --precisions "${PRECISIONS:-f32,bf16,f16}" \
       --warmup 5 --steps "$steps" --loop-steps $((2 * steps)) --train-workers 4 \
       --out "$work/sweep-$preset" --results "$out/results-$preset.md") 2>&1 | tee "$out/sweep-$preset.log" || echo "the sweep stopped early: the cells it ended are in sweep-$preset.log"

@@ -120,6 +120,21 @@ pub enum Error {
         message: String,
     },
 
+    /// A dataset named by its Hub id (`--dataset.repo_id`) could not be found or downloaded.
+    #[error(
+        "dataset {repo_id}: {message}{}",
+        source.as_ref().map_or(String::new(), |s| format!(": {s}"))
+    )]
+    Hub {
+        /// The dataset's Hub id, `OWNER/NAME`.
+        repo_id: String,
+        /// What was being done, or what is wrong (the file named where it is one file).
+        message: String,
+        /// What the HTTP client said, when it was the transfer that failed.
+        #[source]
+        source: Option<BoxError>,
+    },
+
     /// A request made of the dataset is invalid (an index out of range, bad `delta_timestamps`,
     /// an unknown key).
     #[error("{0}")]

@@ -36,6 +36,7 @@ pub mod auto_cache;
 pub mod frame_cache;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod hub;
 pub mod stats;
 pub mod synth;
 pub mod validate;
@@ -43,6 +44,7 @@ pub mod video;
 
 pub use dataset::{DEFAULT_TOLERANCE_S, Dataset, FrameFormat, OpenOptions};
 pub use error::{BoxError, Error, Result, error_message, panic_message};
+pub use hub::{DatasetRequest, HubEnv, RepoId};
 pub use meta::episodes::{Episode, EpisodeVideo, read_episodes};
 pub use meta::features::{Dtype, Feature, FeatureKey, FrameShape, MAX_FEATURE_VALUES};
 pub use meta::info::{DEFAULT_FEATURES, DatasetInfo, INFO_PATH};

@@ -61,6 +61,7 @@ impl From<Error> for Problem {
                 }
             }
             Error::Request(message) => Problem { file: PathBuf::new(), field: "(request)".into(), message },
+            Error::Hub { .. } => Problem { file: PathBuf::new(), field: "(hub)".into(), message: error.to_string() },
         }
     }
 }

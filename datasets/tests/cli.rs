@@ -8,7 +8,6 @@ fn datasets(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_datasets")).args(args).env("SVT_LOG", "1").output().unwrap()
 }
 
-#[cfg(feature = "video")]
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -159,4 +158,31 @@ fn cache_writes_frames_equal_to_the_decoded_ones() {
         small.camera("observation.image").unwrap().header().shape,
         datasets::FrameShape { channels: 3, height: 48, width: 64 }
     );
+}
+
+#[test]
+fn info_takes_a_repo_id_found_in_hf_lerobot_home() {
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path().join("lerobot/pusht_fake");
+    let synth = datasets::synth::SynthConfig {
+        episodes: 2,
+        storage: datasets::synth::CameraStorage::Images,
+        ..Default::default()
+    };
+    datasets::synth::write_dataset(&root, &synth).unwrap();
+    let info = |repo_id: &str| {
+        Command::new(env!("CARGO_BIN_EXE_datasets"))
+            .args(["info", "--dataset.repo_id", repo_id])
+            .env("HF_LEROBOT_HOME", home.path())
+            .env("HF_HUB_OFFLINE", "1")
+            .output()
+            .unwrap()
+    };
+    let out = info("lerobot/pusht_fake");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout(&out).starts_with(&format!("dataset   {}\n", root.display())), "{}", stdout(&out));
+    let out = info("lerobot/elsewhere");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error: dataset lerobot/elsewhere: ") && err.contains("HF_HUB_OFFLINE"), "{err}");
 }

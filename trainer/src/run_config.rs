@@ -17,8 +17,24 @@ use crate::precision::Precision;
 /// The dataset part of the configuration (LeRobot's `--dataset.*`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DatasetConfig {
-    /// The dataset folder.
+    /// The dataset folder. With [`Self::repo_id`]: where the dataset is, or is to be downloaded.
+    #[serde(default)]
     pub root: PathBuf,
+    /// The dataset's Hub id, `OWNER/NAME` (LeRobot's `--dataset.repo_id`): looked for under
+    /// `HF_LEROBOT_HOME` and in LeRobot's Hub cache, downloaded if missing ([`datasets::hub`]).
+    #[serde(default)]
+    pub repo_id: Option<String>,
+    /// The Hub revision (branch, tag or commit). Default: LeRobot's codebase version, v3.0.
+    #[serde(default)]
+    pub revision: Option<String>,
+    /// Whether a dataset named by [`Self::repo_id`] may be downloaded. Default true
+    /// (`HF_HUB_OFFLINE=1` forbids it too).
+    #[serde(default = "yes")]
+    pub download: bool,
+    /// Only these episodes are sampled (LeRobot's `--dataset.episodes`); the statistics stay the
+    /// whole dataset's, as LeRobot keeps them. Default: all.
+    #[serde(default)]
+    pub episodes: Option<Vec<usize>>,
     /// Where frames are read from: `auto` (default; a cache of the run's own, made on first use
     /// when the decoded frames fit [`Self::frame_cache_budget_gb`]), `off` (the dataset's videos
     /// and images), or a cache folder (`datasets cache`).
@@ -87,12 +103,58 @@ fn one() -> usize {
     1
 }
 
+fn yes() -> bool {
+    true
+}
+
+/// Parses `--dataset.episodes`: indices and ranges separated by commas (`0,3,5..9`, where `a..b`
+/// excludes `b` as Python's `range` does and `a..=b` includes it), or LeRobot's list `[0, 3, 5]`.
+/// The result is sorted, without repeats.
+pub fn parse_episode_list(text: &str) -> std::result::Result<Vec<usize>, String> {
+    let inner = text.trim().trim_start_matches('[').trim_end_matches(']');
+    let number =
+        |part: &str| part.trim().parse::<usize>().map_err(|_| format!("{part:?} in {text:?} is not an episode index"));
+    let mut episodes = Vec::new();
+    for part in inner.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if let Some((start, end)) = part.split_once("..=") {
+            episodes.extend(number(start)?..=number(end)?);
+        } else if let Some((start, end)) = part.split_once("..") {
+            episodes.extend(number(start)?..number(end)?);
+        } else {
+            episodes.push(number(part)?);
+        }
+    }
+    episodes.sort_unstable();
+    episodes.dedup();
+    if episodes.is_empty() {
+        return Err(format!("{text:?} names no episode"));
+    }
+    Ok(episodes)
+}
+
+impl DatasetConfig {
+    /// What [`datasets::hub::resolve`] is to find, when the dataset is named by its Hub id.
+    pub fn hub_request(&self) -> Result<Option<datasets::DatasetRequest>> {
+        let Some(repo_id) = &self.repo_id else { return Ok(None) };
+        Ok(Some(datasets::DatasetRequest {
+            repo_id: repo_id.parse()?,
+            root: (!self.root.as_os_str().is_empty()).then(|| self.root.clone()),
+            revision: self.revision.clone(),
+            download: self.download,
+        }))
+    }
+}
+
 impl TrainConfig {
     /// LeRobot's defaults with the policy's `preset`.
     pub fn defaults(preset: Preset) -> Self {
         Self {
             dataset: DatasetConfig {
                 root: PathBuf::new(),
+                repo_id: None,
+                revision: None,
+                download: true,
+                episodes: None,
                 frame_cache: FrameCacheChoice::Auto,
                 frame_cache_budget_gb: None,
                 use_imagenet_stats: true,
@@ -167,5 +229,20 @@ pub fn merge(base: &mut serde_json::Value, patch: serde_json::Value) {
             }
         }
         (b, p) => *b = p,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn episode_lists_take_indices_ranges_and_lerobots_lists() {
+        assert_eq!(parse_episode_list("0,3,5..9").unwrap(), vec![0, 3, 5, 6, 7, 8]);
+        assert_eq!(parse_episode_list("[4, 1, 1]").unwrap(), vec![1, 4]);
+        assert_eq!(parse_episode_list("10..=12").unwrap(), vec![10, 11, 12]);
+        for bad in ["", "[]", "a", "1..x", "-1"] {
+            assert!(parse_episode_list(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -141,6 +141,9 @@ impl TrainData {
             .drop_frames(0, config.policy.config.drop_n_last_frames)
             .windows(self.windows.clone())
             .resume(resume);
+        if let Some(episodes) = &config.dataset.episodes {
+            builder = builder.episodes(episodes.clone());
+        }
         if let Some(cache) = &self.frame_cache {
             builder = builder.frame_cache(cache);
         }
@@ -239,8 +242,13 @@ pub fn train<B: TrainingBackend>(
         normalizer: &normalizer,
         features: &run.features,
     };
-    let frames = run.dataset.len() as f64;
-    let episode_len = frames / run.dataset.episodes().len().max(1) as f64;
+    // The frames and episodes sampled from: LeRobot's `num_frames` and `num_episodes`.
+    let sampled: Vec<&datasets::Episode> = match &config.dataset.episodes {
+        Some(list) => run.dataset.episodes().iter().filter(|e| list.contains(&e.index)).collect(),
+        None => run.dataset.episodes().iter().collect(),
+    };
+    let frames = sampled.iter().map(|e| e.frames.len()).sum::<usize>().max(1) as f64;
+    let episode_len = frames / sampled.len().max(1) as f64;
 
     let mut losses = Vec::new();
     let mut last_checkpoint = None;

@@ -354,3 +354,50 @@ fn dry_run_prints_lerobots_parameter_count_and_the_resolved_config() {
     ]);
     assert!(!ok && stderr.contains("horizon 12"), "{stderr}");
 }
+
+#[test]
+fn dry_run_finds_a_repo_id_where_lerobot_keeps_it_and_never_asks_the_hub_offline() {
+    let home = scratch("lerobot-home");
+    let root = write_synth(&home.join("lerobot/pusht_fake"));
+    let out = scratch("dry-run-repo-id");
+    let run = |repo_id: &str| {
+        Command::new(env!("CARGO_BIN_EXE_trainer"))
+            .args(["--dataset.repo_id", repo_id, "--dry-run", "--output_dir"])
+            .arg(&out)
+            .env("HF_LEROBOT_HOME", &home)
+            .env("HF_HUB_OFFLINE", "1")
+            .output()
+            .unwrap()
+    };
+    let output = run("lerobot/pusht_fake");
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("in HF_LEROBOT_HOME"), "{stderr}");
+    assert_eq!(stdout.lines().next(), Some("num_learnable_params=262709026 (263M)"));
+    let resolved: serde_json::Value = serde_json::from_str(stdout.split_once('\n').unwrap().1).unwrap();
+    assert_eq!(resolved["dataset"]["root"].as_str(), root.to_str());
+    assert_eq!(resolved["dataset"]["repo_id"].as_str(), Some("lerobot/pusht_fake"));
+
+    let output = run("lerobot/not_here");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("lerobot/not_here") && stderr.contains("HF_HUB_OFFLINE"), "{stderr}");
+}
+
+#[test]
+fn only_the_episodes_asked_for_are_sampled() {
+    let config = tiny(&scratch("episodes"), 1, json!({"dataset": {"episodes": [0, 2]}}));
+    let data = trainer::TrainData::open(&config).unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    // Two epochs' worth of batches: 2 episodes of 20 frames, less the 7 last of each, by 8.
+    for batch in data.loader(&config, Default::default()).unwrap().take(8) {
+        let batch = batch.unwrap();
+        seen.extend(batch.indices().iter().map(|&i| data.dataset.episode_of(i).unwrap().index));
+    }
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![0, 2]);
+
+    let config = tiny(&scratch("episodes-bad"), 1, json!({"dataset": {"episodes": [7]}}));
+    let data = trainer::TrainData::open(&config).unwrap();
+    let error = data.loader(&config, Default::default()).err().expect("episode 7 of 3 refused").to_string();
+    assert!(error.contains("episode 7"), "{error}");
+}

@@ -59,24 +59,24 @@ pub fn run_on<T: DeviceTask>(kind: DeviceKind, task: T) -> Result<T::Output> {
     match kind {
         DeviceKind::Cpu => Ok(task.run::<burn::backend::Flex>(Default::default())),
         DeviceKind::Wgpu => {
-            #[cfg(feature = "wgpu")]
+            #[cfg(feature = "wgpu-untuned")]
             {
                 crate::kernel_cache::configure();
                 Ok(task.run::<burn::backend::Wgpu>(burn::backend::wgpu::WgpuDevice::default()))
             }
-            #[cfg(not(feature = "wgpu"))]
+            #[cfg(not(feature = "wgpu-untuned"))]
             {
                 drop(task);
                 Err(Error::Config("this build has no wgpu backend: rebuild with `--features wgpu`".into()))
             }
         }
         DeviceKind::Cuda => {
-            #[cfg(feature = "cuda")]
+            #[cfg(feature = "cuda-untuned")]
             {
                 crate::kernel_cache::configure();
                 Ok(task.run::<burn::backend::Cuda>(burn::backend::cuda::CudaDevice::new(0)))
             }
-            #[cfg(not(feature = "cuda"))]
+            #[cfg(not(feature = "cuda-untuned"))]
             {
                 drop(task);
                 Err(Error::Config("this build has no CUDA backend: rebuild with `--features cuda`".into()))

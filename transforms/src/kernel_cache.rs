@@ -28,7 +28,7 @@ pub fn kernel_cache_dir(var: impl Fn(&str) -> Option<OsString>) -> Option<PathBu
 /// (`cubecl.toml` and its environment variables), with the compiled-kernel cache in
 /// [`kernel_cache_dir`] where that configuration names none. Returns the folder the compiled
 /// kernels are kept in, if any.
-#[cfg(any(feature = "cuda", feature = "wgpu"))]
+#[cfg(any(feature = "cuda-untuned", feature = "wgpu-untuned"))]
 pub fn configure() -> Option<PathBuf> {
     use burn::cubecl::config::cache::CacheConfig;
     use burn::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};

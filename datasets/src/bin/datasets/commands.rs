@@ -6,13 +6,53 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, ValueEnum};
+use clap::{ArgAction, Args, ValueEnum};
+use datasets::hub::{DatasetRequest, DownloadBar, HubEnv};
 use datasets::synth::{CameraSpec, CameraStorage, SynthConfig, write_dataset};
 use datasets::video::VideoCodec;
 use datasets::{
     Batch, CodebaseVersion, Dataset, DecoderCache, DeltaTimestamps, FrameFormat, OpenOptions, WindowSpec,
     diffusion_delta_timestamps,
 };
+
+/// Which dataset: a folder, or a Hub id found or downloaded as LeRobot finds it.
+#[derive(Debug, Args)]
+pub struct DatasetArgs {
+    /// The dataset folder (with --dataset.repo_id: where it is, or is to be downloaded).
+    #[arg(long, alias = "dataset.root", required_unless_present = "repo_id")]
+    root: Option<PathBuf>,
+    /// The dataset's Hub id, OWNER/NAME: looked for under HF_LEROBOT_HOME and LeRobot's Hub
+    /// cache, downloaded from the Hub if missing.
+    #[arg(long = "dataset.repo_id")]
+    repo_id: Option<String>,
+    /// The Hub revision: a branch, tag or commit (default: LeRobot's codebase version, v3.0).
+    #[arg(long = "dataset.revision", requires = "repo_id")]
+    revision: Option<String>,
+    /// Whether a missing dataset may be downloaded (HF_HUB_OFFLINE=1 forbids it too).
+    #[arg(long = "dataset.download", default_value_t = true, action = ArgAction::Set)]
+    download: bool,
+}
+
+impl DatasetArgs {
+    /// The dataset's folder: `--root`, or where `--dataset.repo_id` was found or downloaded to.
+    pub fn resolve(&self) -> Result<PathBuf> {
+        let Some(repo_id) = &self.repo_id else {
+            return Ok(self.root.clone().expect("clap asks for --root without --dataset.repo_id"));
+        };
+        let request = DatasetRequest {
+            repo_id: repo_id.parse()?,
+            root: self.root.clone(),
+            revision: self.revision.clone(),
+            download: self.download,
+        };
+        let mut bar = DownloadBar::default();
+        let resolved = datasets::hub::resolve(&request, &HubEnv::from_env(), &mut |event| bar.observe(event));
+        bar.finish();
+        let resolved = resolved?;
+        eprintln!("dataset {repo_id}: {resolved}");
+        Ok(resolved.root)
+    }
+}
 
 /// Prints what a dataset holds.
 pub fn info(root: &Path) -> Result<ExitCode> {
@@ -74,9 +114,13 @@ fn folder_size(root: &Path) -> Result<(usize, u64)> {
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
             let entry = entry?;
-            let meta = entry.metadata()?;
+            // Followed: a Hub snapshot's files are links to its blobs.
+            let meta = std::fs::metadata(entry.path())?;
             if meta.is_dir() {
-                stack.push(entry.path());
+                // A download's blobs and bookkeeping (`.cache/`) are not the dataset's files.
+                if entry.file_name() != ".cache" {
+                    stack.push(entry.path());
+                }
             } else {
                 files += 1;
                 bytes += meta.len();

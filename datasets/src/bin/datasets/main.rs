@@ -21,24 +21,21 @@ struct Cli {
 enum Command {
     /// Print the version, frame rate, sizes, features, cameras and tasks of a dataset.
     Info {
-        /// The dataset folder.
-        #[arg(long)]
-        root: PathBuf,
+        #[command(flatten)]
+        dataset: commands::DatasetArgs,
     },
     /// Read every file and report every problem with its file and field; exit 1 if any.
     Validate {
-        /// The dataset folder.
-        #[arg(long)]
-        root: PathBuf,
+        #[command(flatten)]
+        dataset: commands::DatasetArgs,
         /// Allowed timestamp error in seconds.
         #[arg(long, default_value_t = datasets::DEFAULT_TOLERANCE_S)]
         tolerance_s: f64,
     },
     /// Compute statistics as LeRobot does and compare them with the stored ones.
     Stats {
-        /// The dataset folder.
-        #[arg(long)]
-        root: PathBuf,
+        #[command(flatten)]
+        dataset: commands::DatasetArgs,
         /// Write the computed statistics (v3.0: meta/stats.json; v2.1:
         /// meta/episodes_stats.jsonl).
         #[arg(long)]
@@ -46,9 +43,8 @@ enum Command {
     },
     /// Decode every camera frame once into a memory-mapped cache (one file per camera).
     Cache {
-        /// The dataset folder.
-        #[arg(long)]
-        root: PathBuf,
+        #[command(flatten)]
+        dataset: commands::DatasetArgs,
         /// The cache folder to write, e.g. /dev/shm/pusht-frames.
         #[arg(long)]
         out: PathBuf,
@@ -60,9 +56,8 @@ enum Command {
     Synth(commands::SynthArgs),
     /// Write LeRobot's samples for some indices as one collated safetensors batch.
     Sample {
-        /// The dataset folder.
-        #[arg(long)]
-        root: PathBuf,
+        #[command(flatten)]
+        dataset: commands::DatasetArgs,
         /// Frame indices, comma-separated, in the order wanted.
         #[arg(long, value_delimiter = ',', required = true)]
         indices: Vec<usize>,
@@ -106,21 +101,37 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Info { root } => commands::info(&root),
-        Command::Validate { root, tolerance_s } => commands::validate(&root, tolerance_s),
-        Command::Stats { root, write } => commands::stats(&root, write),
-        Command::Cache { root, out, resize } => commands::cache(&root, &out, resize.as_deref()),
+        Command::Info { dataset } => dataset.resolve().and_then(|root| commands::info(&root)),
+        Command::Validate { dataset, tolerance_s } => {
+            dataset.resolve().and_then(|root| commands::validate(&root, tolerance_s))
+        }
+        Command::Stats { dataset, write } => dataset.resolve().and_then(|root| commands::stats(&root, write)),
+        Command::Cache { dataset, out, resize } => {
+            dataset.resolve().and_then(|root| commands::cache(&root, &out, resize.as_deref()))
+        }
         Command::Synth(args) => commands::synth(&args),
-        Command::Sample { root, indices, preset, n_obs_steps, horizon, delta_timestamps, uint8, tolerance_s, out } => {
+        Command::Sample {
+            dataset,
+            indices,
+            preset,
+            n_obs_steps,
+            horizon,
+            delta_timestamps,
+            uint8,
+            tolerance_s,
+            out,
+        } => {
             let diffusion = preset.map(|Preset::Diffusion| (n_obs_steps, horizon));
-            commands::sample(&commands::SampleArgs {
-                root,
-                indices,
-                diffusion,
-                delta_timestamps,
-                uint8,
-                tolerance_s,
-                out,
+            dataset.resolve().and_then(|root| {
+                commands::sample(&commands::SampleArgs {
+                    root,
+                    indices,
+                    diffusion,
+                    delta_timestamps,
+                    uint8,
+                    tolerance_s,
+                    out,
+                })
             })
         }
     };

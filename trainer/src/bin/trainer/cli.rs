@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use burn::backend::Autodiff;
 use clap::{Args, Parser, Subcommand};
+use datasets::HubEnv;
 use datasets::auto_cache::FrameCacheChoice;
 use datasets::{Batch as Collated, Dataset, DecoderCache, FrameFormat, Values, WindowSpec, diffusion_delta_timestamps};
 use serde_json::{Value, json};
@@ -48,9 +49,23 @@ struct TrainArgs {
     /// Continue from a checkpoint (an output folder or a checkpoint folder).
     #[arg(long)]
     resume: Option<PathBuf>,
-    /// The dataset folder.
+    /// The dataset folder (with --dataset.repo_id: where it is, or is to be downloaded).
     #[arg(long = "dataset.root")]
     dataset_root: Option<PathBuf>,
+    /// The dataset's Hub id, OWNER/NAME: looked for under HF_LEROBOT_HOME and LeRobot's Hub
+    /// cache, downloaded from the Hub if missing.
+    #[arg(long = "dataset.repo_id")]
+    repo_id: Option<String>,
+    /// The Hub revision: a branch, tag or commit (default: LeRobot's codebase version, v3.0).
+    #[arg(long = "dataset.revision")]
+    revision: Option<String>,
+    /// Whether a missing dataset may be downloaded (default true; HF_HUB_OFFLINE=1 forbids it).
+    #[arg(long = "dataset.download")]
+    download: Option<bool>,
+    /// Sample only these episodes: indices and ranges, e.g. 0,3,5..9 (5 to 8) or 10..=12, or
+    /// LeRobot's [0, 3, 5]; the statistics stay the whole dataset's.
+    #[arg(long = "dataset.episodes", value_parser = trainer::parse_episode_list)]
+    episodes: Option<Vec<usize>>,
     /// Where frames come from: `auto` (default: the dataset's frames decoded once into a cache of
     /// the run's own, under $LEROBOT_RS_FRAME_CACHE or /dev/shm/lerobot-rs-frames, when they fit
     /// the budget), `off` (decoded as read), or a cache folder (`datasets cache`)
@@ -194,6 +209,10 @@ impl TrainArgs {
             };
         }
         opt!(self.dataset_root, ["dataset", "root"]);
+        opt!(self.repo_id, ["dataset", "repo_id"]);
+        opt!(self.revision, ["dataset", "revision"]);
+        opt!(self.download, ["dataset", "download"]);
+        opt!(self.episodes, ["dataset", "episodes"]);
         opt!(self.frame_cache, ["dataset", "frame_cache"]);
         opt!(self.frame_cache_budget, ["dataset", "frame_cache_budget_gb"]);
         opt!(self.use_imagenet_stats, ["dataset", "use_imagenet_stats"]);
@@ -322,9 +341,19 @@ fn train(args: &TrainArgs) -> Result<()> {
         trainer::merge(&mut demo, overrides);
         overrides = demo;
     }
-    let config = TrainConfig::resolve(file, overrides)?;
+    let mut config = TrainConfig::resolve(file, overrides)?;
+    if let Some(request) = config.dataset.hub_request()? {
+        let mut bar = datasets::hub::DownloadBar::default();
+        let resolved = datasets::hub::resolve(&request, &HubEnv::from_env(), &mut |event| bar.observe(event));
+        bar.finish();
+        let resolved = resolved?;
+        eprintln!("dataset {}: {resolved}", request.repo_id);
+        config.dataset.root = resolved.root;
+    }
     if config.dataset.root.as_os_str().is_empty() {
-        bail!("no dataset: pass --dataset.root DIR (or --demo to try on a synthetic one)");
+        bail!(
+            "no dataset: pass --dataset.root DIR or --dataset.repo_id OWNER/NAME (or --demo to try on a synthetic one)"
+        );
     }
     std::fs::create_dir_all(&config.output_dir).with_context(|| format!("creating {}", config.output_dir.display()))?;
     let resolved = serde_json::to_string_pretty(&config)?;

@@ -1,0 +1,357 @@
+//! Downloading a dataset from the Hub as `huggingface_hub.snapshot_download` lays it out, through
+//! the `hf-hub` crate: its cache layout (`datasets--OWNER--NAME/{blobs,snapshots,refs}`), its
+//! resumable transfers (a `.part` file continued with a `Range` request, also after a retry), and
+//! its handling of the Hub's redirects. What `hf-hub` 0.4 leaves out is done here: LeRobot's choice
+//! of revision among the dataset's version tags, checking every file against the Hub's listing
+//! (size, and sha256 for LFS files or the git blob id for the others) before it is used, and
+//! `--dataset.root`'s layout (`local_dir`: the files themselves under the root, hard links to the
+//! blobs where the file system allows).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use hf_hub::api::Progress;
+use hf_hub::api::sync::{ApiBuilder, ApiError, ApiRepo};
+use hf_hub::{Cache, Repo, RepoType};
+use serde::Deserialize;
+use sha1::Sha1;
+use sha2::{Digest, Sha256};
+
+use super::{DatasetRequest, DownloadEvent, Origin, RepoId, Resolved, hub_error, is_complete};
+use crate::{Error, HubEnv, Result, join_under};
+
+/// Attempts per file: a transfer cut short is resumed from its `.part` file this many times.
+const RETRIES: usize = 5;
+
+/// One file of the Hub's listing (`GET /api/datasets/OWNER/NAME/revision/REV?blobs=true`).
+#[derive(Debug, Deserialize)]
+struct Sibling {
+    rfilename: String,
+    #[serde(rename = "blobId")]
+    blob_id: Option<String>,
+    size: Option<u64>,
+    lfs: Option<Lfs>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Lfs {
+    sha256: String,
+    size: u64,
+}
+
+#[derive(Debug, Deserialize)]
+struct Listing {
+    sha: String,
+    siblings: Vec<Sibling>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Refs {
+    #[serde(default)]
+    tags: Vec<NamedRef>,
+}
+
+#[derive(Debug, Deserialize)]
+struct NamedRef {
+    name: String,
+}
+
+/// What a file must be once downloaded.
+#[derive(Debug, Clone, PartialEq)]
+enum Expected {
+    /// An LFS file: its sha256.
+    Sha256(String),
+    /// A file in git itself: its blob id, sha1 of `blob LEN\0` and the content.
+    GitBlob(String),
+}
+
+pub(super) fn fetch(
+    request: &DatasetRequest,
+    revision: &str,
+    env: &HubEnv,
+    progress: &mut dyn FnMut(DownloadEvent<'_>),
+) -> Result<Resolved> {
+    let repo_id = &request.repo_id;
+    let revision = safe_version(repo_id, revision, env)?;
+    let cache_dir = match &request.root {
+        // `local_dir`: the blobs are kept beside the dataset, out of the way of its files.
+        Some(root) => root.join(".cache").join("lerobot-rs").join("hub"),
+        None => env.hub_cache(),
+    };
+    let api = ApiBuilder::from_cache(Cache::new(cache_dir.clone()))
+        .with_endpoint(env.endpoint.clone())
+        .with_token(env.token.clone())
+        .with_progress(false)
+        .with_retries(RETRIES)
+        .build()
+        .map_err(|e| api_error(repo_id, "cannot set up the Hub client", e))?;
+    let repo = api.repo(Repo::with_revision(repo_id.to_string(), RepoType::Dataset, revision.clone()));
+    let listing: Listing = repo
+        .info_request()
+        .query("blobs", "true")
+        .call()
+        .map_err(|e| request_error(repo_id, &revision, env, "listing its files", e))?
+        .into_json()
+        .map_err(|e| hub_error(repo_id, format!("the Hub's file listing is not what was expected: {e}")))?;
+    let commit = listing.sha.clone();
+    let snapshot = cache_dir.join(repo_id.cache_folder()).join("snapshots").join(&commit);
+    let root = request.root.clone().unwrap_or_else(|| snapshot.clone());
+
+    let mut todo = Vec::new();
+    for sibling in &listing.siblings {
+        let target = join_under(&root, Path::new(&sibling.rfilename))
+            .map_err(|m| hub_error(repo_id, format!("the Hub lists a file outside the dataset: {m}")))?;
+        let size = sibling.lfs.as_ref().map(|lfs| lfs.size).or(sibling.size);
+        let present = std::fs::metadata(&target).is_ok_and(|m| m.is_file() && Some(m.len()) == size);
+        if !present {
+            todo.push((sibling, target, size.unwrap_or(0)));
+        }
+    }
+    let bytes: u64 = todo.iter().map(|(_, _, size)| size).sum();
+    progress(DownloadEvent::Plan { files: todo.len(), bytes });
+    for (sibling, target, size) in &todo {
+        let expected = match (&sibling.lfs, &sibling.blob_id) {
+            (Some(lfs), _) => Expected::Sha256(lfs.sha256.clone()),
+            (None, Some(blob)) => Expected::GitBlob(blob.clone()),
+            (None, None) => {
+                return Err(hub_error(
+                    repo_id,
+                    format!("{}: the Hub's listing gives no hash to check it by", sibling.rfilename),
+                ));
+            }
+        };
+        let cached = download_file(&repo, &sibling.rfilename, *size, progress)
+            .map_err(|e| api_error(repo_id, &format!("downloading {}", sibling.rfilename), e))?;
+        let blob = std::fs::canonicalize(&cached).map_err(|e| Error::io(&cached, e))?;
+        if let Err(message) = verify(&blob, *size, &expected) {
+            // Never serve it, and never resume from it: the next attempt starts afresh.
+            let _ = std::fs::remove_file(&blob);
+            let _ = std::fs::remove_file(&cached);
+            return Err(hub_error(
+                repo_id,
+                format!("{}: {message}; removed it, run again to download it anew", sibling.rfilename),
+            ));
+        }
+        if request.root.is_some() {
+            place(&blob, target)?;
+        }
+    }
+    if !is_complete(&root) {
+        return Err(hub_error(
+            repo_id,
+            format!(
+                "revision {revision} was downloaded to {}, but it is not a complete LeRobot dataset there",
+                root.display()
+            ),
+        ));
+    }
+    Ok(Resolved { root, origin: Origin::Downloaded { revision, commit, files: todo.len(), bytes } })
+}
+
+/// Downloads one file into the cache, relaying `hf-hub`'s progress calls as [`DownloadEvent`]s.
+fn download_file(
+    repo: &ApiRepo,
+    name: &str,
+    size: u64,
+    progress: &mut dyn FnMut(DownloadEvent<'_>),
+) -> std::result::Result<PathBuf, ApiError> {
+    repo.download_with_progress(name, Relay { name, size, progress, resumed: None })
+}
+
+/// `hf-hub` calls `init` at each attempt and then `update` once with the bytes already in the
+/// `.part` file; after that each `update` is new bytes.
+struct Relay<'a, 'b> {
+    name: &'a str,
+    size: u64,
+    progress: &'a mut (dyn FnMut(DownloadEvent<'_>) + 'b),
+    resumed: Option<u64>,
+}
+
+impl Progress for Relay<'_, '_> {
+    fn init(&mut self, _size: usize, _filename: &str) {
+        self.resumed = None;
+    }
+
+    fn update(&mut self, bytes: usize) {
+        let bytes = bytes as u64;
+        if self.resumed.is_none() {
+            self.resumed = Some(bytes);
+            (self.progress)(DownloadEvent::File { name: self.name, size: self.size, resumed_at: bytes });
+        } else {
+            (self.progress)(DownloadEvent::Bytes(bytes));
+        }
+    }
+
+    fn finish(&mut self) {}
+}
+
+/// Checks a downloaded file against the Hub's listing.
+fn verify(path: &Path, size: u64, expected: &Expected) -> std::result::Result<(), String> {
+    let length = std::fs::metadata(path).map_err(|e| format!("cannot read it back: {e}"))?.len();
+    if length != size {
+        return Err(format!("{length} bytes arrived where the Hub lists {size}"));
+    }
+    let (name, want, got) = match expected {
+        Expected::Sha256(want) => ("sha256", want, hex(&digest_file::<Sha256>(path, None)?)),
+        Expected::GitBlob(want) => ("git blob id", want, hex(&digest_file::<Sha1>(path, Some(length))?)),
+    };
+    if !got.eq_ignore_ascii_case(want) {
+        return Err(format!("its {name} is {got}, the Hub's listing says {want}: the file is corrupt"));
+    }
+    Ok(())
+}
+
+/// The digest of a file; with `git_length`, of git's blob header and the file.
+fn digest_file<D: Digest>(path: &Path, git_length: Option<u64>) -> std::result::Result<Vec<u8>, String> {
+    let mut digest = D::new();
+    if let Some(length) = git_length {
+        digest.update(format!("blob {length}\0").as_bytes());
+    }
+    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot read it back: {e}"))?;
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buffer).map_err(|e| format!("cannot read it back: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        digest.update(&buffer[..n]);
+    }
+    Ok(digest.finalize().to_vec())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Puts a verified blob at its place under `--dataset.root`: a hard link, else a copy.
+fn place(blob: &Path, target: &Path) -> Result<()> {
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    match std::fs::remove_file(target) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(target, e)),
+        _ => {}
+    }
+    if std::fs::hard_link(blob, target).is_err() {
+        // Another file system: copy through a temporary name, so that a crash leaves no torn file.
+        let partial = target.with_extension("incomplete");
+        std::fs::copy(blob, &partial).map_err(|e| Error::io(&partial, e))?;
+        std::fs::rename(&partial, target).map_err(|e| Error::io(target, e))?;
+    }
+    Ok(())
+}
+
+/// LeRobot's `get_safe_version`: a revision that names a version (`vMAJOR.MINOR`) becomes the
+/// dataset's newest version tag of the same major version not newer than it; any other revision
+/// (a branch, a commit) is used as it is.
+fn safe_version(repo_id: &RepoId, revision: &str, env: &HubEnv) -> Result<String> {
+    let Some(wanted) = parse_version(revision) else { return Ok(revision.to_string()) };
+    let url = format!("{}/api/datasets/{repo_id}/refs", env.endpoint);
+    // As hf-hub does: a proxy from HTTPS_PROXY / HTTP_PROXY / ALL_PROXY.
+    let mut call = ureq::AgentBuilder::new().try_proxy_from_env(true).build().get(&url);
+    if let Some(token) = &env.token {
+        call = call.set("Authorization", &format!("Bearer {token}"));
+    }
+    let refs: Refs = call
+        .call()
+        .map_err(|e| request_error(repo_id, revision, env, "listing its version tags", e))?
+        .into_json()
+        .map_err(|e| hub_error(repo_id, format!("the Hub's list of tags is not what was expected: {e}")))?;
+    let versions: Vec<(u64, u64, &str)> = refs
+        .tags
+        .iter()
+        .filter_map(|tag| parse_version(&tag.name).map(|(major, minor)| (major, minor, tag.name.as_str())))
+        .collect();
+    pick_version(wanted, &versions).map_err(|message| hub_error(repo_id, message))
+}
+
+fn pick_version(wanted: (u64, u64), versions: &[(u64, u64, &str)]) -> std::result::Result<String, String> {
+    if versions.is_empty() {
+        return Err(
+            "the dataset has no version tag (v3.0, v2.1, ...): LeRobot cannot tell which revision to read".into()
+        );
+    }
+    if let Some((_, _, name)) = versions.iter().find(|(major, minor, _)| (*major, *minor) == wanted) {
+        return Ok(name.to_string());
+    }
+    let compatible = versions.iter().filter(|(major, minor, _)| *major == wanted.0 && *minor <= wanted.1);
+    if let Some((major, minor, name)) = compatible.max_by_key(|(major, minor, _)| (*major, *minor)) {
+        tracing::warn!("revision v{}.{} not found, using v{major}.{minor}", wanted.0, wanted.1);
+        return Ok(name.to_string());
+    }
+    let older =
+        versions.iter().filter(|(major, _, _)| *major < wanted.0).max_by_key(|(major, minor, _)| (*major, *minor));
+    if let Some((_, _, name)) = older {
+        return Err(format!(
+            "the dataset is at {name}, an older codebase version than v{}.{}: convert it with LeRobot's converter",
+            wanted.0, wanted.1
+        ));
+    }
+    Err(format!("the dataset's versions are all newer than v{}.{}: it needs a newer reader", wanted.0, wanted.1))
+}
+
+/// `v3.0` or `3.0` (a patch number is allowed and ignored) as (major, minor).
+fn parse_version(text: &str) -> Option<(u64, u64)> {
+    let text = text.strip_prefix('v').unwrap_or(text);
+    let mut parts = text.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    match parts.next() {
+        None => Some((major, minor)),
+        Some(patch) if patch.parse::<u64>().is_ok() && parts.next().is_none() => Some((major, minor)),
+        Some(_) => None,
+    }
+}
+
+fn request_error(repo_id: &RepoId, revision: &str, env: &HubEnv, doing: &str, error: ureq::Error) -> Error {
+    let message = match &error {
+        ureq::Error::Status(401 | 403, _) if env.token.is_none() => {
+            format!(
+                "{doing}: the Hub refused access (private or gated dataset?): set HF_TOKEN to a token that may read it"
+            )
+        }
+        ureq::Error::Status(401 | 403, _) => {
+            format!("{doing}: the Hub refused the token in HF_TOKEN (or the token file)")
+        }
+        ureq::Error::Status(404, _) => {
+            format!("{doing}: no dataset {repo_id} at revision {revision} on {}", env.endpoint)
+        }
+        _ => format!("{doing} on {}", env.endpoint),
+    };
+    Error::Hub { repo_id: repo_id.to_string(), message, source: Some(Box::new(error)) }
+}
+
+fn api_error(repo_id: &RepoId, doing: &str, error: ApiError) -> Error {
+    Error::Hub { repo_id: repo_id.to_string(), message: doing.to_string(), source: Some(Box::new(error)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_versions_as_lerobot_does() {
+        let tags = [(2, 1, "v2.1"), (3, 0, "v3.0"), (3, 1, "v3.1")];
+        assert_eq!(pick_version((3, 0), &tags).unwrap(), "v3.0");
+        assert_eq!(pick_version((3, 2), &tags).unwrap(), "v3.1");
+        assert!(pick_version((3, 0), &[(2, 1, "v2.1")]).unwrap_err().contains("convert"));
+        assert!(pick_version((3, 0), &[(4, 0, "v4.0")]).unwrap_err().contains("newer"));
+        assert!(pick_version((3, 0), &[]).is_err());
+        assert_eq!(parse_version("v3.0"), Some((3, 0)));
+        assert_eq!(parse_version("main"), None);
+        assert_eq!(parse_version("v3.0.1"), Some((3, 0)));
+    }
+
+    #[test]
+    fn checks_git_blob_ids_and_sha256() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, "hello\n").unwrap();
+        // `git hash-object` of "hello\n", and its sha256.
+        assert!(verify(&path, 6, &Expected::GitBlob("ce013625030ba8dba906f756967f9e9ca394464a".into())).is_ok());
+        let sha = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03";
+        assert!(verify(&path, 6, &Expected::Sha256(sha.into())).is_ok());
+        assert!(verify(&path, 6, &Expected::Sha256("00".repeat(32))).unwrap_err().contains("corrupt"));
+        assert!(verify(&path, 7, &Expected::Sha256(sha.into())).unwrap_err().contains("7"));
+    }
+}

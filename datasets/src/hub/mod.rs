@@ -1,0 +1,212 @@
+//! Datasets named as LeRobot users name them, `--dataset.repo_id OWNER/NAME`: found where
+//! LeRobot 0.6.1 keeps them and, where they are missing or incomplete, fetched from the Hugging
+//! Face Hub (the `hub` feature) the way LeRobot's `snapshot_download` lays them out.
+//!
+//! LeRobot's order ([`resolve`]):
+//! - `--dataset.root DIR` given: that folder; downloads go straight into it (`local_dir`).
+//! - otherwise `$HF_LEROBOT_HOME/OWNER/NAME` when it holds the dataset; then the revision's
+//!   snapshot in LeRobot's Hub cache, `$HF_LEROBOT_HOME/hub/datasets--OWNER--NAME/snapshots/
+//!   COMMIT`; else a download into that cache.
+//!
+//! `HF_LEROBOT_HOME` defaults to `$HF_HOME/lerobot`, and `HF_HOME` to
+//! `$XDG_CACHE_HOME/huggingface` or `~/.cache/huggingface` ([`HubEnv`]). The revision defaults to
+//! LeRobot's codebase version, [`DEFAULT_REVISION`], resolved as LeRobot resolves it against the
+//! dataset's version tags.
+
+#[cfg(feature = "hub")]
+mod download;
+mod env;
+#[cfg(feature = "cli")]
+mod progress;
+mod repo_id;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::{Dataset, Error, Result};
+
+pub use env::{DEFAULT_ENDPOINT, HubEnv};
+#[cfg(feature = "cli")]
+pub use progress::DownloadBar;
+pub use repo_id::RepoId;
+
+/// LeRobot 0.6.1's `CODEBASE_VERSION`: the revision asked for when none is given.
+pub const DEFAULT_REVISION: &str = "v3.0";
+
+/// What a run asks for: LeRobot's `--dataset.repo_id`, `--dataset.root`, `--dataset.revision`
+/// and whether the Hub may be asked (`--dataset.download`; `HF_HUB_OFFLINE=1` forbids it too).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DatasetRequest {
+    /// The dataset's Hub id.
+    pub repo_id: RepoId,
+    /// The folder to use (and to download into); `None`: LeRobot's folders.
+    pub root: Option<PathBuf>,
+    /// The branch, tag or commit; `None`: [`DEFAULT_REVISION`].
+    pub revision: Option<String>,
+    /// Whether a missing or incomplete dataset may be downloaded.
+    pub download: bool,
+}
+
+/// Where a dataset was found, for the log line a run prints.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Origin {
+    /// The folder given with `--dataset.root`, complete already.
+    GivenRoot,
+    /// `$HF_LEROBOT_HOME/OWNER/NAME`.
+    LeRobotHome,
+    /// A snapshot in LeRobot's Hub cache, downloaded before.
+    HubCache {
+        /// The revision asked for.
+        revision: String,
+    },
+    /// Downloaded now.
+    Downloaded {
+        /// The revision downloaded (after LeRobot's version resolution).
+        revision: String,
+        /// The commit it pointed to.
+        commit: String,
+        /// Files fetched (the others were there already).
+        files: usize,
+        /// Bytes fetched.
+        bytes: u64,
+    },
+}
+
+/// A resolved dataset: the folder to open, and how it was found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    /// The dataset's root folder.
+    pub root: PathBuf,
+    /// How it was found.
+    pub origin: Origin,
+}
+
+impl fmt::Display for Resolved {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let root = self.root.display();
+        match &self.origin {
+            Origin::GivenRoot => write!(f, "{root} (--dataset.root)"),
+            Origin::LeRobotHome => write!(f, "{root} (in HF_LEROBOT_HOME)"),
+            Origin::HubCache { revision } => write!(f, "{root} (revision {revision}, downloaded before)"),
+            Origin::Downloaded { revision, commit, files, bytes } => write!(
+                f,
+                "{root} (revision {revision}, commit {commit}: downloaded {files} files, {:.1} MB)",
+                *bytes as f64 / 1e6
+            ),
+        }
+    }
+}
+
+/// What a download reports as it goes, for a progress bar.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DownloadEvent<'a> {
+    /// What is to be fetched: files and their bytes.
+    Plan {
+        /// Files to fetch.
+        files: usize,
+        /// Their bytes.
+        bytes: u64,
+    },
+    /// A file starts (again, after a retry: its bytes count from `resumed_at`).
+    File {
+        /// Its path in the dataset.
+        name: &'a str,
+        /// Its size in bytes.
+        size: u64,
+        /// Bytes already there from an interrupted transfer.
+        resumed_at: u64,
+    },
+    /// `bytes` more bytes of the current file arrived.
+    Bytes(u64),
+}
+
+/// Finds the dataset `request` names, downloading it when it is missing or incomplete and
+/// downloads are allowed; `progress` hears of the download as it goes.
+pub fn resolve(
+    request: &DatasetRequest,
+    env: &HubEnv,
+    progress: &mut dyn FnMut(DownloadEvent<'_>),
+) -> Result<Resolved> {
+    let revision = request.revision.clone().unwrap_or_else(|| DEFAULT_REVISION.to_string());
+    if let Some(root) = &request.root {
+        if is_complete(root) {
+            return Ok(Resolved { root: root.clone(), origin: Origin::GivenRoot });
+        }
+    } else {
+        let home = env.lerobot_home.join(request.repo_id.as_str());
+        if is_complete(&home) {
+            return Ok(Resolved { root: home, origin: Origin::LeRobotHome });
+        }
+        if let Some(snapshot) = cached_snapshot(&env.hub_cache(), &request.repo_id, &revision)
+            && is_complete(&snapshot)
+        {
+            return Ok(Resolved { root: snapshot, origin: Origin::HubCache { revision } });
+        }
+    }
+    if env.offline || !request.download {
+        let why = if env.offline { "HF_HUB_OFFLINE is set" } else { "downloads are off (--dataset.download false)" };
+        let looked = match &request.root {
+            Some(root) => format!("{} holds no complete copy", root.display()),
+            None => format!(
+                "neither {} nor LeRobot's Hub cache {} holds a complete copy of revision {revision}",
+                env.lerobot_home.join(request.repo_id.as_str()).display(),
+                env.hub_cache().display()
+            ),
+        };
+        return Err(hub_error(&request.repo_id, format!("{looked}, and {why}")));
+    }
+    fetch(request, &revision, env, progress)
+}
+
+#[cfg(feature = "hub")]
+fn fetch(
+    request: &DatasetRequest,
+    revision: &str,
+    env: &HubEnv,
+    progress: &mut dyn FnMut(DownloadEvent<'_>),
+) -> Result<Resolved> {
+    download::fetch(request, revision, env, progress)
+}
+
+#[cfg(not(feature = "hub"))]
+fn fetch(
+    request: &DatasetRequest,
+    _revision: &str,
+    _env: &HubEnv,
+    _progress: &mut dyn FnMut(DownloadEvent<'_>),
+) -> Result<Resolved> {
+    Err(hub_error(
+        &request.repo_id,
+        "the dataset is not here, and this build cannot download it (built without the `hub` \
+         feature); download it with LeRobot or a build with `hub`, or pass --dataset.root"
+            .to_string(),
+    ))
+}
+
+/// Whether `root` holds a dataset that opens and whose videos are all there: what LeRobot
+/// checks before it downloads.
+pub fn is_complete(root: &Path) -> bool {
+    let Ok(dataset) = Dataset::open(root) else { return false };
+    dataset.episodes().iter().all(|episode| {
+        (0..episode.videos.len()).all(|camera| dataset.video_file(episode, camera).is_ok_and(|path| path.is_file()))
+    })
+}
+
+/// The snapshot folder LeRobot's Hub cache holds for `revision`, if its ref is there.
+fn cached_snapshot(cache: &Path, repo_id: &RepoId, revision: &str) -> Option<PathBuf> {
+    let repo = cache.join(repo_id.cache_folder());
+    let commit = if is_commit(revision) {
+        revision.to_string()
+    } else {
+        std::fs::read_to_string(repo.join("refs").join(revision)).ok()?.trim().to_string()
+    };
+    Some(repo.join("snapshots").join(commit))
+}
+
+fn is_commit(revision: &str) -> bool {
+    revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+fn hub_error(repo_id: &RepoId, message: String) -> Error {
+    Error::Hub { repo_id: repo_id.to_string(), message, source: None }
+}

@@ -425,17 +425,45 @@ fn a_corrupt_file_is_refused_and_not_kept() {
         .to_string();
     assert!(error.contains(&corrupt) && error.contains("corrupt"), "{error}");
     assert!(!root.join(&corrupt).exists(), "the corrupt file was left in the dataset");
-    let blobs = root.join(".cache/lerobot-rs/hub/datasets--lerobot--pusht_fake/blobs");
+    let blobs = root.join(".cache/huggingface/lerobot-rs/datasets--lerobot--pusht_fake/blobs");
+    assert!(blobs.is_dir(), "no blob folder at {}", blobs.display());
     let source_blob = git_blob_id(&std::fs::read(source.join(&corrupt)).unwrap());
     assert!(!blobs.join(source_blob).exists(), "the corrupt blob was kept");
 
     // An LFS file too (sha256).
-    let hub = FakeHub::serve(
-        &source,
-        Faults { corrupt: Some("data/chunk-000/file-000.parquet".into()), ..Default::default() },
-    );
-    let error = resolve(&request(None), &env(&dir.path().join("home2"), &hub), &mut |_| {}).unwrap_err().to_string();
-    assert!(error.contains("data/chunk-000/file-000.parquet") && error.contains("sha256"), "{error}");
+    let parquet = "data/chunk-000/file-000.parquet";
+    let hub = FakeHub::serve(&source, Faults { corrupt: Some(parquet.into()), ..Default::default() });
+    let home = dir.path().join("home2");
+    let error = resolve(&request(None), &env(&home, &hub), &mut |_| {}).unwrap_err().to_string();
+    assert!(error.contains(parquet) && error.contains("sha256"), "{error}");
+    let repo = home.join("hub/datasets--lerobot--pusht_fake");
+    assert!(repo.join("blobs").is_dir(), "no blob folder at {}", repo.display());
+    let blob = repo.join("blobs").join(sha256(&std::fs::read(source.join(parquet)).unwrap()));
+    assert!(!blob.exists() && !repo.join("snapshots").join(COMMIT).join(parquet).exists(), "the corrupt file was kept");
+}
+
+#[test]
+fn a_partly_downloaded_root_gets_only_what_it_lacks_and_a_broken_one_is_not_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = source_dataset(dir.path());
+    let hub = FakeHub::serve(&source, Faults::default());
+    let root = dir.path().join("root");
+    let home = dir.path().join("home");
+    resolve(&request(Some(root.clone())), &env(&home, &hub), &mut |_| {}).unwrap();
+
+    let parquet = "data/chunk-000/file-000.parquet";
+    std::fs::remove_file(root.join(parquet)).unwrap();
+    let resolved = resolve(&request(Some(root.clone())), &env(&home, &hub), &mut |_| {}).unwrap();
+    assert!(matches!(resolved.origin, Origin::Downloaded { files: 1, .. }), "{resolved}");
+    assert_same_files(&source, &root);
+
+    // A file that is there but broken is the user's to look at: reported, not replaced.
+    std::fs::write(root.join("meta/info.json"), "{ not json").unwrap();
+    let asked = hub.requests().len();
+    let error = resolve(&request(Some(root.clone())), &env(&home, &hub), &mut |_| {}).unwrap_err().to_string();
+    assert!(error.contains("meta/info.json") && error.contains("JSON"), "{error}");
+    assert_eq!(std::fs::read_to_string(root.join("meta/info.json")).unwrap(), "{ not json");
+    assert_eq!(hub.requests().len(), asked);
 }
 
 #[test]

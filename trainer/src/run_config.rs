@@ -107,6 +107,9 @@ fn yes() -> bool {
     true
 }
 
+/// More episodes than any dataset holds: a longer range in `--dataset.episodes` is a mistake.
+const MAX_EPISODES: usize = 10_000_000;
+
 /// Parses `--dataset.episodes`: indices and ranges separated by commas (`0,3,5..9`, where `a..b`
 /// excludes `b` as Python's `range` does and `a..=b` includes it), or LeRobot's list `[0, 3, 5]`.
 /// The result is sorted, without repeats.
@@ -116,13 +119,18 @@ pub fn parse_episode_list(text: &str) -> std::result::Result<Vec<usize>, String>
         |part: &str| part.trim().parse::<usize>().map_err(|_| format!("{part:?} in {text:?} is not an episode index"));
     let mut episodes = Vec::new();
     for part in inner.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        if let Some((start, end)) = part.split_once("..=") {
-            episodes.extend(number(start)?..=number(end)?);
+        let (start, end) = if let Some((start, end)) = part.split_once("..=") {
+            (number(start)?, number(end)?.saturating_add(1))
         } else if let Some((start, end)) = part.split_once("..") {
-            episodes.extend(number(start)?..number(end)?);
+            (number(start)?, number(end)?)
         } else {
-            episodes.push(number(part)?);
+            let episode = number(part)?;
+            (episode, episode.saturating_add(1))
+        };
+        if start >= end || end - start > MAX_EPISODES {
+            return Err(format!("{part:?} in {text:?} is an empty or implausibly long range of episodes"));
         }
+        episodes.extend(start..end);
     }
     episodes.sort_unstable();
     episodes.dedup();
@@ -241,7 +249,7 @@ mod tests {
         assert_eq!(parse_episode_list("0,3,5..9").unwrap(), vec![0, 3, 5, 6, 7, 8]);
         assert_eq!(parse_episode_list("[4, 1, 1]").unwrap(), vec![1, 4]);
         assert_eq!(parse_episode_list("10..=12").unwrap(), vec![10, 11, 12]);
-        for bad in ["", "[]", "a", "1..x", "-1"] {
+        for bad in ["", "[]", "a", "1..x", "-1", "5..5", "9..3", "0..=18446744073709551615"] {
             assert!(parse_episode_list(bad).is_err(), "{bad:?}");
         }
     }

@@ -362,7 +362,7 @@ fn dry_run_finds_a_repo_id_where_lerobot_keeps_it_and_never_asks_the_hub_offline
     let out = scratch("dry-run-repo-id");
     let run = |repo_id: &str| {
         Command::new(env!("CARGO_BIN_EXE_trainer"))
-            .args(["--dataset.repo_id", repo_id, "--dry-run", "--output_dir"])
+            .args(["--dataset.repo_id", repo_id, "--dataset.episodes", "0,2..3", "--dry-run", "--output_dir"])
             .arg(&out)
             .env("HF_LEROBOT_HOME", &home)
             .env("HF_HUB_OFFLINE", "1")
@@ -377,6 +377,7 @@ fn dry_run_finds_a_repo_id_where_lerobot_keeps_it_and_never_asks_the_hub_offline
     let resolved: serde_json::Value = serde_json::from_str(stdout.split_once('\n').unwrap().1).unwrap();
     assert_eq!(resolved["dataset"]["root"].as_str(), root.to_str());
     assert_eq!(resolved["dataset"]["repo_id"].as_str(), Some("lerobot/pusht_fake"));
+    assert_eq!(resolved["dataset"]["episodes"], serde_json::json!([0, 2]));
 
     let output = run("lerobot/not_here");
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
 
-use super::{DatasetRequest, DownloadEvent, Origin, RepoId, Resolved, hub_error, is_complete};
+use super::{DatasetRequest, DownloadEvent, Origin, RepoId, Resolved, hub_error, is_complete, parse_version};
 use crate::{Error, HubEnv, Result, join_under};
 
 /// Attempts per file: a transfer cut short is resumed from its `.part` file this many times.
@@ -74,8 +74,9 @@ pub(super) fn fetch(
     let repo_id = &request.repo_id;
     let revision = safe_version(repo_id, revision, env)?;
     let cache_dir = match &request.root {
-        // `local_dir`: the blobs are kept beside the dataset, out of the way of its files.
-        Some(root) => root.join(".cache").join("lerobot-rs").join("hub"),
+        // `local_dir`: the blobs are kept beside the dataset, where `huggingface_hub` keeps its
+        // own bookkeeping and never uploads from (`push_to_hub` skips `.cache/huggingface`).
+        Some(root) => root.join(".cache").join("huggingface").join("lerobot-rs"),
         None => env.hub_cache(),
     };
     let api = ApiBuilder::from_cache(Cache::new(cache_dir.clone()))
@@ -85,8 +86,8 @@ pub(super) fn fetch(
         .with_retries(RETRIES)
         .build()
         .map_err(|e| api_error(repo_id, "cannot set up the Hub client", e))?;
-    let repo = api.repo(Repo::with_revision(repo_id.to_string(), RepoType::Dataset, revision.clone()));
-    let listing: Listing = repo
+    let listing: Listing = api
+        .repo(Repo::with_revision(repo_id.to_string(), RepoType::Dataset, revision.clone()))
         .info_request()
         .query("blobs", "true")
         .call()
@@ -94,17 +95,25 @@ pub(super) fn fetch(
         .into_json()
         .map_err(|e| hub_error(repo_id, format!("the Hub's file listing is not what was expected: {e}")))?;
     let commit = listing.sha.clone();
-    let snapshot = cache_dir.join(repo_id.cache_folder()).join("snapshots").join(&commit);
+    if !super::is_commit(&commit) {
+        return Err(hub_error(repo_id, format!("the Hub's listing names no commit (sha {commit:?})")));
+    }
+    // Every file from the commit listed, even if the revision moves on meanwhile.
+    let repo = api.repo(Repo::with_revision(repo_id.to_string(), RepoType::Dataset, commit.clone()));
+    let repo_cache = cache_dir.join(repo_id.cache_folder());
+    let snapshot = repo_cache.join("snapshots").join(&commit);
     let root = request.root.clone().unwrap_or_else(|| snapshot.clone());
 
     let mut todo = Vec::new();
     for sibling in &listing.siblings {
         let target = join_under(&root, Path::new(&sibling.rfilename))
             .map_err(|m| hub_error(repo_id, format!("the Hub lists a file outside the dataset: {m}")))?;
-        let size = sibling.lfs.as_ref().map(|lfs| lfs.size).or(sibling.size);
-        let present = std::fs::metadata(&target).is_ok_and(|m| m.is_file() && Some(m.len()) == size);
+        let Some(size) = sibling.lfs.as_ref().map(|lfs| lfs.size).or(sibling.size) else {
+            return Err(hub_error(repo_id, format!("{}: the Hub's listing gives no size for it", sibling.rfilename)));
+        };
+        let present = std::fs::metadata(&target).is_ok_and(|m| m.is_file() && m.len() == size);
         if !present {
-            todo.push((sibling, target, size.unwrap_or(0)));
+            todo.push((sibling, target, size));
         }
     }
     let bytes: u64 = todo.iter().map(|(_, _, size)| size).sum();
@@ -136,11 +145,17 @@ pub(super) fn fetch(
             place(&blob, target)?;
         }
     }
-    if !is_complete(&root) {
+    if request.root.is_none() {
+        // What LeRobot's (and our) next offline lookup of this revision reads.
+        let refs = repo_cache.join("refs");
+        std::fs::create_dir_all(&refs).map_err(|e| Error::io(&refs, e))?;
+        std::fs::write(refs.join(&revision), &commit).map_err(|e| Error::io(refs.join(&revision), e))?;
+    }
+    if !is_complete(&root)? {
         return Err(hub_error(
             repo_id,
             format!(
-                "revision {revision} was downloaded to {}, but it is not a complete LeRobot dataset there",
+                "revision {revision} was downloaded to {}, but files the dataset names are not in it",
                 root.display()
             ),
         ));
@@ -223,22 +238,20 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Puts a verified blob at its place under `--dataset.root`: a hard link, else a copy.
+/// Puts a verified blob at its place under `--dataset.root`: a hard link, else a copy, made
+/// under a temporary name and renamed over the target, so that the target is never torn.
 fn place(blob: &Path, target: &Path) -> Result<()> {
     if let Some(parent) = target.parent() {
         std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     }
-    match std::fs::remove_file(target) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(target, e)),
-        _ => {}
-    }
-    if std::fs::hard_link(blob, target).is_err() {
-        // Another file system: copy through a temporary name, so that a crash leaves no torn file.
-        let partial = target.with_extension("incomplete");
+    let name = target.file_name().map_or_else(Default::default, |n| n.to_string_lossy().into_owned());
+    let partial = target.with_file_name(format!(".{name}.{}.incomplete", std::process::id()));
+    let _ = std::fs::remove_file(&partial);
+    if std::fs::hard_link(blob, &partial).is_err() {
+        // Another file system.
         std::fs::copy(blob, &partial).map_err(|e| Error::io(&partial, e))?;
-        std::fs::rename(&partial, target).map_err(|e| Error::io(target, e))?;
     }
-    Ok(())
+    std::fs::rename(&partial, target).map_err(|e| Error::io(target, e))
 }
 
 /// LeRobot's `get_safe_version`: a revision that names a version (`vMAJOR.MINOR`) becomes the
@@ -288,19 +301,6 @@ fn pick_version(wanted: (u64, u64), versions: &[(u64, u64, &str)]) -> std::resul
         ));
     }
     Err(format!("the dataset's versions are all newer than v{}.{}: it needs a newer reader", wanted.0, wanted.1))
-}
-
-/// `v3.0` or `3.0` (a patch number is allowed and ignored) as (major, minor).
-fn parse_version(text: &str) -> Option<(u64, u64)> {
-    let text = text.strip_prefix('v').unwrap_or(text);
-    let mut parts = text.split('.');
-    let major = parts.next()?.parse().ok()?;
-    let minor = parts.next()?.parse().ok()?;
-    match parts.next() {
-        None => Some((major, minor)),
-        Some(patch) if patch.parse::<u64>().is_ok() && parts.next().is_none() => Some((major, minor)),
-        Some(_) => None,
-    }
 }
 
 fn request_error(repo_id: &RepoId, revision: &str, env: &HubEnv, doing: &str, error: ureq::Error) -> Error {

@@ -40,7 +40,7 @@ impl HubEnv {
         let lerobot_home = var("HF_LEROBOT_HOME").map(expand).unwrap_or_else(|| hf_home.join("lerobot"));
         let endpoint =
             var("HF_ENDPOINT").unwrap_or_else(|| DEFAULT_ENDPOINT.to_string()).trim_end_matches('/').to_string();
-        let token = var("HF_TOKEN").or_else(|| {
+        let token = var("HF_TOKEN").map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).or_else(|| {
             let path = var("HF_TOKEN_PATH").map(expand).unwrap_or_else(|| hf_home.join("token"));
             std::fs::read_to_string(path).ok().map(|t| t.trim().to_string()).filter(|t| !t.is_empty())
         });

@@ -128,22 +128,27 @@ pub fn resolve(
     progress: &mut dyn FnMut(DownloadEvent<'_>),
 ) -> Result<Resolved> {
     let revision = request.revision.clone().unwrap_or_else(|| DEFAULT_REVISION.to_string());
+    let may_download = !env.offline && request.download;
     if let Some(root) = &request.root {
-        if is_complete(root) {
+        if is_complete(root)? {
             return Ok(Resolved { root: root.clone(), origin: Origin::GivenRoot });
         }
     } else {
         let home = env.lerobot_home.join(request.repo_id.as_str());
-        if is_complete(&home) {
+        if is_complete(&home)? {
             return Ok(Resolved { root: home, origin: Origin::LeRobotHome });
         }
-        if let Some(snapshot) = cached_snapshot(&env.hub_cache(), &request.repo_id, &revision)
-            && is_complete(&snapshot)
+        // A commit or a version tag names fixed files; a branch may have moved since, so it is
+        // asked of the Hub again when the Hub may be asked.
+        let fixed = is_commit(&revision) || parse_version(&revision).is_some();
+        if (fixed || !may_download)
+            && let Some(snapshot) = cached_snapshot(&env.hub_cache(), &request.repo_id, &revision)
+            && is_complete(&snapshot)?
         {
             return Ok(Resolved { root: snapshot, origin: Origin::HubCache { revision } });
         }
     }
-    if env.offline || !request.download {
+    if !may_download {
         let why = if env.offline { "HF_HUB_OFFLINE is set" } else { "downloads are off (--dataset.download false)" };
         let looked = match &request.root {
             Some(root) => format!("{} holds no complete copy", root.display()),
@@ -183,13 +188,37 @@ fn fetch(
     ))
 }
 
-/// Whether `root` holds a dataset that opens and whose videos are all there: what LeRobot
-/// checks before it downloads.
-pub fn is_complete(root: &Path) -> bool {
-    let Ok(dataset) = Dataset::open(root) else { return false };
-    dataset.episodes().iter().all(|episode| {
-        (0..episode.videos.len()).all(|camera| dataset.video_file(episode, camera).is_ok_and(|path| path.is_file()))
-    })
+/// Whether `root` holds the whole dataset: `false` when a file is missing (what LeRobot
+/// downloads on), the error itself when a file that is there is not what the format says (such
+/// a folder is reported, never downloaded over).
+pub fn is_complete(root: &Path) -> Result<bool> {
+    let dataset = match Dataset::open(root) {
+        Ok(dataset) => dataset,
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(error) => return Err(error),
+    };
+    for episode in dataset.episodes() {
+        for camera in 0..episode.videos.len() {
+            if !dataset.video_file(episode, camera)?.is_file() {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// `v3.0` or `3.0` (a patch number is allowed and ignored) as (major, minor): a revision that
+/// names a codebase version.
+fn parse_version(text: &str) -> Option<(u64, u64)> {
+    let text = text.strip_prefix(['v', 'V']).unwrap_or(text);
+    let mut parts = text.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    match parts.next() {
+        None => Some((major, minor)),
+        Some(patch) if patch.parse::<u64>().is_ok() && parts.next().is_none() => Some((major, minor)),
+        Some(_) => None,
+    }
 }
 
 /// The snapshot folder LeRobot's Hub cache holds for `revision`, if its ref is there.

@@ -64,8 +64,8 @@ struct TrainArgs {
     download: Option<bool>,
     /// Sample only these episodes: indices and ranges, e.g. 0,3,5..9 (5 to 8) or 10..=12, or
     /// LeRobot's [0, 3, 5]; the statistics stay the whole dataset's.
-    #[arg(long = "dataset.episodes", value_parser = trainer::parse_episode_list)]
-    episodes: Option<Vec<usize>>,
+    #[arg(long = "dataset.episodes")]
+    episodes: Option<String>,
     /// Where frames come from: `auto` (default: the dataset's frames decoded once into a cache of
     /// the run's own, under $LEROBOT_RS_FRAME_CACHE or /dev/shm/lerobot-rs-frames, when they fit
     /// the budget), `off` (decoded as read), or a cache folder (`datasets cache`)
@@ -212,7 +212,10 @@ impl TrainArgs {
         opt!(self.repo_id, ["dataset", "repo_id"]);
         opt!(self.revision, ["dataset", "revision"]);
         opt!(self.download, ["dataset", "download"]);
-        opt!(self.episodes, ["dataset", "episodes"]);
+        if let Some(list) = &self.episodes {
+            let episodes = trainer::parse_episode_list(list).map_err(|e| anyhow::anyhow!("--dataset.episodes: {e}"))?;
+            set(&["dataset", "episodes"], json!(episodes));
+        }
         opt!(self.frame_cache, ["dataset", "frame_cache"]);
         opt!(self.frame_cache_budget, ["dataset", "frame_cache_budget_gb"]);
         opt!(self.use_imagenet_stats, ["dataset", "use_imagenet_stats"]);

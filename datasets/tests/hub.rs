@@ -497,3 +497,31 @@ fn revisions_resolve_as_lerobot_resolves_them() {
     let error = resolve(&missing, &env(&dir.path().join("c"), &hub), &mut |_| {}).unwrap_err().to_string();
     assert!(error.contains("no-such-branch"), "{error}");
 }
+
+#[test]
+fn a_partial_download_that_cannot_be_resumed_is_started_afresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = source_dataset(dir.path());
+    let hub = FakeHub::serve(&source, Faults::default());
+    let home = dir.path().join("home");
+    // Left by an earlier run killed at the wrong moment: one `.part` as long as its file (the
+    // server answers 416 to a range that starts at its end), one longer than its file.
+    let blobs = home.join("hub/datasets--lerobot--pusht_fake/blobs");
+    std::fs::create_dir_all(&blobs).unwrap();
+    let parquet = std::fs::read(source.join("data/chunk-000/file-000.parquet")).unwrap();
+    std::fs::write(blobs.join(format!("{}.part", sha256(&parquet))), vec![0u8; parquet.len()]).unwrap();
+    let info = std::fs::read(source.join("meta/info.json")).unwrap();
+    std::fs::write(blobs.join(format!("{}.part", git_blob_id(&info))), vec![0u8; info.len() + 10]).unwrap();
+
+    // And one cut short by a killed run, with the right bytes so far: continued where it ends.
+    let episodes = std::fs::read(source.join("meta/episodes/chunk-000/file-000.parquet")).unwrap();
+    let half = episodes.len() / 2;
+    std::fs::write(blobs.join(format!("{}.part", sha256(&episodes))), &episodes[..half]).unwrap();
+
+    let resolved = resolve(&request(None), &env(&home, &hub), &mut |_| {}).unwrap();
+    assert_same_files(&source, &resolved.root);
+    let resumed = hub.requests().into_iter().any(|(line, range)| {
+        line.ends_with("meta/episodes/chunk-000/file-000.parquet") && range == Some(format!("bytes={half}-"))
+    });
+    assert!(resumed, "the killed run's transfer was not continued at byte {half}: {:?}", hub.requests());
+}

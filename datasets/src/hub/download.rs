@@ -56,6 +56,15 @@ struct NamedRef {
     name: String,
 }
 
+impl Expected {
+    /// The hash the Hub names the file by: `hf-hub` keeps it as `blobs/<hash>`.
+    fn hash(&self) -> &str {
+        match self {
+            Expected::Sha256(hash) | Expected::GitBlob(hash) => hash,
+        }
+    }
+}
+
 /// What a file must be once downloaded.
 #[derive(Debug, Clone, PartialEq)]
 enum Expected {
@@ -129,6 +138,12 @@ pub(super) fn fetch(
                 ));
             }
         };
+        // A `.part` left by an earlier run that cannot be resumed from, as long as the file or
+        // longer: `hf-hub` would fail on it (416, or "corrupted") or append the whole file to it.
+        let part = repo_cache.join("blobs").join(format!("{}.part", expected.hash()));
+        if std::fs::metadata(&part).is_ok_and(|m| m.len() >= *size) {
+            std::fs::remove_file(&part).map_err(|e| Error::io(&part, e))?;
+        }
         let cached = download_file(&repo, &sibling.rfilename, *size, progress)
             .map_err(|e| api_error(repo_id, &format!("downloading {}", sibling.rfilename), e))?;
         let blob = std::fs::canonicalize(&cached).map_err(|e| Error::io(&cached, e))?;

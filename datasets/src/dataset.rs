@@ -66,6 +66,24 @@ pub(crate) struct Metadata {
 }
 
 impl Metadata {
+    /// The first data or video file the episodes name that is not under `root`.
+    pub(crate) fn first_missing_file(&self, root: &Path) -> Result<Option<PathBuf>> {
+        let info_path = root.join(INFO_PATH);
+        for episode in &self.episodes {
+            let data = join_under(root, &episode.data_file).map_err(|m| Error::field(&info_path, "data_path", m))?;
+            if !data.is_file() {
+                return Ok(Some(data));
+            }
+            for video in &episode.videos {
+                let path = join_under(root, &video.file).map_err(|m| Error::field(&info_path, "video_path", m))?;
+                if !path.is_file() {
+                    return Ok(Some(path));
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// Reads `info.json`, the episodes, tasks and stats of the dataset at `root`.
     pub(crate) fn read(root: &Path) -> Result<Self> {
         let info = DatasetInfo::read(root)?;

@@ -8,10 +8,10 @@
 //! blobs where the file system allows).
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use hf_hub::api::Progress;
-use hf_hub::api::sync::{ApiBuilder, ApiError, ApiRepo};
+use hf_hub::api::sync::{ApiBuilder, ApiError};
 use hf_hub::{Cache, Repo, RepoType};
 use serde::Deserialize;
 use sha1::Sha1;
@@ -56,15 +56,6 @@ struct NamedRef {
     name: String,
 }
 
-impl Expected {
-    /// The hash the Hub names the file by: `hf-hub` keeps it as `blobs/<hash>`.
-    fn hash(&self) -> &str {
-        match self {
-            Expected::Sha256(hash) | Expected::GitBlob(hash) => hash,
-        }
-    }
-}
-
 /// What a file must be once downloaded.
 #[derive(Debug, Clone, PartialEq)]
 enum Expected {
@@ -72,6 +63,15 @@ enum Expected {
     Sha256(String),
     /// A file in git itself: its blob id, sha1 of `blob LEN\0` and the content.
     GitBlob(String),
+}
+
+impl Expected {
+    /// The hash the Hub names the file by: `hf-hub` keeps it as `blobs/<hash>`.
+    fn hash(&self) -> &str {
+        match self {
+            Expected::Sha256(hash) | Expected::GitBlob(hash) => hash,
+        }
+    }
 }
 
 pub(super) fn fetch(
@@ -144,7 +144,9 @@ pub(super) fn fetch(
         if std::fs::metadata(&part).is_ok_and(|m| m.len() >= *size) {
             std::fs::remove_file(&part).map_err(|e| Error::io(&part, e))?;
         }
-        let cached = download_file(&repo, &sibling.rfilename, *size, progress)
+        let relay = Relay { name: &sibling.rfilename, size: *size, progress: &mut *progress, started: false };
+        let cached = repo
+            .download_with_progress(&sibling.rfilename, relay)
             .map_err(|e| api_error(repo_id, &format!("downloading {}", sibling.rfilename), e))?;
         let blob = std::fs::canonicalize(&cached).map_err(|e| Error::io(&cached, e))?;
         if let Err(message) = verify(&blob, *size, &expected) {
@@ -178,37 +180,28 @@ pub(super) fn fetch(
     Ok(Resolved { root, origin: Origin::Downloaded { revision, commit, files: todo.len(), bytes } })
 }
 
-/// Downloads one file into the cache, relaying `hf-hub`'s progress calls as [`DownloadEvent`]s.
-fn download_file(
-    repo: &ApiRepo,
-    name: &str,
-    size: u64,
-    progress: &mut dyn FnMut(DownloadEvent<'_>),
-) -> std::result::Result<PathBuf, ApiError> {
-    repo.download_with_progress(name, Relay { name, size, progress, resumed: None })
-}
-
 /// `hf-hub` calls `init` at each attempt and then `update` once with the bytes already in the
 /// `.part` file; after that each `update` is new bytes.
 struct Relay<'a, 'b> {
     name: &'a str,
     size: u64,
     progress: &'a mut (dyn FnMut(DownloadEvent<'_>) + 'b),
-    resumed: Option<u64>,
+    /// The attempt's first `update` (the bytes already there) has come.
+    started: bool,
 }
 
 impl Progress for Relay<'_, '_> {
     fn init(&mut self, _size: usize, _filename: &str) {
-        self.resumed = None;
+        self.started = false;
     }
 
     fn update(&mut self, bytes: usize) {
         let bytes = bytes as u64;
-        if self.resumed.is_none() {
-            self.resumed = Some(bytes);
-            (self.progress)(DownloadEvent::File { name: self.name, size: self.size, resumed_at: bytes });
-        } else {
+        if self.started {
             (self.progress)(DownloadEvent::Bytes(bytes));
+        } else {
+            self.started = true;
+            (self.progress)(DownloadEvent::File { name: self.name, size: self.size, resumed_at: bytes });
         }
     }
 

@@ -23,11 +23,12 @@ mod repo_id;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::{Dataset, Error, Result};
+use crate::dataset::Metadata;
+use crate::{Error, Result};
 
 pub use env::{DEFAULT_ENDPOINT, HubEnv};
 #[cfg(feature = "cli")]
-pub use progress::DownloadBar;
+pub use progress::{DownloadBar, resolve_on_terminal};
 pub use repo_id::RepoId;
 
 /// LeRobot 0.6.1's `CODEBASE_VERSION`: the revision asked for when none is given.
@@ -188,23 +189,16 @@ fn fetch(
     ))
 }
 
-/// Whether `root` holds the whole dataset: `false` when a file is missing (what LeRobot
-/// downloads on), the error itself when a file that is there is not what the format says (such
-/// a folder is reported, never downloaded over).
+/// Whether `root` holds the whole dataset: its metadata and every data and video file the
+/// episodes name. `false` when a file is missing (what LeRobot downloads on); the error itself
+/// when metadata that is there is not what the format says (such a folder is reported, never
+/// downloaded over). The data files are only looked for, not read: opening the dataset does that.
 pub fn is_complete(root: &Path) -> Result<bool> {
-    let dataset = match Dataset::open(root) {
-        Ok(dataset) => dataset,
-        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(error) => return Err(error),
-    };
-    for episode in dataset.episodes() {
-        for camera in 0..episode.videos.len() {
-            if !dataset.video_file(episode, camera)?.is_file() {
-                return Ok(false);
-            }
-        }
+    match Metadata::read(root) {
+        Ok(metadata) => Ok(metadata.first_missing_file(root)?.is_none()),
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(error) => Err(error),
     }
-    Ok(true)
 }
 
 /// `v3.0` or `3.0` (a patch number is allowed and ignored) as (major, minor): a revision that

@@ -1,8 +1,21 @@
-//! A terminal progress bar for downloads, shared by the tools (the `cli` feature).
+//! Resolving a dataset from a tool: a terminal progress bar for downloads, and the line that
+//! says where the dataset was found (the `cli` feature).
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::DownloadEvent;
+use super::{DatasetRequest, DownloadEvent, HubEnv, Resolved, resolve};
+use crate::Result;
+
+/// [`resolve`] as the tools run it: with this process's [`HubEnv`], a [`DownloadBar`] while it
+/// downloads, and a line on stderr saying where the dataset was found.
+pub fn resolve_on_terminal(request: &DatasetRequest) -> Result<Resolved> {
+    let mut bar = DownloadBar::default();
+    let resolved = resolve(request, &HubEnv::from_env(), &mut |event| bar.observe(event));
+    bar.finish();
+    let resolved = resolved?;
+    eprintln!("dataset {}: {resolved}", request.repo_id);
+    Ok(resolved)
+}
 
 /// Shows a download's bytes on one bar; feed it every [`DownloadEvent`] with [`Self::observe`].
 #[derive(Debug)]

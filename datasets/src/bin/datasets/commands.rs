@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::{ArgAction, Args, ValueEnum};
-use datasets::hub::{DatasetRequest, DownloadBar, HubEnv};
+use datasets::DatasetRequest;
 use datasets::synth::{CameraSpec, CameraStorage, SynthConfig, write_dataset};
 use datasets::video::VideoCodec;
 use datasets::{
@@ -45,12 +45,7 @@ impl DatasetArgs {
             revision: self.revision.clone(),
             download: self.download,
         };
-        let mut bar = DownloadBar::default();
-        let resolved = datasets::hub::resolve(&request, &HubEnv::from_env(), &mut |event| bar.observe(event));
-        bar.finish();
-        let resolved = resolved?;
-        eprintln!("dataset {repo_id}: {resolved}");
-        Ok(resolved.root)
+        Ok(datasets::hub::resolve_on_terminal(&request)?.root)
     }
 }
 

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use burn::backend::Autodiff;
 use clap::{Args, Parser, Subcommand};
-use datasets::HubEnv;
 use datasets::auto_cache::FrameCacheChoice;
 use datasets::{Batch as Collated, Dataset, DecoderCache, FrameFormat, Values, WindowSpec, diffusion_delta_timestamps};
 use serde_json::{Value, json};
@@ -346,12 +345,7 @@ fn train(args: &TrainArgs) -> Result<()> {
     }
     let mut config = TrainConfig::resolve(file, overrides)?;
     if let Some(request) = config.dataset.hub_request()? {
-        let mut bar = datasets::hub::DownloadBar::default();
-        let resolved = datasets::hub::resolve(&request, &HubEnv::from_env(), &mut |event| bar.observe(event));
-        bar.finish();
-        let resolved = resolved?;
-        eprintln!("dataset {}: {resolved}", request.repo_id);
-        config.dataset.root = resolved.root;
+        config.dataset.root = datasets::hub::resolve_on_terminal(&request)?.root;
     }
     if config.dataset.root.as_os_str().is_empty() {
         bail!(

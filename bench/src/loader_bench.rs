@@ -8,20 +8,25 @@ use anyhow::{Context, Result};
 use clap::Args;
 use datasets::auto_cache::{self, AutoCache};
 use datasets::frame_cache::write_frame_cache;
-use datasets::{Dataset, WindowSpec, diffusion_delta_timestamps};
+use datasets::{Dataset, DatasetSet, WindowSpec, diffusion_delta_timestamps};
 use loader::Loader;
 use serde::Serialize;
 
+use crate::dataset_source::DatasetSource;
 use crate::report::{Series, line_plot, markdown_table, table, write_csv, write_json};
 use crate::sys::{git_revision, machine, memcpy_bandwidth, quantile, rss_bytes};
 
 /// Arguments of `bench loader`.
 #[derive(Debug, Clone, Args)]
 pub struct LoaderArgs {
-    /// The dataset folder.
-    #[arg(long)]
-    pub root: PathBuf,
-    /// Read frames from this decoded-frame cache instead of the videos.
+    /// The dataset, or several read together.
+    #[command(flatten)]
+    pub dataset: DatasetSource,
+    /// With several datasets, each one's share of an epoch, e.g. 0.7,0.3 (default: every frame
+    /// once per epoch).
+    #[arg(long, value_delimiter = ',')]
+    pub weights: Option<Vec<f64>>,
+    /// Read frames from this decoded-frame cache instead of the videos (one dataset only).
     #[arg(long)]
     pub frame_cache: Option<PathBuf>,
     /// Read frames from the cache the trainer's `--frame-cache auto` makes (under
@@ -121,30 +126,46 @@ fn auto_frame_cache(dataset: &Dataset) -> Result<(PathBuf, f64)> {
 /// Runs the sweep and writes its results.
 pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
     let memcpy = memcpy_bandwidth(5);
+    let roots = args.dataset.resolve()?;
+    if args.frame_cache.is_some() && roots.len() > 1 {
+        anyhow::bail!("--frame-cache names one dataset's cache; with several datasets use --auto-frame-cache");
+    }
     let opened = Instant::now();
-    let dataset = Arc::new(Dataset::open(&args.root)?);
+    let mut parts = Vec::with_capacity(roots.len());
+    for (name, root) in &roots {
+        parts.push((name.clone(), Arc::new(Dataset::open(root)?)));
+    }
+    let datasets = DatasetSet::new(parts)?;
     let open_s = opened.elapsed().as_secs_f64();
-    let (frame_cache, cache_build_s) = if args.auto_frame_cache {
-        let (dir, seconds) = auto_frame_cache(&dataset)?;
-        (Some(dir), Some(seconds))
+    let (frame_caches, cache_build_s) = if args.auto_frame_cache {
+        let mut dirs = Vec::new();
+        let mut seconds = 0.0;
+        for dataset in datasets.parts() {
+            let (dir, s) = auto_frame_cache(dataset)?;
+            dirs.push(Some(dir));
+            seconds += s;
+        }
+        (dirs, Some(seconds))
     } else {
-        (args.frame_cache.clone(), None)
+        (args.frame_cache.iter().map(|dir| Some(dir.clone())).collect(), None)
     };
-    let deltas = diffusion_delta_timestamps(dataset.info(), args.n_obs_steps, args.horizon);
-    let windows = WindowSpec::from_delta_timestamps(&deltas, dataset.info(), dataset.options().tolerance_s)?;
+    let info = datasets.info();
+    let deltas = diffusion_delta_timestamps(info, args.n_obs_steps, args.horizon);
+    let windows = WindowSpec::from_delta_timestamps(&deltas, info, datasets.parts()[0].options().tolerance_s)?;
     let mut cells = Vec::new();
     let mut bytes_per_sample = 0;
     for &batch_size in &args.batch_sizes {
         for &workers in &args.workers {
             let started = Instant::now();
-            let mut builder = Loader::builder(dataset.clone())
+            let mut builder = Loader::builder(datasets.clone())
                 .batch_size(batch_size)
                 .num_workers(workers)
                 .prefetch(args.prefetch)
                 .drop_frames(0, args.drop_n_last_frames)
-                .windows(windows.clone());
-            if let Some(cache) = &frame_cache {
-                builder = builder.frame_cache(cache);
+                .windows(windows.clone())
+                .frame_caches(frame_caches.clone());
+            if let Some(weights) = &args.weights {
+                builder = builder.weights(weights.clone());
             }
             let mut loader = builder.build()?;
             bytes_per_sample = loader.layout().bytes_per_sample();
@@ -191,8 +212,8 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
     let report = LoaderReport {
         machine: machine(),
         revision: git_revision(),
-        dataset: args.root.display().to_string(),
-        frame_cache: frame_cache.is_some(),
+        dataset: roots.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>().join(" + "),
+        frame_cache: !frame_caches.is_empty(),
         open_s,
         cache_build_s,
         bytes_per_sample,

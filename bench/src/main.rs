@@ -1,6 +1,7 @@
 //! `bench`: throughput benchmarks of the loader, the transforms and the trainer, and the
 //! regression check CI runs. Run `bench --help` for the commands.
 
+mod dataset_source;
 mod gpu_check;
 mod loader_bench;
 mod regress;

@@ -187,7 +187,8 @@ pub fn measure(root: &Path, cache: &Path, repeats: usize) -> Result<Vec<Ratio>> 
     let mut train = Vec::new();
     let mut update = Vec::new();
     let step_args = TrainStepArgs {
-        root: root.to_path_buf(),
+        dataset: crate::dataset_source::DatasetSource::folders(vec![root.to_path_buf()]),
+        weights: None,
         frame_cache: Some(cache.to_path_buf()),
         preset: trainer::Preset::Classic,
         tiny: true,

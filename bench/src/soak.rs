@@ -11,15 +11,16 @@ use datasets::{Dataset, DecoderCacheConfig, WindowSpec, diffusion_delta_timestam
 use loader::Loader;
 use serde::Serialize;
 
+use crate::dataset_source::DatasetSource;
 use crate::report::{table, write_json};
 use crate::sys::rss_bytes;
 
 /// Arguments of `bench soak`.
 #[derive(Debug, Clone, Args)]
 pub struct SoakArgs {
-    /// The dataset folder.
-    #[arg(long)]
-    pub root: PathBuf,
+    /// The dataset.
+    #[command(flatten)]
+    pub dataset: DatasetSource,
     /// Read frames from this decoded-frame cache instead of the videos.
     #[arg(long)]
     pub frame_cache: Option<PathBuf>,
@@ -73,7 +74,8 @@ pub struct SoakReport {
 
 /// Runs the soak.
 pub fn run(args: &SoakArgs) -> Result<SoakReport> {
-    let dataset = Arc::new(Dataset::open(&args.root)?);
+    let root = args.dataset.one("soak")?;
+    let dataset = Arc::new(Dataset::open(&root)?);
     let deltas = diffusion_delta_timestamps(dataset.info(), 2, 16);
     let windows = WindowSpec::from_delta_timestamps(&deltas, dataset.info(), dataset.options().tolerance_s)?;
     let decoders = DecoderCacheConfig { max_decoders: args.max_decoders, max_bytes: args.max_decoder_mib << 20 };
@@ -114,7 +116,7 @@ pub fn run(args: &SoakArgs) -> Result<SoakReport> {
     let base = rows.get(1).or(rows.first()).map_or(1.0, |r| r.rss_mb);
     let rss_drift = rows.iter().skip(1).map(|r| (r.rss_mb - base).abs() / base).fold(0.0, f64::max);
     let report = SoakReport {
-        dataset: args.root.display().to_string(),
+        dataset: root.display().to_string(),
         epochs: rows,
         rss_drift,
         decoder_budget_mb: (args.workers.max(1) * (args.max_decoder_mib << 20)) as f64 / 1e6,

@@ -12,6 +12,7 @@ use serde::Serialize;
 use trainer::{Precision, Preset};
 use transforms::DeviceKind;
 
+use crate::dataset_source::DatasetSource;
 use crate::loader_bench::{self, LoaderArgs, LoaderReport};
 use crate::report::{Series, line_plot, markdown_table, write_csv, write_json};
 use crate::sys::{git_revision, machine};
@@ -21,9 +22,9 @@ use crate::transforms_bench::{self, TransformsArgs, TransformsReport};
 /// Arguments of `bench sweep`.
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
-    /// The dataset folder (a pusht-like synth dataset: `datasets synth --preset pusht-like`).
-    #[arg(long)]
-    pub root: PathBuf,
+    /// The dataset (a pusht-like synth dataset: `datasets synth --preset pusht-like`).
+    #[command(flatten)]
+    pub dataset: DatasetSource,
     /// Its decoded-frame cache: the loader is swept on it too, and the trainer reads from it.
     #[arg(long)]
     pub frame_cache: Option<PathBuf>,
@@ -106,9 +107,11 @@ pub struct SweepReport {
 
 /// Runs the sweep, writes its files and (unless `--no-append`) its summary.
 pub fn run(args: &SweepArgs) -> Result<SweepReport> {
+    let root = args.dataset.one("sweep")?;
     let loader = |frame_cache: Option<PathBuf>| {
         loader_bench::run(&LoaderArgs {
-            root: args.root.clone(),
+            dataset: DatasetSource::folders(vec![root.clone()]),
+            weights: None,
             frame_cache,
             auto_frame_cache: false,
             workers: args.workers.clone(),
@@ -149,7 +152,8 @@ pub fn run(args: &SweepArgs) -> Result<SweepReport> {
         for &precision in &args.precisions {
             eprintln!("trainer: {policy} {precision} at batch {:?}", args.train_batch);
             let cell = TrainStepArgs {
-                root: args.root.clone(),
+                dataset: DatasetSource::folders(vec![root.clone()]),
+                weights: None,
                 frame_cache: args.frame_cache.clone(),
                 preset: Preset::Classic,
                 tiny,

@@ -16,12 +16,17 @@ use serde_json::json;
 use trainer::{InputPipeline, Learner, Precision, Preset, TrainConfig, TrainData, init_model};
 use transforms::{DeviceKind, DeviceTask, Kernels, run_on};
 
+use crate::dataset_source::DatasetSource;
+
 /// Arguments of `bench train-step`.
 #[derive(Debug, Clone, Args)]
 pub struct TrainStepArgs {
-    /// The dataset folder.
-    #[arg(long)]
-    pub root: PathBuf,
+    /// The dataset, or several trained together.
+    #[command(flatten)]
+    pub dataset: DatasetSource,
+    /// With several datasets, each one's share of an epoch, e.g. 0.7,0.3.
+    #[arg(long, value_delimiter = ',')]
+    pub weights: Option<Vec<f64>>,
     /// Read frames from this decoded-frame cache.
     #[arg(long)]
     pub frame_cache: Option<PathBuf>,
@@ -124,7 +129,7 @@ impl Task {
     fn config(&self) -> Result<TrainConfig> {
         let mut overrides = json!({
             // The frames the bench names: its cache, or the dataset's own files (never `auto`).
-            "dataset": {"root": self.args.root, "frame_cache": self.args.frame_cache.clone().map_or(FrameCacheChoice::Off, FrameCacheChoice::Dir)},
+            "dataset": {"root": self.args.dataset.roots, "weights": self.args.weights, "frame_cache": self.args.frame_cache.clone().map_or(FrameCacheChoice::Off, FrameCacheChoice::Dir)},
             "policy": {"preset": self.args.preset},
             "batch_size": self.batch,
             "steps": 100_000,
@@ -272,6 +277,8 @@ impl DeviceTask for Task {
 
 /// Runs the measurement for every batch size.
 pub fn run(args: &TrainStepArgs) -> Result<Vec<TrainStepReport>> {
+    let roots = args.dataset.resolve()?.into_iter().map(|(_, root)| root).collect();
+    let args = &TrainStepArgs { dataset: DatasetSource::folders(roots), ..args.clone() };
     args.batch
         .iter()
         .map(|&batch| {

@@ -29,6 +29,7 @@ mod dataset;
 mod error;
 mod meta;
 mod sample;
+mod set;
 mod table;
 mod window;
 
@@ -52,6 +53,7 @@ pub use meta::paths::{PathTemplate, TemplateArg, join_under};
 pub use meta::tasks::read_tasks;
 pub use meta::version::CodebaseVersion;
 pub use sample::{Batch, Sample, Tensor, Values};
+pub use set::{DATASET_INDEX, DatasetSet};
 pub use stats::{FeatureStats, StatArray, Stats};
 pub use table::image::{decode_chw, encode_png};
 pub use table::{Column, ColumnValues, EncodedImages, FrameTable};

@@ -1,14 +1,17 @@
 //! Filling a batch: window rows and pads, numeric columns gathered by index, camera frames from
 //! the frame cache (a copy), from PNGs (a decode per frame) or from video — the frame requests
 //! of the whole batch grouped by file and sorted by time, so that each GOP is decoded once for
-//! all the frames needed from it, and split across the workers.
+//! all the frames needed from it, and split across the workers. With several datasets, each
+//! sample is read from its own dataset at its own row; video files are numbered across them.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use datasets::frame_cache::FrameCache;
 use datasets::{
-    ColumnValues, Dataset, DecoderCache, DecoderCacheConfig, Error as DatasetError, decode_chw, window_rows,
+    Column, ColumnValues, Dataset, DatasetSet, DecoderCache, DecoderCacheConfig, Error as DatasetError, decode_chw,
+    window_rows,
 };
 use rayon::prelude::*;
 
@@ -31,16 +34,22 @@ fn test_delay() -> Option<std::time::Duration> {
     })
 }
 
-/// Everything needed to fill batches, shared by the workers.
-pub(crate) struct Assembler {
+/// One dataset, as the workers read it.
+pub(crate) struct Part {
     dataset: Arc<Dataset>,
-    layout: Arc<BatchLayout>,
     cache: Option<Arc<FrameCache>>,
-    /// One decoder cache per worker thread (index = rayon thread index; 0 off the pool).
-    decoders: Vec<Mutex<DecoderCache>>,
     /// Per video camera: the file id of each episode's video.
     episode_files: Vec<Vec<usize>>,
-    /// Absolute video paths by file id.
+}
+
+/// Everything needed to fill batches, shared by the workers.
+pub(crate) struct Assembler {
+    datasets: DatasetSet,
+    parts: Vec<Part>,
+    layout: Arc<BatchLayout>,
+    /// One decoder cache per worker thread (index = rayon thread index; 0 off the pool).
+    decoders: Vec<Mutex<DecoderCache>>,
+    /// Absolute video paths by file id, across datasets.
     files: Vec<PathBuf>,
     /// Work is split into this many pieces (the number of workers).
     pieces: usize,
@@ -55,9 +64,10 @@ pub(crate) struct Scratch {
     requests: Vec<Request>,
 }
 
-/// One frame to decode: which file, when, and where it goes.
+/// One frame to decode: which dataset and file, when, and where it goes.
 #[derive(Debug, Clone, Copy)]
 struct Request {
+    part: usize,
     file: usize,
     time_s: f64,
     field: usize,
@@ -66,31 +76,38 @@ struct Request {
 
 impl Assembler {
     pub(crate) fn new(
-        dataset: Arc<Dataset>,
+        datasets: DatasetSet,
+        caches: Vec<Option<Arc<FrameCache>>>,
         layout: Arc<BatchLayout>,
-        cache: Option<Arc<FrameCache>>,
         decoder_cache: DecoderCacheConfig,
         workers: usize,
     ) -> Result<Self> {
         let mut files: Vec<PathBuf> = Vec::new();
-        let mut episode_files = Vec::new();
-        for camera in 0..dataset.info().video_keys().len() {
-            let mut ids = Vec::with_capacity(dataset.episodes().len());
-            for episode in dataset.episodes() {
-                let path = dataset.video_file(episode, camera)?;
-                let id = match files.iter().rposition(|p| *p == path) {
-                    Some(id) => id,
-                    None => {
-                        files.push(path);
+        let mut file_ids: HashMap<PathBuf, usize> = HashMap::new();
+        let mut parts = Vec::with_capacity(datasets.parts().len());
+        for (dataset, cache) in datasets.parts().iter().zip(caches) {
+            let mut episode_files = Vec::new();
+            for camera in 0..dataset.info().video_keys().len() {
+                let mut ids = Vec::with_capacity(dataset.episodes().len());
+                for episode in dataset.episodes() {
+                    let path = dataset.video_file(episode, camera)?;
+                    let id = *file_ids.entry(path).or_insert_with_key(|path| {
+                        files.push(path.clone());
                         files.len() - 1
-                    }
-                };
-                ids.push(id);
+                    });
+                    ids.push(id);
+                }
+                episode_files.push(ids);
             }
-            episode_files.push(ids);
+            parts.push(Part { dataset: dataset.clone(), cache, episode_files });
         }
         let decoders = (0..workers.max(1)).map(|_| Mutex::new(DecoderCache::new(decoder_cache))).collect();
-        Ok(Self { dataset, layout, cache, decoders, episode_files, files, pieces: workers.max(1) })
+        Ok(Self { datasets, parts, layout, decoders, files, pieces: workers.max(1) })
+    }
+
+    /// The dataset of joint index `index` and the row there.
+    fn locate(&self, index: usize) -> Result<(usize, usize)> {
+        self.datasets.locate(index).ok_or_else(|| Error::Config(format!("index {index} is outside the dataset")))
     }
 
     /// The decoder caches, for reporting their memory.
@@ -104,7 +121,7 @@ impl Assembler {
         if let Some(delay) = test_delay() {
             std::thread::sleep(delay);
         }
-        if let Some(cache) = &self.cache {
+        for cache in self.parts.iter().filter_map(|p| p.cache.as_ref()) {
             cache.check_intact()?;
         }
         let b = plan.indices.len();
@@ -114,6 +131,10 @@ impl Assembler {
         buffers.state = plan.after;
         buffers.indices.clear();
         buffers.indices.extend_from_slice(&plan.indices);
+        buffers.dataset_index.clear();
+        for &index in &plan.indices {
+            buffers.dataset_index.push(self.locate(index)?.0 as i64);
+        }
         let fields = &self.layout.fields;
         scratch.rows.resize_with(fields.len(), Vec::new);
 
@@ -127,11 +148,16 @@ impl Assembler {
                     let mut pad_scratch = std::mem::take(pads);
                     pad_scratch.clear();
                     for &index in &plan.indices {
-                        let episode = self
-                            .dataset
-                            .episode_of(index)
+                        let (part, row) = self.locate(index)?;
+                        let dataset = &self.parts[part].dataset;
+                        let episode = dataset
+                            .episode_of(row)
                             .ok_or_else(|| Error::Config(format!("index {index} is outside the dataset")))?;
-                        window_rows(index, offsets, &episode.frames, rows, &mut pad_scratch);
+                        let first = rows.len();
+                        window_rows(row, offsets, &episode.frames, rows, &mut pad_scratch);
+                        // A window never leaves its episode, so never its dataset.
+                        let start = self.datasets.start(part);
+                        rows[first..].iter_mut().for_each(|r| *r += start);
                     }
                     let capacity = self.layout.batch_size * offsets.len();
                     pad_scratch.resize(capacity.max(pad_scratch.len()), false);
@@ -141,19 +167,29 @@ impl Assembler {
             }
         }
 
-        // Numeric columns: index arithmetic and slice copies.
+        // Numeric columns: index arithmetic and slice copies, a run of rows of one dataset at a time.
         for (f, field) in fields.iter().enumerate() {
-            if field.source != Source::Column {
+            if field.sources[0] != Source::Column {
                 continue;
             }
-            let column = self.dataset.table().column(&field.key).expect("every numeric feature has a column");
-            let w = column.width;
             let rows = &scratch.rows[f];
-            match (&column.values, &mut buffers.values[f]) {
-                (ColumnValues::F32(src), Buffer::F32(dst)) => gather(src, dst, rows, w),
-                (ColumnValues::I64(src), Buffer::I64(dst)) => gather(src, dst, rows, w),
-                (ColumnValues::Bool(src), Buffer::Bool(dst)) => gather(src, dst, rows, w),
-                _ => return Err(Error::Config(format!("feature `{}` changed type", field.key))),
+            let mut done = 0;
+            while done < rows.len() {
+                let (part, _) = self.locate(rows[done])?;
+                let (start, end) =
+                    (self.datasets.start(part), self.datasets.start(part) + self.parts[part].dataset.len());
+                let run = rows[done..].iter().take_while(|&&r| (start..end).contains(&r)).count();
+                let column: &Column =
+                    self.parts[part].dataset.table().column(&field.key).expect("every numeric feature has a column");
+                let w = column.width;
+                let (run_rows, at) = (&rows[done..done + run], done * w);
+                match (&column.values, &mut buffers.values[f]) {
+                    (ColumnValues::F32(src), Buffer::F32(dst)) => gather(src, &mut dst[at..], run_rows, w, start),
+                    (ColumnValues::I64(src), Buffer::I64(dst)) => gather(src, &mut dst[at..], run_rows, w, start),
+                    (ColumnValues::Bool(src), Buffer::Bool(dst)) => gather(src, &mut dst[at..], run_rows, w, start),
+                    _ => return Err(Error::Config(format!("feature `{}` changed type", field.key))),
+                }
+                done += run;
             }
         }
 
@@ -175,12 +211,26 @@ impl Assembler {
             })
             .collect();
 
-        // Frame cache and PNG frames: independent per slot.
+        // Frame cache and PNG frames (independent per slot) apart from video frames (every
+        // request of the batch, grouped by file and sorted by time).
         let mut copies: Vec<(usize, usize, &mut [u8])> = Vec::new();
+        let requests = &mut scratch.requests;
+        requests.clear();
         for (f, field) in fields.iter().enumerate() {
-            if matches!(field.source, Source::FrameCache | Source::Image) {
-                for (slot, out) in slots[f].iter_mut().enumerate() {
-                    copies.push((f, scratch.rows[f][slot], out.take().expect("each slot once")));
+            if field.frame.is_none() {
+                continue;
+            }
+            for (slot, &row) in scratch.rows[f].iter().enumerate() {
+                let (part, local) = self.locate(row)?;
+                match field.sources[part] {
+                    Source::Video { camera } => {
+                        let here = &self.parts[part];
+                        let episode = here.dataset.episode_of(local).expect("rows are inside the dataset");
+                        let time_s = episode.videos[camera].from_timestamp + here.dataset.timestamp(local);
+                        let file = here.episode_files[camera][episode.index];
+                        requests.push(Request { part, file, time_s, field: f, slot });
+                    }
+                    _ => copies.push((f, row, slots[f][slot].take().expect("each slot once"))),
                 }
             }
         }
@@ -197,17 +247,6 @@ impl Assembler {
             copies.into_iter().try_for_each(copy_one)?;
         }
 
-        // Video frames: every request of the batch, grouped by file and sorted by time.
-        let requests = &mut scratch.requests;
-        requests.clear();
-        for (f, field) in fields.iter().enumerate() {
-            let Source::Video { camera } = field.source else { continue };
-            for (slot, &row) in scratch.rows[f].iter().enumerate() {
-                let episode = self.dataset.episode_of(row).expect("rows are inside the dataset");
-                let time_s = episode.videos[camera].from_timestamp + self.dataset.timestamp(row);
-                requests.push(Request { file: self.episode_files[camera][episode.index], time_s, field: f, slot });
-            }
-        }
         if requests.is_empty() {
             return Ok(());
         }
@@ -228,7 +267,6 @@ impl Assembler {
     fn decode_piece(&self, mut piece: Vec<(Request, &mut [u8])>) -> Result<()> {
         let worker = rayon::current_thread_index().unwrap_or(0) % self.decoders.len();
         let mut decoders = self.decoders[worker].lock().unwrap_or_else(PoisonError::into_inner);
-        let tolerance = self.dataset.options().tolerance_s;
         for i in 0..piece.len() {
             let (done, rest) = piece.split_at_mut(i);
             let (request, out) = &mut rest[0];
@@ -240,12 +278,13 @@ impl Assembler {
                 out.copy_from_slice(from);
                 continue;
             }
+            let dataset = &self.parts[request.part].dataset;
             let decoder = decoders.get(&self.files[request.file])?;
             let field = &self.layout.fields[request.field];
             let declared = field.frame.expect("cameras have a frame shape");
             if decoder.shape() != declared {
                 return Err(DatasetError::field(
-                    self.dataset.root().join(datasets::INFO_PATH),
+                    dataset.root().join(datasets::INFO_PATH),
                     format!("features.{}.shape", field.key),
                     format!(
                         "declares {declared} but {} decodes to {}",
@@ -255,26 +294,27 @@ impl Assembler {
                 )
                 .into());
             }
-            decoder.frame_at(request.time_s, tolerance, out)?;
+            decoder.frame_at(request.time_s, dataset.options().tolerance_s, out)?;
         }
         Ok(())
     }
 
-    /// One frame from the frame cache or a PNG in parquet.
-    fn copy_frame(&self, field: usize, row: usize, out: &mut [u8]) -> Result<()> {
+    /// One frame (joint index `index`) from the frame cache or a PNG in parquet.
+    fn copy_frame(&self, field: usize, index: usize, out: &mut [u8]) -> Result<()> {
         let field = &self.layout.fields[field];
-        match field.source {
+        let (part, row) = self.locate(index)?;
+        let Part { dataset, cache, .. } = &self.parts[part];
+        match field.sources[part] {
             Source::FrameCache => {
-                let cache = self.cache.as_ref().expect("a frame-cache field has a cache");
+                let cache = cache.as_ref().expect("a frame-cache field has a cache");
                 out.copy_from_slice(cache.camera(&field.key).expect("checked at build").frame(row));
             }
             Source::Image => {
-                let Some(ColumnValues::Image(images)) = self.dataset.table().column(&field.key).map(|c| &c.values)
-                else {
+                let Some(ColumnValues::Image(images)) = dataset.table().column(&field.key).map(|c| &c.values) else {
                     return Err(Error::Config(format!("`{}` has no image column", field.key)));
                 };
                 let image_error = |message: String| DatasetError::Image {
-                    path: self.dataset.table().file_of(row).to_path_buf(),
+                    path: dataset.table().file_of(row).to_path_buf(),
                     field: field.key.clone(),
                     row,
                     message,
@@ -292,9 +332,11 @@ impl Assembler {
     }
 }
 
-/// Copies `width` values per row of `rows` from `src` into the front of `dst`.
-fn gather<T: Copy>(src: &[T], dst: &mut [T], rows: &[usize], width: usize) {
+/// Copies `width` values per row of `rows` (joint indices of a dataset starting at `start`) from
+/// that dataset's `src` into the front of `dst`.
+fn gather<T: Copy>(src: &[T], dst: &mut [T], rows: &[usize], width: usize, start: usize) {
     for (k, &row) in rows.iter().enumerate() {
+        let row = row - start;
         dst[k * width..(k + 1) * width].copy_from_slice(&src[row * width..(row + 1) * width]);
     }
 }

@@ -31,6 +31,8 @@ pub(crate) struct Buffers {
     pub(crate) batch: usize,
     pub(crate) state: SamplerState,
     pub(crate) indices: Vec<usize>,
+    /// The dataset of each sample (position in the loader's datasets).
+    pub(crate) dataset_index: Vec<i64>,
     /// One per layout field.
     pub(crate) values: Vec<Buffer>,
     /// One per layout field (empty for fields without a window): `[B, T]`.
@@ -61,6 +63,7 @@ impl Buffers {
             batch: 0,
             state: SamplerState::default(),
             indices: Vec::with_capacity(b),
+            dataset_index: Vec::with_capacity(b),
             values,
             pads,
         }
@@ -110,9 +113,16 @@ impl Batch {
         self.buffers().state
     }
 
-    /// The dataset frame index of each sample (the window anchors).
+    /// The frame index of each sample (the window anchors); with several datasets, in their
+    /// joint index (a dataset's start plus the row there, as LeRobot's `MultiLeRobotDataset`).
     pub fn indices(&self) -> &[usize] {
         &self.buffers().indices
+    }
+
+    /// The dataset each sample came from: its position among the loader's datasets (LeRobot's
+    /// `dataset_index`).
+    pub fn dataset_index(&self) -> &[i64] {
+        &self.buffers().dataset_index
     }
 
     /// The layout (fields and their shapes).
@@ -176,7 +186,8 @@ impl Batch {
     }
 
     /// The batch as LeRobot's collated dict (frames uint8), for comparison with
-    /// `datasets sample`: every field, and `{key}_is_pad` for windowed ones.
+    /// `datasets sample`: every field, `{key}_is_pad` for windowed ones, and with several
+    /// datasets `dataset_index` (`[B]`, int64), as LeRobot's `MultiLeRobotDataset` adds it.
     pub fn to_tensors(&self) -> BTreeMap<String, Tensor> {
         let mut out = BTreeMap::new();
         for (i, f) in self.layout.fields.iter().enumerate() {
@@ -195,6 +206,10 @@ impl Batch {
                     Tensor::new(vec![self.len(), f.steps()], Values::Bool(pads.to_vec())),
                 );
             }
+        }
+        if self.layout.num_datasets > 1 {
+            let index = Values::I64(self.dataset_index().to_vec());
+            out.insert(datasets::DATASET_INDEX.to_string(), Tensor::new(vec![self.len()], index));
         }
         out
     }

@@ -1,8 +1,9 @@
-//! What a batch holds, decided once per loader: one field per dataset feature (LeRobot's keys),
-//! where its values come from, and its per-sample shape exactly as LeRobot returns it.
+//! What a batch holds, decided once per loader: one field per dataset feature (LeRobot's keys;
+//! with several datasets, the features they all have), where its values come from in each
+//! dataset, and its per-sample shape exactly as LeRobot returns it.
 
 use datasets::frame_cache::FrameCache;
-use datasets::{Dataset, Dtype, FrameShape, WindowSpec};
+use datasets::{DatasetSet, Dtype, FrameShape, WindowSpec};
 
 use crate::error::{Error, Result};
 
@@ -40,8 +41,8 @@ pub enum ValueType {
 pub struct Field {
     /// The feature key (LeRobot's output key).
     pub key: String,
-    /// Where its values come from.
-    pub source: Source,
+    /// Where its values come from, per dataset.
+    pub sources: Vec<Source>,
     /// Its element type.
     pub value_type: ValueType,
     /// Window offsets in frames, when read as a window (then `{key}_is_pad` exists).
@@ -74,42 +75,68 @@ pub struct BatchLayout {
     pub batch_size: usize,
     /// The fields, in `info.json` order (string features are left out: they are not tensors).
     pub fields: Vec<Field>,
+    /// How many datasets are read; with more than one, each batch says which each sample came
+    /// from (`dataset_index`).
+    pub num_datasets: usize,
 }
 
 impl BatchLayout {
-    /// The layout for `dataset` read with `windows`, cameras from `cache` when given.
-    pub fn new(dataset: &Dataset, windows: &WindowSpec, cache: Option<&FrameCache>, batch_size: usize) -> Result<Self> {
-        let info = dataset.info();
-        let videos = info.video_keys();
+    /// The layout for `datasets` read with `windows`, each dataset's cameras from its frame cache
+    /// when it has one (`caches`, one per dataset).
+    pub fn new(
+        datasets: &DatasetSet,
+        windows: &WindowSpec,
+        caches: &[Option<&FrameCache>],
+        batch_size: usize,
+    ) -> Result<Self> {
         let mut fields = Vec::new();
-        for feature in &info.features {
+        for feature in &datasets.info().features {
             let key = feature.key.as_str();
             let offsets = windows.offsets(key).map(<[i64]>::to_vec);
             let windowed = offsets.is_some();
             let steps = offsets.as_ref().map_or(1, Vec::len);
-            let (source, value_type, frame, step_len) = match &feature.dtype {
+            let column = |value_type| (vec![Source::Column; datasets.parts().len()], value_type, None, feature.width());
+            let (sources, value_type, frame, step_len) = match &feature.dtype {
                 Dtype::Video | Dtype::Image => {
-                    let (source, frame) = match cache {
-                        Some(cache) => {
-                            let camera = cache.camera(key).ok_or_else(|| {
-                                Error::Config(format!(
-                                    "the frame cache in {} has no camera `{key}`",
-                                    cache.dir().display()
-                                ))
-                            })?;
-                            (Source::FrameCache, camera.header().shape)
+                    let declared = feature.frame_shape().expect("cameras have a frame shape");
+                    // The first dataset's frames (its cache may hold them resized), which every
+                    // other dataset's must match.
+                    let mut first: Option<FrameShape> = None;
+                    let mut sources = Vec::with_capacity(datasets.parts().len());
+                    for (part, dataset) in datasets.parts().iter().enumerate() {
+                        let (source, frame) = match caches.get(part).copied().flatten() {
+                            Some(cache) => {
+                                let camera = cache.camera(key).ok_or_else(|| {
+                                    Error::Config(format!(
+                                        "the frame cache in {} has no camera `{key}`",
+                                        cache.dir().display()
+                                    ))
+                                })?;
+                                (Source::FrameCache, camera.header().shape)
+                            }
+                            None if feature.is_video() => {
+                                let videos = dataset.info().video_keys();
+                                let camera = videos.iter().position(|k| k.as_str() == key).expect("a video key");
+                                (Source::Video { camera }, declared)
+                            }
+                            None => (Source::Image, declared),
+                        };
+                        let expected = *first.get_or_insert(frame);
+                        if frame != expected {
+                            return Err(Error::Config(format!(
+                                "camera `{key}` gives {frame} frames in {} but {expected} in {}",
+                                datasets.name(part),
+                                datasets.name(0)
+                            )));
                         }
-                        None if feature.is_video() => {
-                            let camera = videos.iter().position(|k| k.as_str() == key).expect("a video key");
-                            (Source::Video { camera }, feature.frame_shape().expect("cameras have a frame shape"))
-                        }
-                        None => (Source::Image, feature.frame_shape().expect("cameras have a frame shape")),
-                    };
-                    (source, ValueType::U8, Some(frame), frame.len())
+                        sources.push(source);
+                    }
+                    let frame = first.expect("a set has a dataset");
+                    (sources, ValueType::U8, Some(frame), frame.len())
                 }
-                Dtype::Float32 | Dtype::Float64 => (Source::Column, ValueType::F32, None, feature.width()),
-                Dtype::Int(_) => (Source::Column, ValueType::I64, None, feature.width()),
-                Dtype::Bool => (Source::Column, ValueType::Bool, None, feature.width()),
+                Dtype::Float32 | Dtype::Float64 => column(ValueType::F32),
+                Dtype::Int(_) => column(ValueType::I64),
+                Dtype::Bool => column(ValueType::Bool),
                 Dtype::String => continue,
                 Dtype::Other(d) => {
                     return Err(Error::Config(format!(
@@ -128,9 +155,9 @@ impl BatchLayout {
                     if windowed { [vec![steps], item].concat() } else { item }
                 }
             };
-            fields.push(Field { key: key.to_string(), source, value_type, offsets, frame, step_len, item_shape });
+            fields.push(Field { key: key.to_string(), sources, value_type, offsets, frame, step_len, item_shape });
         }
-        Ok(Self { batch_size, fields })
+        Ok(Self { batch_size, fields, num_datasets: datasets.parts().len() })
     }
 
     /// The field `key`.

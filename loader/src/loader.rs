@@ -8,7 +8,7 @@ use std::sync::{Arc, PoisonError};
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use datasets::frame_cache::FrameCache;
 use datasets::video::DecodeCounters;
-use datasets::{Dataset, DecoderCacheConfig, WindowSpec};
+use datasets::{DatasetSet, DecoderCacheConfig, WindowSpec};
 
 use crate::assemble::{Assembler, Scratch};
 use crate::batch::{Batch, Buffers};
@@ -20,12 +20,13 @@ use crate::sampler::{EpisodeSampler, Planner, SamplerConfig, SamplerState};
 /// Configures and builds a [`Loader`].
 #[derive(Debug, Clone)]
 pub struct LoaderBuilder {
-    dataset: Arc<Dataset>,
+    datasets: DatasetSet,
     sampler: SamplerConfig,
     windows: WindowSpec,
     num_workers: usize,
     prefetch: usize,
-    frame_cache: Option<PathBuf>,
+    /// One per dataset, or none at all.
+    frame_caches: Vec<Option<PathBuf>>,
     decoder_cache: DecoderCacheConfig,
     resume: SamplerState,
     max_epochs: Option<u64>,
@@ -88,7 +89,8 @@ impl LoaderBuilder {
         self
     }
 
-    /// The whole sampler configuration at once.
+    /// The whole sampler configuration at once (replacing what the other sampler settings,
+    /// weights included, set before).
     pub fn sampler(mut self, config: SamplerConfig) -> Self {
         self.sampler = config;
         self
@@ -100,9 +102,23 @@ impl LoaderBuilder {
         self
     }
 
-    /// Read camera frames from this decoded-frame cache (`datasets cache`) instead of videos.
+    /// Read camera frames from this decoded-frame cache (`datasets cache`) instead of videos
+    /// (one dataset; with several, give one per dataset with [`Self::frame_caches`]).
     pub fn frame_cache(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.frame_cache = Some(dir.into());
+        self.frame_caches = vec![Some(dir.into())];
+        self
+    }
+
+    /// Each dataset's decoded-frame cache, if it has one (one entry per dataset).
+    pub fn frame_caches(mut self, dirs: Vec<Option<PathBuf>>) -> Self {
+        self.frame_caches = dirs;
+        self
+    }
+
+    /// With several datasets, the share of each epoch each one gets (see
+    /// [`EpisodeSampler::epoch_order`]). Default: every frame of every dataset once per epoch.
+    pub fn weights(mut self, weights: Vec<f64>) -> Self {
+        self.sampler.weights = Some(weights);
         self
     }
 
@@ -127,23 +143,28 @@ impl LoaderBuilder {
 
     /// Checks the configuration and starts the workers.
     pub fn build(self) -> Result<Loader> {
-        let ranges: Vec<std::ops::Range<usize>> = self.dataset.episodes().iter().map(|e| e.frames.clone()).collect();
-        let sampler = EpisodeSampler::new(self.sampler.clone(), &ranges)?;
-        let cache =
-            self.frame_cache.as_ref().map(|dir| FrameCache::open(dir, &self.dataset)).transpose()?.map(Arc::new);
-        let layout =
-            Arc::new(BatchLayout::new(&self.dataset, &self.windows, cache.as_deref(), self.sampler.batch_size)?);
-        let assembler = Arc::new(Assembler::new(
-            self.dataset.clone(),
-            layout.clone(),
-            cache,
-            self.decoder_cache,
-            self.num_workers,
-        )?);
+        let sampler = EpisodeSampler::for_datasets(self.sampler.clone(), &self.datasets.episode_ranges())?;
+        let parts = self.datasets.parts();
+        if !self.frame_caches.is_empty() && self.frame_caches.len() != parts.len() {
+            return Err(Error::Config(format!(
+                "{} frame caches for {} datasets: give one per dataset (none where a dataset has none)",
+                self.frame_caches.len(),
+                parts.len()
+            )));
+        }
+        let mut caches = Vec::with_capacity(parts.len());
+        for (part, dataset) in parts.iter().enumerate() {
+            let dir = self.frame_caches.get(part).and_then(Option::as_ref);
+            caches.push(dir.map(|dir| FrameCache::open(dir, dataset)).transpose()?.map(Arc::new));
+        }
+        let borrowed: Vec<Option<&FrameCache>> = caches.iter().map(Option::as_deref).collect();
+        let layout = Arc::new(BatchLayout::new(&self.datasets, &self.windows, &borrowed, self.sampler.batch_size)?);
+        let assembler =
+            Arc::new(Assembler::new(self.datasets, caches, layout.clone(), self.decoder_cache, self.num_workers)?);
         let planner = Planner::new(sampler.clone(), self.resume, self.max_epochs);
         let (recycle_tx, recycle_rx) = unbounded();
         let engine = if self.num_workers == 0 {
-            Engine::Inline { planner, scratch: Scratch::default(), recycle: recycle_rx }
+            Engine::Inline { planner: Box::new(planner), scratch: Scratch::default(), recycle: recycle_rx }
         } else {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(self.num_workers)
@@ -162,7 +183,7 @@ impl LoaderBuilder {
 /// Where batches are made.
 enum Engine {
     /// On the caller's thread, when asked.
-    Inline { planner: Planner, scratch: Scratch, recycle: Receiver<Box<Buffers>> },
+    Inline { planner: Box<Planner>, scratch: Scratch, recycle: Receiver<Box<Buffers>> },
     /// On the worker pool, ahead of time.
     Pool(Pipeline),
 }
@@ -178,16 +199,16 @@ pub struct Loader {
 }
 
 impl Loader {
-    /// A builder for `dataset` with LeRobot's defaults (batch 8, shuffled, seed 1000, no
-    /// windows, 0 workers, prefetch 4).
-    pub fn builder(dataset: Arc<Dataset>) -> LoaderBuilder {
+    /// A builder for a dataset (an `Arc<Dataset>`) or several ([`DatasetSet`]) with LeRobot's
+    /// defaults (batch 8, shuffled, seed 1000, no windows, 0 workers, prefetch 4).
+    pub fn builder(datasets: impl Into<DatasetSet>) -> LoaderBuilder {
         LoaderBuilder {
-            dataset,
+            datasets: datasets.into(),
             sampler: SamplerConfig::default(),
             windows: WindowSpec::none(),
             num_workers: 0,
             prefetch: 4,
-            frame_cache: None,
+            frame_caches: Vec::new(),
             decoder_cache: DecoderCacheConfig::default(),
             resume: SamplerState::default(),
             max_epochs: None,

@@ -15,6 +15,13 @@ pub(crate) fn lerobot_permutation(n: usize, seed: u64, epoch: u64) -> Vec<usize>
     torch_randperm(n, seed_sequence_u64(&[seed, epoch]))
 }
 
+/// The `round`-th permutation of dataset `part`'s `n` anchors in a weighted run: a stream of its
+/// own per dataset, seeded `[seed, round, part + 1]` (never `[seed, round]`, which `SeedSequence`
+/// would hash as LeRobot's per-epoch order: it pads the entropy with zero words).
+pub(crate) fn part_permutation(n: usize, seed: u64, round: u64, part: usize) -> Vec<usize> {
+    torch_randperm(n, seed_sequence_u64(&[seed, round, part as u64 + 1]))
+}
+
 /// `torch.randperm(n, generator=torch.Generator().manual_seed(seed))` on the CPU, for
 /// `n < (2³² − 1) / 20` (integer division: 214,748,364).
 fn torch_randperm(n: usize, seed: u64) -> Vec<usize> {

@@ -1,12 +1,15 @@
 //! Which frames each batch holds: LeRobot 0.6's `EpisodeAwareSampler` (anchors per episode
 //! `[from + drop_n_first, to − drop_n_last)`, reshuffled every epoch by LeRobot's own
 //! permutation of `(seed, epoch)`), sharded across trainers, cut into batches; and the small
-//! state that resumes it exactly.
+//! state that resumes it exactly. With several datasets, the order runs over their anchors
+//! concatenated, as LeRobot's sampler would over a `MultiLeRobotDataset`; or, with sampling
+//! weights, each epoch takes from each dataset its share of the epoch (see
+//! [`EpisodeSampler::epoch_order`]).
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::permutation::lerobot_permutation;
+use crate::permutation::{lerobot_permutation, part_permutation};
 
 /// Where the sampler is: the epoch, and how many of this shard's samples of that epoch have
 /// been handed out. Resuming from the state of the last batch consumed continues with exactly
@@ -20,7 +23,7 @@ pub struct SamplerState {
 }
 
 /// How frames are sampled.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SamplerConfig {
     /// Samples per batch. Default 8 (LeRobot's `batch_size`).
     pub batch_size: usize,
@@ -41,6 +44,10 @@ pub struct SamplerConfig {
     pub world_size: usize,
     /// Episodes to sample from (all when `None`). Default `None`.
     pub episodes: Option<Vec<usize>>,
+    /// With several datasets, the share of each epoch each one gets (normalised; finite and
+    /// positive). Default `None`: every frame once per epoch, as concatenated.
+    #[serde(default)]
+    pub weights: Option<Vec<f64>>,
 }
 
 impl Default for SamplerConfig {
@@ -55,6 +62,7 @@ impl Default for SamplerConfig {
             rank: 0,
             world_size: 1,
             episodes: None,
+            weights: None,
         }
     }
 }
@@ -64,18 +72,63 @@ impl Default for SamplerConfig {
 pub struct EpisodeSampler {
     config: SamplerConfig,
     anchors: Vec<usize>,
+    /// Where each dataset's anchors end in `anchors` (one per dataset).
+    part_ends: Vec<usize>,
+    /// Samples each dataset gives per epoch, with weights.
+    quotas: Option<Vec<usize>>,
     shard_len: usize,
 }
 
 impl EpisodeSampler {
     /// Builds the anchors of `episodes` (each a global index range, by episode index).
     pub fn new(config: SamplerConfig, episodes: &[std::ops::Range<usize>]) -> Result<Self> {
+        Self::for_datasets(config, &[episodes.to_vec()])
+    }
+
+    /// Builds the anchors of several datasets, each given by its episodes' ranges in the joint
+    /// index ([`datasets::DatasetSet::episode_ranges`]).
+    pub fn for_datasets(config: SamplerConfig, datasets: &[Vec<std::ops::Range<usize>>]) -> Result<Self> {
         if config.batch_size == 0 {
             return Err(Error::Config("batch_size must be at least 1".into()));
         }
         if config.world_size == 0 || config.rank >= config.world_size {
             return Err(Error::Config(format!("rank {} is not in 0..world_size={}", config.rank, config.world_size)));
         }
+        if datasets.len() > 1 && config.episodes.is_some() {
+            return Err(Error::Config(
+                "choosing episodes is not supported with several datasets (LeRobot's takes a list per dataset)".into(),
+            ));
+        }
+        let mut anchors = Vec::new();
+        let mut part_ends = Vec::with_capacity(datasets.len());
+        for episodes in datasets {
+            anchors.extend(Self::anchors_of(&config, episodes)?);
+            part_ends.push(anchors.len());
+        }
+        if anchors.is_empty() {
+            return Err(Error::Config("no frames to sample: every episode is shorter than the frames dropped".into()));
+        }
+        let quotas = match &config.weights {
+            Some(weights) => Some(quotas(weights, &part_ends, anchors.len())?),
+            None => None,
+        };
+        let shard_len = if config.drop_last && config.world_size > 1 {
+            anchors.len() / config.world_size
+        } else {
+            anchors.len().div_ceil(config.world_size)
+        };
+        if shard_len == 0 {
+            return Err(Error::Config(format!(
+                "{} frames cannot be shared among {} trainers",
+                anchors.len(),
+                config.world_size
+            )));
+        }
+        Ok(Self { config, anchors, part_ends, quotas, shard_len })
+    }
+
+    /// One dataset's anchors.
+    fn anchors_of(config: &SamplerConfig, episodes: &[std::ops::Range<usize>]) -> Result<Vec<usize>> {
         // As LeRobot: the episodes asked for, in dataset order, each once.
         let selected: Vec<usize> = match &config.episodes {
             Some(list) => {
@@ -104,22 +157,7 @@ impl EpisodeSampler {
             }
             anchors.extend(start..end);
         }
-        if anchors.is_empty() {
-            return Err(Error::Config("no frames to sample: every episode is shorter than the frames dropped".into()));
-        }
-        let shard_len = if config.drop_last && config.world_size > 1 {
-            anchors.len() / config.world_size
-        } else {
-            anchors.len().div_ceil(config.world_size)
-        };
-        if shard_len == 0 {
-            return Err(Error::Config(format!(
-                "{} frames cannot be shared among {} trainers",
-                anchors.len(),
-                config.world_size
-            )));
-        }
-        Ok(Self { config, anchors, shard_len })
+        Ok(anchors)
     }
 
     /// The configuration.
@@ -130,6 +168,11 @@ impl EpisodeSampler {
     /// Every anchor frame, in dataset order.
     pub fn anchors(&self) -> &[usize] {
         &self.anchors
+    }
+
+    /// With weights, how many samples each dataset gives per epoch (over all trainers).
+    pub fn quotas(&self) -> Option<&[usize]> {
+        self.quotas.as_deref()
     }
 
     /// Samples per epoch in this trainer's shard.
@@ -151,19 +194,105 @@ impl EpisodeSampler {
     /// by wrapping around (or truncates it with `drop_last`) to a multiple of `world_size`, and
     /// keeps every `world_size`-th element from its rank, so the shards are disjoint and equally
     /// long.
+    ///
+    /// With weights, an epoch is as long as without (every anchor of every dataset), and dataset
+    /// `i` fills its quota `cᵢ` of it (`E·wᵢ` rounded by largest remainder, so the quotas sum to
+    /// `E`) from an endless stream of its own permutations, seeded `[seed, round, i + 1]`, epoch
+    /// `e` taking the stream's elements `e·cᵢ .. (e+1)·cᵢ`: within a dataset no anchor repeats
+    /// before all have come. The draws are then shuffled by LeRobot's order for `(seed, e)`. The
+    /// order stays a pure function of the epoch, so resuming needs no more state.
     pub fn epoch_order(&self, epoch: u64) -> Vec<usize> {
+        let drawn: Vec<usize> = match &self.quotas {
+            Some(quotas) => self.weighted_draw(quotas, epoch),
+            None => (0..self.anchors.len()).collect(),
+        };
         let order: Vec<usize> = if self.config.shuffle {
-            lerobot_permutation(self.anchors.len(), self.config.seed, epoch)
+            lerobot_permutation(drawn.len(), self.config.seed, epoch)
                 .into_iter()
-                .map(|k| self.anchors[k])
+                .map(|k| self.anchors[drawn[k]])
                 .collect()
         } else {
-            self.anchors.clone()
+            drawn.into_iter().map(|k| self.anchors[k]).collect()
         };
         let total = self.shard_len * self.config.world_size;
         let wrapped: Vec<usize> = order.iter().copied().cycle().take(total).collect();
         wrapped.into_iter().skip(self.config.rank).step_by(self.config.world_size).collect()
     }
+}
+
+impl EpisodeSampler {
+    /// The positions in `anchors` each dataset gives to `epoch`, dataset by dataset.
+    fn weighted_draw(&self, quotas: &[usize], epoch: u64) -> Vec<usize> {
+        let mut drawn = Vec::with_capacity(self.anchors.len());
+        let mut start = 0;
+        for (part, (&end, &quota)) in self.part_ends.iter().zip(quotas).enumerate() {
+            let n = (end - start) as u128;
+            let first = u128::from(epoch) * quota as u128;
+            let mut round = None;
+            let mut permutation = Vec::new();
+            for position in first..first + quota as u128 {
+                let this_round = (position / n) as u64;
+                if round != Some(this_round) {
+                    round = Some(this_round);
+                    permutation = if self.config.shuffle {
+                        part_permutation(end - start, self.config.seed, this_round, part)
+                    } else {
+                        (0..end - start).collect()
+                    };
+                }
+                drawn.push(start + permutation[(position % n) as usize]);
+            }
+            start = end;
+        }
+        drawn
+    }
+}
+
+/// Each dataset's share of an `epoch_len`-sample epoch: `epoch_len · wᵢ / Σw` rounded down, the
+/// samples left over going to the largest remainders (ties to the first dataset).
+fn quotas(weights: &[f64], part_ends: &[usize], epoch_len: usize) -> Result<Vec<usize>> {
+    if part_ends.len() < 2 {
+        return Err(Error::Config("sampling weights share an epoch among several datasets; one is given".into()));
+    }
+    if weights.len() != part_ends.len() {
+        return Err(Error::Config(format!("{} sampling weights for {} datasets", weights.len(), part_ends.len())));
+    }
+    if let Some((i, w)) = weights.iter().enumerate().find(|(_, w)| !(w.is_finite() && **w > 0.0)) {
+        return Err(Error::Config(format!("sampling weight {i} is {w}; weights must be finite and positive")));
+    }
+    let mut start = 0;
+    for (i, &end) in part_ends.iter().enumerate() {
+        if end == start {
+            return Err(Error::Config(format!(
+                "dataset {i} has no frames to sample, yet a sampling weight of {}",
+                weights[i]
+            )));
+        }
+        start = end;
+    }
+    // Scaled by the largest first, so that the sum cannot overflow.
+    let largest = weights.iter().copied().fold(0.0, f64::max);
+    let total: f64 = weights.iter().map(|w| w / largest).sum();
+    let exact: Vec<f64> = weights.iter().map(|w| epoch_len as f64 * (w / largest) / total).collect();
+    let mut quotas: Vec<usize> = exact.iter().map(|e| (e.floor() as usize).min(epoch_len)).collect();
+    let mut by_remainder: Vec<usize> = (0..weights.len()).collect();
+    by_remainder
+        .sort_by(|&a, &b| (exact[b] - exact[b].floor()).total_cmp(&(exact[a] - exact[a].floor())).then(a.cmp(&b)));
+    let mut left = epoch_len.saturating_sub(quotas.iter().sum());
+    for &i in by_remainder.iter().cycle() {
+        if left == 0 {
+            break;
+        }
+        quotas[i] += 1;
+        left -= 1;
+    }
+    if let Some(i) = quotas.iter().position(|&q| q == 0) {
+        return Err(Error::Config(format!(
+            "sampling weight {i} ({}) gives dataset {i} no sample of an epoch of {epoch_len}",
+            weights[i]
+        )));
+    }
+    Ok(quotas)
 }
 
 /// The indices of one batch and where the sampler stands after it.
@@ -296,5 +425,91 @@ mod tests {
         let mut p = Planner::new(sampler, SamplerState::default(), Some(1));
         let sizes: Vec<usize> = std::iter::from_fn(|| p.next_plan()).map(|b| b.indices.len()).collect();
         assert_eq!(sizes, vec![7; 4]);
+    }
+
+    /// Two datasets: 30 frames (the episodes above), then 12 more.
+    fn two_datasets() -> Vec<Vec<std::ops::Range<usize>>> {
+        vec![episodes(), vec![30..36, 36..42]]
+    }
+
+    #[test]
+    fn quotas_sum_to_the_epoch_and_round_by_largest_remainder() {
+        let ends = [30, 42];
+        assert_eq!(quotas(&[0.7, 0.3], &ends, 42).unwrap(), vec![29, 13]);
+        assert_eq!(quotas(&[1.0, 1.0], &ends, 41).unwrap(), vec![21, 20]);
+        let mut state = 12345u64;
+        for _ in 0..200 {
+            let weights: Vec<f64> = (0..3)
+                .map(|_| {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    (state >> 11) as f64 / (1u64 << 53) as f64 + 0.05
+                })
+                .collect();
+            let total: f64 = weights.iter().sum();
+            let q = quotas(&weights, &[5, 9, 100], 997).unwrap();
+            assert_eq!(q.iter().sum::<usize>(), 997);
+            for (c, w) in q.iter().zip(&weights) {
+                assert!((*c as f64 - 997.0 * w / total).abs() < 1.0, "{q:?} for {weights:?}");
+            }
+        }
+        assert!(quotas(&[1.0], &ends, 42).unwrap_err().to_string().contains("1 sampling weights for 2 datasets"));
+        assert!(quotas(&[1.0, -0.5], &ends, 42).unwrap_err().to_string().contains("weight 1 is -0.5"));
+        assert!(quotas(&[1.0, f64::NAN], &ends, 42).is_err());
+        assert!(quotas(&[1.0], &[42], 42).unwrap_err().to_string().contains("one is given"));
+        assert!(quotas(&[1.0, 1e-6], &ends, 42).unwrap_err().to_string().contains("no sample"));
+        assert_eq!(quotas(&[f64::MAX, f64::MAX], &ends, 42).unwrap(), vec![21, 21]);
+    }
+
+    #[test]
+    fn without_weights_several_datasets_are_one_concatenated_order() {
+        let joint = EpisodeSampler::for_datasets(SamplerConfig::default(), &two_datasets()).unwrap();
+        let flat: Vec<std::ops::Range<usize>> = two_datasets().concat();
+        let single = EpisodeSampler::new(SamplerConfig::default(), &flat).unwrap();
+        for epoch in 0..3 {
+            assert_eq!(joint.epoch_order(epoch), single.epoch_order(epoch));
+        }
+    }
+
+    #[test]
+    fn weighted_epochs_give_each_dataset_its_quota_without_repeats() {
+        let config = SamplerConfig { weights: Some(vec![0.25, 0.75]), ..SamplerConfig::default() };
+        let sampler = EpisodeSampler::for_datasets(config, &two_datasets()).unwrap();
+        let quotas = sampler.quotas().unwrap().to_vec();
+        assert_eq!(quotas, vec![11, 31]);
+        let mut counts = vec![0usize; 42];
+        for epoch in 0..60 {
+            let order = sampler.epoch_order(epoch);
+            assert_eq!(order.len(), 42);
+            let from_second = order.iter().filter(|&&i| i >= 30).count();
+            assert_eq!(from_second, 31, "epoch {epoch}");
+            order.iter().for_each(|&i| counts[i] += 1);
+        }
+        // Each dataset's stream is whole permutations of it: after 60 epochs, 60·11 = 22 rounds
+        // of the first dataset's 30 frames, and 60·31 = 155 of the over-weighted second's 12.
+        assert_eq!(&counts[..30], &[22; 30][..]);
+        assert_eq!(&counts[30..], &[155; 12][..]);
+        assert_eq!(sampler.epoch_order(4), sampler.epoch_order(4));
+        assert_ne!(sampler.epoch_order(4), sampler.epoch_order(5));
+    }
+
+    #[test]
+    fn weighted_runs_resume_exactly() {
+        let config = SamplerConfig { batch_size: 5, weights: Some(vec![2.0, 1.0]), ..SamplerConfig::default() };
+        let sampler = EpisodeSampler::for_datasets(config, &two_datasets()).unwrap();
+        let mut straight = Planner::new(sampler.clone(), SamplerState::default(), None);
+        let plans: Vec<BatchPlan> = (0..30).map(|_| straight.next_plan().unwrap()).collect();
+        for cut in [1, 8, 9, 17, 25] {
+            let mut resumed = Planner::new(sampler.clone(), plans[cut - 1].after, None);
+            for plan in &plans[cut..] {
+                assert_eq!(&resumed.next_plan().unwrap(), plan);
+            }
+        }
+    }
+
+    #[test]
+    fn episodes_cannot_be_chosen_across_datasets() {
+        let config = SamplerConfig { episodes: Some(vec![0]), ..SamplerConfig::default() };
+        let err = EpisodeSampler::for_datasets(config, &two_datasets()).unwrap_err();
+        assert!(err.to_string().contains("several datasets"), "{err}");
     }
 }

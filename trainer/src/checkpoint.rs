@@ -31,6 +31,14 @@ pub struct TrainingState {
     /// The dynamic loss scale of f16 training, when used.
     #[serde(default)]
     pub loss_scale: Option<LossScaleState>,
+    /// The fingerprint of each dataset read ([`datasets::frame_cache::fingerprint`]: its
+    /// `info.json`, episodes and timestamps), so that a resumed run reads the same data (none
+    /// recorded by checkpoints older than several datasets).
+    #[serde(default)]
+    pub datasets: Vec<u64>,
+    /// The datasets' sampling weights, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights: Option<Vec<f64>>,
 }
 
 /// The dynamic loss scaler's state.

@@ -2,9 +2,9 @@
 //! LeRobot's `lerobot-train` where they exist. Resolved from a preset's defaults, a config file
 //! and command-line overrides, and saved with every checkpoint.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use transforms::{DeviceKind, ImageTransformsConfig};
 
 use datasets::auto_cache::FrameCacheChoice;
@@ -17,13 +17,21 @@ use crate::precision::Precision;
 /// The dataset part of the configuration (LeRobot's `--dataset.*`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DatasetConfig {
-    /// The dataset folder. With [`Self::repo_id`]: where the dataset is, or is to be downloaded.
+    /// The dataset folder, or several trained together (a list). With [`Self::repo_id`]: where
+    /// the dataset is or is to be downloaded; with several ids, the folder holding each as
+    /// `ROOT/OWNER/NAME` (as LeRobot's `MultiLeRobotDataset`), or one folder per id.
     #[serde(default)]
-    pub root: PathBuf,
-    /// The dataset's Hub id, `OWNER/NAME` (LeRobot's `--dataset.repo_id`): looked for under
-    /// `HF_LEROBOT_HOME` and in LeRobot's Hub cache, downloaded if missing ([`datasets::hub`]).
+    pub root: DatasetRoots,
+    /// The dataset's Hub id, `OWNER/NAME` (LeRobot's `--dataset.repo_id`), or several separated
+    /// by commas: looked for under `HF_LEROBOT_HOME` and in LeRobot's Hub cache, downloaded if
+    /// missing ([`datasets::hub`]).
     #[serde(default)]
     pub repo_id: Option<String>,
+    /// With several datasets, the share of each epoch each one gets (normalised). Default: every
+    /// frame of every dataset once per epoch, as LeRobot's `MultiLeRobotDataset` concatenates
+    /// them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights: Option<Vec<f64>>,
     /// The Hub revision (branch, tag or commit). Default: LeRobot's codebase version, v3.0.
     #[serde(default)]
     pub revision: Option<String>,
@@ -49,6 +57,66 @@ pub struct DatasetConfig {
     pub image_transforms: ImageTransformsConfig,
     /// Timestamp tolerance in seconds. Default 1e-4.
     pub tolerance_s: f64,
+}
+
+/// One dataset folder, or several trained together: written as a path, or a list of paths.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DatasetRoots(pub Vec<PathBuf>);
+
+impl DatasetRoots {
+    /// The folders, in order.
+    pub fn paths(&self) -> &[PathBuf] {
+        &self.0
+    }
+
+    /// Whether no folder is given.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl From<PathBuf> for DatasetRoots {
+    fn from(path: PathBuf) -> Self {
+        Self(vec![path])
+    }
+}
+
+impl From<&Path> for DatasetRoots {
+    fn from(path: &Path) -> Self {
+        path.to_path_buf().into()
+    }
+}
+
+impl From<&str> for DatasetRoots {
+    fn from(path: &str) -> Self {
+        PathBuf::from(path).into()
+    }
+}
+
+impl Serialize for DatasetRoots {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        match self.0.as_slice() {
+            [] => "".serialize(serializer),
+            [one] => one.serialize(serializer),
+            many => many.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for DatasetRoots {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum OneOrMany {
+            One(PathBuf),
+            Many(Vec<PathBuf>),
+        }
+        Ok(match OneOrMany::deserialize(deserializer)? {
+            OneOrMany::One(path) if path.as_os_str().is_empty() => Self::default(),
+            OneOrMany::One(path) => Self(vec![path]),
+            OneOrMany::Many(paths) => Self(paths),
+        })
+    }
 }
 
 /// The policy part: a preset and its (possibly overridden) hyper-parameters.
@@ -141,15 +209,27 @@ pub fn parse_episode_list(text: &str) -> std::result::Result<Vec<usize>, String>
 }
 
 impl DatasetConfig {
-    /// What [`datasets::hub::resolve`] is to find, when the dataset is named by its Hub id.
-    pub fn hub_request(&self) -> Result<Option<datasets::DatasetRequest>> {
-        let Some(repo_id) = &self.repo_id else { return Ok(None) };
-        Ok(Some(datasets::DatasetRequest {
-            repo_id: repo_id.parse()?,
-            root: (!self.root.as_os_str().is_empty()).then(|| self.root.clone()),
-            revision: self.revision.clone(),
-            download: self.download,
-        }))
+    /// The Hub ids of [`Self::repo_id`], in order (none when the datasets are named by folder).
+    pub fn repo_ids(&self) -> Vec<&str> {
+        self.repo_id.as_deref().map(datasets::hub::split_ids).unwrap_or_default()
+    }
+
+    /// What [`datasets::hub::resolve`] is to find for each dataset named by its Hub id
+    /// ([`datasets::DatasetRequest::for_ids`]).
+    pub fn hub_requests(&self) -> Result<Vec<datasets::DatasetRequest>> {
+        let Some(ids) = &self.repo_id else { return Ok(Vec::new()) };
+        Ok(datasets::DatasetRequest::for_ids(ids, self.root.paths(), self.revision.as_deref(), self.download)?)
+    }
+
+    /// The name each dataset goes by in logs and errors: its Hub id, or its folder.
+    pub fn names(&self) -> Vec<String> {
+        let ids = self.repo_ids();
+        let roots = self.root.paths();
+        if ids.len() == roots.len() {
+            ids.iter().map(ToString::to_string).collect()
+        } else {
+            roots.iter().map(|r| r.display().to_string()).collect()
+        }
     }
 }
 
@@ -158,8 +238,9 @@ impl TrainConfig {
     pub fn defaults(preset: Preset) -> Self {
         Self {
             dataset: DatasetConfig {
-                root: PathBuf::new(),
+                root: DatasetRoots::default(),
                 repo_id: None,
+                weights: None,
                 revision: None,
                 download: true,
                 episodes: None,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use burn::module::{AutodiffModule, Module};
 use burn::prelude::*;
 use datasets::auto_cache::{self, AutoCache, FrameCacheChoice};
-use datasets::{Dataset, OpenOptions, WindowSpec, diffusion_delta_timestamps, frame_cache};
+use datasets::{Dataset, DatasetSet, OpenOptions, WindowSpec, diffusion_delta_timestamps, frame_cache};
 use loader::{Loader, SamplerState};
 use transforms::{Normalizer, diffusion_mapping};
 
@@ -83,22 +83,22 @@ pub fn init_model<B: Backend>(
     Ok(model)
 }
 
-/// The dataset side of a run, checked against the policy: the dataset, the features the policy
+/// The dataset side of a run, checked against the policy: the datasets, the features the policy
 /// is built for, and the windows its samples need.
 pub struct TrainData {
-    /// The dataset.
-    pub dataset: Arc<Dataset>,
+    /// The dataset, or several read as one (LeRobot's `MultiLeRobotDataset`).
+    pub datasets: DatasetSet,
     /// What the policy reads and writes.
     pub features: PolicyFeatures,
     /// The observation and action windows (LeRobot's `delta_timestamps` for the policy).
     pub windows: WindowSpec,
-    /// The frame cache the loader reads (`dataset.frame_cache`; `auto` is settled by
-    /// [`Self::settle_frame_cache`]).
-    pub frame_cache: Option<PathBuf>,
+    /// The frame cache the loader reads for each dataset (`dataset.frame_cache`; `auto` is
+    /// settled by [`Self::settle_frame_cache`]).
+    pub frame_caches: Vec<Option<PathBuf>>,
 }
 
 impl TrainData {
-    /// Opens the dataset of `config` and checks the configuration against it.
+    /// Opens the datasets of `config` and checks the configuration against them.
     pub fn open(config: &TrainConfig) -> Result<Self> {
         let policy = &config.policy.config;
         if config.batch_size == 0 || config.steps == 0 || config.log_freq == 0 || config.grad_accum == 0 {
@@ -106,26 +106,46 @@ impl TrainData {
         }
         config.ema.validate()?;
         config.dataset.image_transforms.validate()?;
-        let dataset = Arc::new(Dataset::open_with(
-            &config.dataset.root,
-            OpenOptions { tolerance_s: config.dataset.tolerance_s },
-        )?);
-        let features = PolicyFeatures::from_info(dataset.info())?;
+        let roots = config.dataset.root.paths();
+        if roots.is_empty() {
+            return Err(Error::Config("no dataset: set dataset.root (or dataset.repo_id, resolved first)".into()));
+        }
+        let options = OpenOptions { tolerance_s: config.dataset.tolerance_s };
+        let mut parts = Vec::with_capacity(roots.len());
+        for (name, root) in config.dataset.names().into_iter().zip(roots) {
+            parts.push((name, Arc::new(Dataset::open_with(root, options)?)));
+        }
+        if roots.len() > 1 && config.dataset.episodes.is_some() {
+            return Err(Error::Config(
+                "dataset.episodes chooses episodes of one dataset; with several, each is read whole".into(),
+            ));
+        }
+        let datasets = DatasetSet::new(parts)?;
+        let info = datasets.info();
+        let features = PolicyFeatures::from_info(info).map_err(|e| match datasets.left_out() {
+            [] => e,
+            left_out => Error::Config(format!("{e} (left out as not in every dataset: {})", left_out.join(", "))),
+        })?;
         policy.validate(&features)?;
-        let deltas = diffusion_delta_timestamps(dataset.info(), policy.n_obs_steps, policy.horizon);
-        let windows = WindowSpec::from_delta_timestamps(&deltas, dataset.info(), config.dataset.tolerance_s)?;
-        let frame_cache = match &config.dataset.frame_cache {
-            FrameCacheChoice::Dir(dir) => Some(dir.clone()),
-            FrameCacheChoice::Auto | FrameCacheChoice::Off => None,
+        let deltas = diffusion_delta_timestamps(info, policy.n_obs_steps, policy.horizon);
+        let windows = WindowSpec::from_delta_timestamps(&deltas, info, config.dataset.tolerance_s)?;
+        let frame_caches = match &config.dataset.frame_cache {
+            FrameCacheChoice::Dir(dir) if roots.len() == 1 => vec![Some(dir.clone())],
+            FrameCacheChoice::Dir(_) => {
+                return Err(Error::Config(
+                    "a frame cache folder is one dataset's: with several datasets use frame_cache auto or off".into(),
+                ));
+            }
+            FrameCacheChoice::Auto | FrameCacheChoice::Off => Vec::new(),
         };
-        Ok(Self { dataset, features, windows, frame_cache })
+        Ok(Self { datasets, features, windows, frame_caches })
     }
 
-    /// The dataset's normalisation statistics, as the policy uses them.
+    /// The datasets' normalisation statistics (aggregated over several), as the policy uses them.
     pub fn normalizer(&self, config: &TrainConfig) -> Result<Normalizer> {
         Ok(Normalizer::new(
-            self.dataset.info(),
-            self.dataset.stats(),
+            self.datasets.info(),
+            self.datasets.stats(),
             &diffusion_mapping(),
             config.dataset.use_imagenet_stats,
         )?)
@@ -133,26 +153,33 @@ impl TrainData {
 
     /// The training loader, continuing from `resume`.
     pub fn loader(&self, config: &TrainConfig, resume: SamplerState) -> Result<Loader> {
-        let mut builder = Loader::builder(self.dataset.clone())
+        let mut builder = Loader::builder(self.datasets.clone())
             .batch_size(config.batch_size)
             .num_workers(config.num_workers)
             .prefetch(config.prefetch)
             .seed(config.seed)
             .drop_frames(0, config.policy.config.drop_n_last_frames)
             .windows(self.windows.clone())
+            .frame_caches(self.frame_caches.clone())
             .resume(resume);
         if let Some(episodes) = &config.dataset.episodes {
             builder = builder.episodes(episodes.clone());
         }
-        if let Some(cache) = &self.frame_cache {
-            builder = builder.frame_cache(cache);
+        if let Some(weights) = &config.dataset.weights {
+            builder = builder.weights(weights.clone());
         }
         Ok(builder.build()?)
     }
 
+    /// Each dataset's fingerprint: what a checkpoint records, so that a resumed run reads the
+    /// same data.
+    pub fn fingerprints(&self) -> Result<Vec<u64>> {
+        Ok(self.datasets.parts().iter().map(|d| frame_cache::fingerprint(d)).collect::<datasets::Result<_>>()?)
+    }
+
     /// Settles `dataset.frame_cache = auto` (the other choices were settled by [`Self::open`]):
-    /// reuses this dataset's cache or decodes it first when it fits the budget, reporting which
-    /// and why through `on_progress`.
+    /// for each dataset, reuses its cache or decodes it first when it fits the budget (what is
+    /// left of it), reporting which and why through `on_progress`.
     pub fn settle_frame_cache(
         &mut self,
         config: &TrainConfig,
@@ -162,50 +189,63 @@ impl TrainData {
             return Ok(());
         }
         let root = auto_cache::default_root(|name| std::env::var_os(name));
-        let budget = config.dataset.frame_cache_budget_gb.map(|gb| (gb.max(0.0) * 1e9) as u64);
-        let plan = auto_cache::plan(&self.dataset, &root, budget)?;
-        on_progress(Progress::Line(&plan.to_string()));
-        self.frame_cache = match plan {
-            AutoCache::Ready { dir } => Some(dir),
-            AutoCache::Build { dir, .. } => self.build_frame_cache(dir, on_progress),
-            AutoCache::TooBig { .. } | AutoCache::NoCameras => None,
-        };
+        let mut budget = config.dataset.frame_cache_budget_gb.map(|gb| (gb.max(0.0) * 1e9) as u64);
+        let several = self.datasets.parts().len() > 1;
+        let mut caches = Vec::with_capacity(self.datasets.parts().len());
+        for (part, dataset) in self.datasets.parts().iter().enumerate() {
+            let plan = auto_cache::plan(dataset, &root, budget)?;
+            let line = plan.to_string();
+            let line = if several { format!("{}: {line}", self.datasets.name(part)) } else { line };
+            on_progress(Progress::Line(&line));
+            caches.push(match plan {
+                AutoCache::Ready { dir } => {
+                    budget = budget.map(|b| b.saturating_sub(frame_cache::decoded_bytes(dataset)));
+                    Some(dir)
+                }
+                AutoCache::Build { dir, bytes } => {
+                    budget = budget.map(|b| b.saturating_sub(bytes));
+                    build_frame_cache(dataset, dir, on_progress)
+                }
+                AutoCache::TooBig { .. } | AutoCache::NoCameras => None,
+            });
+        }
+        self.frame_caches = caches;
         Ok(())
     }
+}
 
-    /// Decodes the dataset's frames into `dir` on the worker pool, from a thread of its own while
-    /// this one reports them ([`Progress::FrameCache`]); `None` when the build fails (a full
-    /// /dev/shm, say): the run goes on decoding as it reads, and a bad video file then fails it
-    /// there, naming the file.
-    fn build_frame_cache(&self, dir: PathBuf, on_progress: &mut impl FnMut(Progress<'_>)) -> Option<PathBuf> {
-        let total = self.dataset.len() as u64 * self.dataset.info().camera_keys().len() as u64;
-        let started = Instant::now();
-        let done = AtomicU64::new(0);
-        let built = std::thread::scope(|scope| {
-            let building = scope.spawn(|| {
-                frame_cache::write_frame_cache(&self.dataset, &dir, None, &|frames| {
-                    done.fetch_max(frames, Ordering::Relaxed);
-                })
-            });
-            while !building.is_finished() {
-                on_progress(Progress::FrameCache { done: done.load(Ordering::Relaxed), total });
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            building.join()
+/// Decodes `dataset`'s frames into `dir` on the worker pool, from a thread of its own while this
+/// one reports them ([`Progress::FrameCache`]); `None` when the build fails (a full /dev/shm,
+/// say): the run goes on decoding as it reads, and a bad video file then fails it there, naming
+/// the file.
+fn build_frame_cache(dataset: &Dataset, dir: PathBuf, on_progress: &mut impl FnMut(Progress<'_>)) -> Option<PathBuf> {
+    let total = dataset.len() as u64 * dataset.info().camera_keys().len() as u64;
+    let started = Instant::now();
+    let done = AtomicU64::new(0);
+    let built = std::thread::scope(|scope| {
+        let building = scope.spawn(|| {
+            frame_cache::write_frame_cache(dataset, &dir, None, &|frames| {
+                done.fetch_max(frames, Ordering::Relaxed);
+            })
         });
-        match built.unwrap_or_else(|panic| std::panic::resume_unwind(panic)) {
-            Ok(_) => {
-                let seconds = started.elapsed().as_secs_f64();
-                on_progress(Progress::Line(&format!("frame cache: {total} frames decoded in {seconds:.1} s")));
-                Some(dir)
-            }
-            Err(e) => {
-                let message = datasets::error_message(&e);
-                on_progress(Progress::Line(&format!(
-                    "frame cache: off, building it failed ({message}); decoding as the samples are read"
-                )));
-                None
-            }
+        while !building.is_finished() {
+            on_progress(Progress::FrameCache { done: done.load(Ordering::Relaxed), total });
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        building.join()
+    });
+    match built.unwrap_or_else(|panic| std::panic::resume_unwind(panic)) {
+        Ok(_) => {
+            let seconds = started.elapsed().as_secs_f64();
+            on_progress(Progress::Line(&format!("frame cache: {total} frames decoded in {seconds:.1} s")));
+            Some(dir)
+        }
+        Err(e) => {
+            let message = datasets::error_message(&e);
+            on_progress(Progress::Line(&format!(
+                "frame cache: off, building it failed ({message}); decoding as the samples are read"
+            )));
+            None
         }
     }
 }
@@ -243,9 +283,10 @@ pub fn train<B: TrainingBackend>(
         features: &run.features,
     };
     // The frames and episodes sampled from: LeRobot's `num_frames` and `num_episodes`.
+    let all = run.datasets.parts().iter().flat_map(|d| d.episodes());
     let sampled: Vec<&datasets::Episode> = match &config.dataset.episodes {
-        Some(list) => run.dataset.episodes().iter().filter(|e| list.contains(&e.index)).collect(),
-        None => run.dataset.episodes().iter().collect(),
+        Some(list) => all.filter(|e| list.contains(&e.index)).collect(),
+        None => all.collect(),
     };
     let frames = sampled.iter().map(|e| e.frames.len()).sum::<usize>().max(1) as f64;
     let episode_len = frames / sampled.len().max(1) as f64;
@@ -271,6 +312,18 @@ pub fn train<B: TrainingBackend>(
     Ok(TrainOutcome { steps: state.step, losses, checkpoint: last_checkpoint, num_params })
 }
 
+/// Whether two sets of sampling weights are the same, up to the last bit a JSON round trip may
+/// lose.
+fn same_weights(a: Option<&[f64]>, b: Option<&[f64]>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-12 * x.abs().max(y.abs()))
+        }
+        _ => false,
+    }
+}
+
 /// Where a run starts: the learner, the training state and the normalisation statistics.
 struct Start<B: TrainingBackend> {
     learner: Learner<B>,
@@ -284,8 +337,15 @@ fn start_fresh<B: TrainingBackend>(config: &TrainConfig, run: &TrainData, device
     let normalizer = run.normalizer(config)?;
     let ema = config.ema.enable.then(|| Ema::new(&model.valid(), config.ema.clone()));
     let learner = build_learner(config, run, model, &normalizer, ema, device)?;
-    let state =
-        TrainingState { step: 0, sampler: SamplerState::default(), seed: config.seed, samples: 0, loss_scale: None };
+    let state = TrainingState {
+        step: 0,
+        sampler: SamplerState::default(),
+        seed: config.seed,
+        samples: 0,
+        loss_scale: None,
+        datasets: run.fingerprints()?,
+        weights: config.dataset.weights.clone(),
+    };
     Ok(Start { learner, state, normalizer })
 }
 
@@ -305,6 +365,23 @@ fn resume_from<B: TrainingBackend>(
         return Err(Error::Config(format!(
             "the checkpoint was trained with seed {}, this run has {}",
             state.seed, config.seed
+        )));
+    }
+    // The sampler's position means something only over the same datasets, weighted the same way
+    // (checkpoints from before several datasets record none).
+    let fingerprints = run.fingerprints()?;
+    if !state.datasets.is_empty() && state.datasets != fingerprints {
+        let names = (0..fingerprints.len()).map(|i| run.datasets.name(i)).collect::<Vec<_>>().join(", ");
+        return Err(Error::Config(format!(
+            "the checkpoint was trained on {} dataset(s) other than this run's {names} (another dataset, \
+             or one changed since): its sampler position would mean other samples",
+            state.datasets.len()
+        )));
+    }
+    if !same_weights(state.weights.as_deref(), config.dataset.weights.as_deref()) {
+        return Err(Error::Config(format!(
+            "the checkpoint was trained with dataset weights {:?}, this run has {:?}",
+            state.weights, config.dataset.weights
         )));
     }
     let normalizer: Normalizer = checkpoint::read_json(&dir, "normalizer.json")?;

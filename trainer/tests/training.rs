@@ -393,7 +393,7 @@ fn only_the_episodes_asked_for_are_sampled() {
     // Two epochs' worth of batches: 2 episodes of 20 frames, less the 7 last of each, by 8.
     for batch in data.loader(&config, Default::default()).unwrap().take(8) {
         let batch = batch.unwrap();
-        seen.extend(batch.indices().iter().map(|&i| data.dataset.episode_of(i).unwrap().index));
+        seen.extend(batch.indices().iter().map(|&i| data.datasets.parts()[0].episode_of(i).unwrap().index));
     }
     assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![0, 2]);
 
@@ -401,4 +401,90 @@ fn only_the_episodes_asked_for_are_sampled() {
     let data = trainer::TrainData::open(&config).unwrap();
     let error = data.loader(&config, Default::default()).err().expect("episode 7 of 3 refused").to_string();
     assert!(error.contains("episode 7"), "{error}");
+}
+
+/// A second small dataset beside [`dataset`]: 2 episodes of 25 frames, other trajectories.
+fn second_dataset(root: &Path) -> PathBuf {
+    if root.exists() {
+        std::fs::remove_dir_all(root).unwrap();
+    }
+    let config =
+        datasets::synth::SynthConfig { episodes: 2, min_length: 25, max_length: 25, seed: 5, ..Default::default() };
+    datasets::synth::write_dataset(root, &config).unwrap();
+    root.to_path_buf()
+}
+
+#[test]
+fn two_datasets_train_together_and_a_run_resumes_only_on_the_same_ones() {
+    let second = second_dataset(&scratch_path("trainer-training-second"));
+    let out = scratch("two-datasets");
+    let both = json!({"dataset": {"root": [dataset(), &second], "weights": [1.0, 3.0]}, "save_freq": 2});
+    let config = tiny(&out, 4, both);
+    let outcome = train::<Backend>(&config, None, Default::default(), |_| {}).unwrap();
+    assert_eq!(outcome.steps, 4);
+    let state: TrainingState = checkpoint::read_json(&out.join("checkpoints/000002"), "training_state.json").unwrap();
+    let fingerprint =
+        |root: &Path| datasets::frame_cache::fingerprint(&datasets::Dataset::open(root).unwrap()).unwrap();
+    assert_eq!(state.datasets, vec![fingerprint(dataset()), fingerprint(&second)]);
+    assert_eq!(state.weights, Some(vec![1.0, 3.0]));
+    // The statistics the policy normalises with are the two datasets' pooled ones.
+    let data = trainer::TrainData::open(&config).unwrap();
+    let count = data.datasets.stats()["action"].count().unwrap();
+    assert_eq!(count, 110.0);
+
+    let refused = |config: TrainConfig| {
+        let resumed = TrainConfig { output_dir: scratch("two-datasets-resumed"), steps: 6, ..config };
+        train::<Backend>(&resumed, Some(&out.join("checkpoints/000002")), Default::default(), |_| {})
+            .expect_err("refused")
+            .to_string()
+    };
+    let reweighted = tiny(&out, 4, json!({"dataset": {"root": [dataset(), &second], "weights": [1.0, 1.0]}}));
+    assert!(refused(reweighted).contains("dataset weights Some([1.0, 3.0])"));
+    let error = refused(tiny(&out, 4, json!({})));
+    assert!(error.contains("trained on 2 dataset(s) other than this run's"), "{error}");
+}
+
+#[test]
+fn dry_run_takes_several_repo_ids_and_weights() {
+    let home = scratch("lerobot-home-two");
+    write_synth(&home.join("lerobot/first"));
+    second_dataset(&home.join("lerobot/second"));
+    let output = Command::new(env!("CARGO_BIN_EXE_trainer"))
+        .args(["--dataset.repo_id", "lerobot/first,lerobot/second", "--dataset.weights", "0.7,0.3"])
+        .args(["--policy.preset", "lerobot-0.6", "--dry-run", "--output_dir"])
+        .arg(scratch("dry-run-two"))
+        .env("HF_LEROBOT_HOME", &home)
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{stderr}");
+    let resolved: serde_json::Value = serde_json::from_str(stdout.split_once('\n').unwrap().1).unwrap();
+    let roots: Vec<&str> =
+        resolved["dataset"]["root"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+    assert_eq!(roots, [home.join("lerobot/first").to_str().unwrap(), home.join("lerobot/second").to_str().unwrap()]);
+    assert_eq!(resolved["dataset"]["weights"], json!([0.7, 0.3]));
+
+    // A dataset whose state has another size cannot be trained with the first.
+    let odd = home.join("lerobot/odd");
+    let config = datasets::synth::SynthConfig {
+        episodes: 2,
+        min_length: 20,
+        max_length: 20,
+        state_dim: 5,
+        ..Default::default()
+    };
+    datasets::synth::write_dataset(&odd, &config).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_trainer"))
+        .args(["--dataset.root"])
+        .arg(home.join("lerobot/first"))
+        .args(["--dataset.root"])
+        .arg(&odd)
+        .args(["--dry-run", "--output_dir"])
+        .arg(scratch("dry-run-odd"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("odd/meta/info.json") && stderr.contains("features.observation.state"), "{stderr}");
 }

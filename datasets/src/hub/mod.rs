@@ -48,6 +48,42 @@ pub struct DatasetRequest {
     pub download: bool,
 }
 
+impl DatasetRequest {
+    /// The requests for `repo_ids` (one Hub id, or several separated by commas): with one id,
+    /// the folder is `roots`' one when given; with several, `ROOT/OWNER/NAME` under one root (as
+    /// LeRobot's `MultiLeRobotDataset` places them), or one root per id.
+    pub fn for_ids(repo_ids: &str, roots: &[PathBuf], revision: Option<&str>, download: bool) -> Result<Vec<Self>> {
+        let ids = split_ids(repo_ids);
+        if ids.is_empty() {
+            return Err(Error::Request(format!("{repo_ids:?} names no dataset")));
+        }
+        if roots.len() > 1 && roots.len() != ids.len() {
+            return Err(Error::Request(format!(
+                "{} dataset folders for {} repo ids: give one folder holding them all, or one per id",
+                roots.len(),
+                ids.len()
+            )));
+        }
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let root = match roots {
+                    [] => None,
+                    [one] if ids.len() == 1 => Some(one.clone()),
+                    [parent] => Some(parent.join(id)),
+                    each => Some(each[i].clone()),
+                };
+                Ok(Self { repo_id: id.parse()?, root, revision: revision.map(str::to_string), download })
+            })
+            .collect()
+    }
+}
+
+/// The Hub ids in `text`, separated by commas.
+pub fn split_ids(text: &str) -> Vec<&str> {
+    text.split(',').map(str::trim).filter(|id| !id.is_empty()).collect()
+}
+
 /// Where a dataset was found, for the log line a run prints.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Origin {

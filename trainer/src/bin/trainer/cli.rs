@@ -48,13 +48,19 @@ struct TrainArgs {
     /// Continue from a checkpoint (an output folder or a checkpoint folder).
     #[arg(long)]
     resume: Option<PathBuf>,
-    /// The dataset folder (with --dataset.repo_id: where it is, or is to be downloaded).
+    /// The dataset folder; repeat it to train on several datasets together (with
+    /// --dataset.repo_id: where the dataset is or is to be downloaded; with several ids, the
+    /// folder holding each as ROOT/OWNER/NAME).
     #[arg(long = "dataset.root")]
-    dataset_root: Option<PathBuf>,
-    /// The dataset's Hub id, OWNER/NAME: looked for under HF_LEROBOT_HOME and LeRobot's Hub
-    /// cache, downloaded from the Hub if missing.
+    dataset_root: Vec<PathBuf>,
+    /// The dataset's Hub id, OWNER/NAME, or several separated by commas: looked for under
+    /// HF_LEROBOT_HOME and LeRobot's Hub cache, downloaded from the Hub if missing.
     #[arg(long = "dataset.repo_id")]
     repo_id: Option<String>,
+    /// With several datasets, each one's share of an epoch, e.g. 0.7,0.3 (default: every frame
+    /// once per epoch, the datasets concatenated as LeRobot's MultiLeRobotDataset).
+    #[arg(long = "dataset.weights", value_delimiter = ',')]
+    weights: Option<Vec<f64>>,
     /// The Hub revision: a branch, tag or commit (default: LeRobot's codebase version, v3.0).
     #[arg(long = "dataset.revision")]
     revision: Option<String>,
@@ -207,8 +213,11 @@ impl TrainArgs {
                 }
             };
         }
-        opt!(self.dataset_root, ["dataset", "root"]);
+        if !self.dataset_root.is_empty() {
+            set(&["dataset", "root"], json!(self.dataset_root));
+        }
         opt!(self.repo_id, ["dataset", "repo_id"]);
+        opt!(self.weights, ["dataset", "weights"]);
         opt!(self.revision, ["dataset", "revision"]);
         opt!(self.download, ["dataset", "download"]);
         if let Some(list) = &self.episodes {
@@ -344,10 +353,12 @@ fn train(args: &TrainArgs) -> Result<()> {
         overrides = demo;
     }
     let mut config = TrainConfig::resolve(file, overrides)?;
-    if let Some(request) = config.dataset.hub_request()? {
-        config.dataset.root = datasets::hub::resolve_on_terminal(&request)?.root;
+    let requests = config.dataset.hub_requests()?;
+    if !requests.is_empty() {
+        let roots = requests.iter().map(|r| Ok(datasets::hub::resolve_on_terminal(r)?.root)).collect::<Result<_>>()?;
+        config.dataset.root = trainer::DatasetRoots(roots);
     }
-    if config.dataset.root.as_os_str().is_empty() {
+    if config.dataset.root.is_empty() {
         bail!(
             "no dataset: pass --dataset.root DIR or --dataset.repo_id OWNER/NAME (or --demo to try on a synthetic one)"
         );
@@ -378,10 +389,8 @@ struct DryRun {
 impl DeviceTask for DryRun {
     type Output = Result<usize>;
     fn run<B: Kernels>(self, device: B::Device) -> Result<usize> {
-        let dataset = Dataset::open(&self.config.dataset.root)?;
-        let features = trainer::PolicyFeatures::from_info(dataset.info())?;
-        self.config.policy.config.validate(&features)?;
-        let model = trainer::init_model::<B>(&self.config.policy.config, &features, self.config.seed, &device)?;
+        let data = trainer::TrainData::open(&self.config)?;
+        let model = trainer::init_model::<B>(&self.config.policy.config, &data.features, self.config.seed, &device)?;
         Ok(model.num_learnable_params())
     }
 }

@@ -32,6 +32,15 @@ cargo clippy --workspace --all-targets --locked "${gpu[@]}" --no-default-feature
   --features datasets/cli,trainer/cli -- -D warnings
 cargo test --workspace --release --locked
 cargo test --workspace --release --locked --test tensorboard -- --ignored
+# The Python wheel (python/): built by maturin from the same release build, installed in a fresh
+# virtual environment with numpy only (and pytest), and tested there (python/tests).
+"$venv/bin/pip" install --quiet --disable-pip-version-check "maturin==1.9.4"
+rm -rf target/wheels target/test-wheel
+# --auditwheel skip: the module links the system's FFmpeg, which a manylinux wheel would bundle.
+"$venv/bin/maturin" build --release --locked --quiet -m python/Cargo.toml -o target/wheels --auditwheel skip
+python3 -m venv target/test-wheel
+target/test-wheel/bin/pip install --quiet --disable-pip-version-check "numpy==2.4.6" "pytest==9.2.0" target/wheels/*.whl
+(cd target && test-wheel/bin/python -m pytest -q ../python/tests)
 # The build without FFmpeg (the `video` features off), as the GPU kit builds it: every test that
 # needs no video, and the ones that check how it refuses video (datasets/tests/no_video.rs).
 cargo test --workspace --release --locked --no-default-features --features datasets/cli,trainer/cli

@@ -1,0 +1,171 @@
+//! `lerobot_rs.Loader`: LeRobot's training `DataLoader` (its `EpisodeAwareSampler` order, its
+//! collated batches) from our worker pool and prefetch channel. Each `for batch in loader` is one
+//! epoch, as with a PyTorch `DataLoader`; `state_dict()` after any batch resumes exactly there.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyStopIteration, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use datasets::{FrameFormat, Tensor, Values};
+use loader::{SamplerConfig, SamplerState};
+
+use crate::convert::{dataset_error, tensor_to_numpy};
+use crate::dataset::Dataset;
+
+/// How the loader was asked to run, kept to rebuild it at `load_state_dict`.
+struct Settings {
+    dataset: Arc<datasets::Dataset>,
+    windows: datasets::WindowSpec,
+    sampler: SamplerConfig,
+    num_workers: usize,
+    prefetch: usize,
+    frame_cache: Option<PathBuf>,
+}
+
+impl Settings {
+    fn build(&self, resume: SamplerState) -> PyResult<loader::Loader> {
+        let mut builder = loader::Loader::builder(self.dataset.clone())
+            .sampler(self.sampler.clone())
+            .windows(self.windows.clone())
+            .num_workers(self.num_workers)
+            .prefetch(self.prefetch)
+            .resume(resume);
+        if let Some(dir) = &self.frame_cache {
+            builder = builder.frame_cache(dir);
+        }
+        builder.build().map_err(|e| dataset_error(&e))
+    }
+}
+
+/// Batches of a [`Dataset`], made by native worker threads.
+#[pyclass(module = "lerobot_rs")]
+pub struct Loader {
+    settings: Settings,
+    inner: loader::Loader,
+    frames: FrameFormat,
+    /// The first batch of the next epoch, met while ending this one.
+    pending: Option<loader::Batch>,
+    /// The epoch a `for` loop is going through.
+    epoch: Option<u64>,
+    /// Where the sampler stands after the last batch handed out.
+    state: SamplerState,
+}
+
+#[pymethods]
+impl Loader {
+    /// A loader over `dataset` with LeRobot's training settings: shuffled each epoch from
+    /// `seed` by LeRobot's own permutation, `drop_n_last_frames` skipped at each episode's end
+    /// (Diffusion Policy: 7), `rank` of `world_size` for data-parallel runs, frames read from
+    /// `frame_cache` (a `datasets cache` folder) when given.
+    #[new]
+    #[pyo3(signature = (dataset, batch_size=8, *, num_workers=0, shuffle=true, seed=1000, drop_last=false, drop_n_first_frames=0, drop_n_last_frames=0, rank=0, world_size=1, prefetch=4, frame_cache=None))]
+    #[allow(clippy::too_many_arguments, reason = "a DataLoader's keyword arguments")]
+    fn new(
+        py: Python<'_>,
+        dataset: PyRef<'_, Dataset>,
+        batch_size: usize,
+        num_workers: usize,
+        shuffle: bool,
+        seed: u64,
+        drop_last: bool,
+        drop_n_first_frames: usize,
+        drop_n_last_frames: usize,
+        rank: usize,
+        world_size: usize,
+        prefetch: usize,
+        frame_cache: Option<PathBuf>,
+    ) -> PyResult<Self> {
+        let sampler = SamplerConfig {
+            batch_size,
+            shuffle,
+            seed,
+            drop_n_first_frames,
+            drop_n_last_frames,
+            drop_last,
+            rank,
+            world_size,
+            episodes: dataset.episodes.clone(),
+            weights: None,
+        };
+        let settings = Settings {
+            dataset: dataset.dataset.clone(),
+            windows: dataset.windows.clone(),
+            sampler,
+            num_workers,
+            prefetch,
+            frame_cache,
+        };
+        let inner = py.detach(|| settings.build(SamplerState::default()))?;
+        Ok(Self { settings, inner, frames: dataset.frames, pending: None, epoch: None, state: SamplerState::default() })
+    }
+
+    /// Batches per epoch.
+    fn __len__(&self) -> usize {
+        self.inner.sampler().batches_per_epoch()
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// The next batch of this epoch: LeRobot's collated dict (numpy arrays, `task` a list).
+    fn __next__<'py>(mut slf: PyRefMut<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let batch = match slf.pending.take() {
+            Some(batch) => batch,
+            None => {
+                let inner = &mut slf.inner;
+                match py.detach(|| inner.next()) {
+                    Some(Ok(batch)) => batch,
+                    Some(Err(e)) => return Err(dataset_error(&e)),
+                    None => return Err(PyStopIteration::new_err(())),
+                }
+            }
+        };
+        let epoch = *slf.epoch.get_or_insert(batch.epoch());
+        if batch.epoch() != epoch {
+            slf.pending = Some(batch);
+            slf.epoch = None;
+            return Err(PyStopIteration::new_err(()));
+        }
+        slf.state = batch.state();
+        let collated = PyDict::new(py);
+        for (key, tensor) in batch.to_tensors() {
+            let tensor = match (slf.frames, tensor.values) {
+                (FrameFormat::Float, Values::U8(v)) => {
+                    Tensor::new(tensor.shape, Values::F32(v.into_iter().map(|p| f32::from(p) / 255.0).collect()))
+                }
+                (_, values) => Tensor::new(tensor.shape, values),
+            };
+            collated.set_item(key, tensor_to_numpy(py, tensor)?)?;
+        }
+        let dataset = &slf.settings.dataset;
+        let tasks: Vec<&str> = batch.indices().iter().map(|&i| dataset.task_of(i)).collect();
+        collated.set_item("task", tasks)?;
+        Ok(collated)
+    }
+
+    /// Where the loader stands: `{"epoch": e, "position": p}` after the last batch handed out.
+    fn state_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let state = PyDict::new(py);
+        state.set_item("epoch", self.state.epoch)?;
+        state.set_item("position", self.state.position)?;
+        Ok(state)
+    }
+
+    /// Continues from a `state_dict()`: the next batch is the one that followed it.
+    fn load_state_dict(&mut self, py: Python<'_>, state: &Bound<'_, PyDict>) -> PyResult<()> {
+        let field = |name: &str| -> PyResult<Bound<'_, PyAny>> {
+            state.get_item(name)?.ok_or_else(|| PyValueError::new_err(format!("the state has no `{name}`")))
+        };
+        let resume = SamplerState { epoch: field("epoch")?.extract()?, position: field("position")?.extract()? };
+        let settings = &self.settings;
+        self.inner = py.detach(|| settings.build(resume))?;
+        self.pending = None;
+        self.epoch = None;
+        self.state = resume;
+        Ok(())
+    }
+}

@@ -1,0 +1,152 @@
+"""The wheel from Python (numpy only): samples equal to LeRobot's own (frames to the bit), an
+epoch of batches visiting every anchor once, exact resume, and errors that name the file.
+
+The references are those the Rust tests use: datasets written by LeRobot and the samples its
+``LeRobotDataset.__getitem__`` returned for them (``tests/fixtures``, see its README).
+"""
+
+import json
+import shutil
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import lerobot_rs
+
+FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
+DATASETS = [
+    FIXTURES / "lerobot-0.6.1" / "pusht_mini",
+    FIXTURES / "lerobot-0.6.1" / "pusht_images",
+    FIXTURES / "lerobot-0.3.3" / "v21_pusht",
+]
+DTYPES = {"F32": np.float32, "U8": np.uint8, "I64": np.int64, "BOOL": np.bool_}
+DIFFUSION = {
+    "observation.image": [-0.1, 0.0],
+    "observation.state": [-0.1, 0.0],
+    "action": [k / 10 for k in range(-1, 15)],
+}
+
+
+def read_safetensors(path):
+    """The tensors and metadata of a safetensors file (its format is a JSON header and raw bytes)."""
+    data = path.read_bytes()
+    (size,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + size])
+    metadata = header.pop("__metadata__", {})
+    body = data[8 + size :]
+    tensors = {}
+    for key, entry in header.items():
+        start, end = entry["data_offsets"]
+        array = np.frombuffer(body[start:end], dtype=DTYPES[entry["dtype"]])
+        tensors[key] = array.reshape(entry["shape"])
+    return tensors, metadata
+
+
+@pytest.mark.parametrize("root", DATASETS, ids=lambda p: p.name)
+def test_samples_are_lerobots(root):
+    references = json.loads((Path(f"{root}.reference") / "references.json").read_text())
+    for config, deltas in references["configs"].items():
+        folder = Path(f"{root}.reference") / config
+        if not folder.exists():
+            continue
+        as_uint8 = lerobot_rs.Dataset(root=root, delta_timestamps=deltas, frames="uint8")
+        as_float = lerobot_rs.Dataset(root=root, delta_timestamps=deltas)
+        for index in references["indices"]:
+            expected, metadata = read_safetensors(folder / f"{index}.safetensors")
+            sample = as_uint8[index]
+            assert sample.pop("task") == metadata["task"]
+            assert sorted(sample) == sorted(expected), (config, index)
+            for key, value in expected.items():
+                assert sample[key].dtype == value.dtype, (config, index, key)
+                np.testing.assert_array_equal(sample[key], value, err_msg=f"{config} {index} {key}")
+            floats = as_float[index]
+            # Camera frames are stored as uint8 = round(LeRobot's float32 * 255), losslessly.
+            for key in (k for k, v in expected.items() if v.dtype == np.uint8):
+                assert floats[key].dtype == np.float32
+                np.testing.assert_array_equal(floats[key], expected[key].astype(np.float32) / 255)
+
+
+def pusht(**kwargs):
+    return lerobot_rs.Dataset(root=DATASETS[0], delta_timestamps=DIFFUSION, **kwargs)
+
+
+def test_len_meta_negative_indices_and_episode_subsets():
+    dataset = pusht()
+    assert len(dataset) == 836 and dataset.num_episodes == 8
+    assert dataset[-1]["index"] == 835
+    with pytest.raises(IndexError):
+        dataset[836]
+    meta = dataset.meta
+    assert meta.fps == 10
+    assert meta.features["observation.image"]["dtype"] == "video"
+    assert meta.stats["action"]["mean"].shape == (2,)
+    assert meta.tasks == ["Push the T-shaped block onto the T-shaped target."]
+    subset = pusht(episodes=[1, 3])
+    assert subset.num_episodes == 2
+    assert {int(subset[i]["episode_index"]) for i in range(len(subset))} == {1, 3}
+
+
+def test_an_epoch_visits_every_anchor_once():
+    dataset = pusht()
+    loader = lerobot_rs.Loader(dataset, 32, num_workers=2, drop_n_last_frames=7, seed=3)
+    for _ in range(2):
+        seen = []
+        batches = 0
+        for batch in loader:
+            batches += 1
+            assert batch["observation.image"].dtype == np.float32
+            assert batch["observation.image"].shape[1:] == (2, 3, 96, 96)
+            assert len(batch["task"]) == len(batch["index"])
+            seen.extend(batch["index"].tolist())
+        assert batches == len(loader)
+        # Every frame but each episode's last 7, once.
+        assert len(seen) == len(set(seen)) == 836 - 8 * 7
+
+
+def test_a_loader_resumed_from_its_state_dict_continues_exactly():
+    dataset = pusht()
+
+    def indices(loader, count):
+        out = []
+        while len(out) < count:
+            out.extend(batch["index"].tolist() for batch in loader)
+        return out[:count]
+
+    straight = lerobot_rs.Loader(dataset, 16, num_workers=1, seed=5)
+    first = [batch["index"].tolist() for _, batch in zip(range(10), straight)]
+    state = straight.state_dict()
+    rest = indices(straight, 60)
+
+    resumed = lerobot_rs.Loader(dataset, 16, num_workers=2, seed=5)
+    resumed.load_state_dict(state)
+    assert indices(resumed, 60) == rest
+    assert state == {"epoch": 0, "position": 160} and first
+
+
+def test_errors_name_the_file_and_field(tmp_path):
+    broken = tmp_path / "pusht_mini"
+    shutil.copytree(DATASETS[0], broken)
+    info = json.loads((broken / "meta" / "info.json").read_text())
+    info["fps"] = "ten"
+    (broken / "meta" / "info.json").write_text(json.dumps(info))
+    with pytest.raises(lerobot_rs.DatasetError, match=r"info\.json.*fps"):
+        lerobot_rs.Dataset(root=broken)
+
+    shutil.rmtree(broken)
+    shutil.copytree(DATASETS[0], broken)
+    video = next((broken / "videos").rglob("*.mp4"))
+    video.write_bytes(video.read_bytes()[:2000])
+    dataset = lerobot_rs.Dataset(root=broken, delta_timestamps=DIFFUSION)
+    with pytest.raises(lerobot_rs.DatasetError, match=video.name):
+        dataset[0]
+    loader = lerobot_rs.Loader(dataset, 8, num_workers=2)
+    with pytest.raises(lerobot_rs.DatasetError, match=video.name):
+        for _ in loader:
+            pass
+
+    with pytest.raises(lerobot_rs.DatasetError, match="no-such-folder"):
+        lerobot_rs.Dataset(root=tmp_path / "no-such-folder")
+    with pytest.raises(ValueError, match="frames"):
+        lerobot_rs.Dataset(root=DATASETS[0], frames="float16")

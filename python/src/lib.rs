@@ -7,6 +7,7 @@
 mod convert;
 mod dataset;
 mod loader;
+mod memory;
 
 use pyo3::prelude::*;
 
@@ -20,6 +21,7 @@ pub use loader::Loader;
 fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Dataset>()?;
     module.add_class::<Loader>()?;
+    module.add_class::<memory::BatchMemory>()?;
     module.add("DatasetError", module.py().get_type::<DatasetError>())?;
     Ok(())
 }

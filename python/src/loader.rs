@@ -9,11 +9,12 @@ use pyo3::exceptions::{PyStopIteration, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use datasets::{FrameFormat, Tensor, Values};
+use datasets::FrameFormat;
 use loader::{SamplerConfig, SamplerState};
 
-use crate::convert::{dataset_error, tensor_to_numpy};
+use crate::convert::dataset_error;
 use crate::dataset::Dataset;
+use crate::memory::batch_to_dict;
 
 /// How the loader was asked to run, kept to rebuild it at `load_state_dict`.
 struct Settings {
@@ -131,18 +132,9 @@ impl Loader {
             return Err(PyStopIteration::new_err(()));
         }
         slf.state = batch.state();
-        let collated = PyDict::new(py);
-        for (key, tensor) in batch.to_tensors() {
-            let tensor = match (slf.frames, tensor.values) {
-                (FrameFormat::Float, Values::U8(v)) => {
-                    Tensor::new(tensor.shape, Values::F32(v.into_iter().map(|p| f32::from(p) / 255.0).collect()))
-                }
-                (_, values) => Tensor::new(tensor.shape, values),
-            };
-            collated.set_item(key, tensor_to_numpy(py, tensor)?)?;
-        }
         let dataset = &slf.settings.dataset;
-        let tasks: Vec<&str> = batch.indices().iter().map(|&i| dataset.task_of(i)).collect();
+        let tasks: Vec<String> = batch.indices().iter().map(|&i| dataset.task_of(i).to_string()).collect();
+        let collated = batch_to_dict(py, batch, slf.frames)?;
         collated.set_item("task", tasks)?;
         Ok(collated)
     }

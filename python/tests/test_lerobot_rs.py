@@ -150,3 +150,22 @@ def test_errors_name_the_file_and_field(tmp_path):
         lerobot_rs.Dataset(root=tmp_path / "no-such-folder")
     with pytest.raises(ValueError, match="frames"):
         lerobot_rs.Dataset(root=DATASETS[0], frames="float16")
+
+
+def test_batches_view_the_loaders_buffers_and_keep_them_while_held():
+    dataset = pusht(frames="uint8")
+    loader = lerobot_rs.Loader(dataset, 16, num_workers=2, prefetch=2, seed=9)
+    batches = iter(loader)
+    held = next(batches)
+    frames = held["observation.image"]
+    # No copy: the arrays view the batch's buffers (numpy does not own their data).
+    assert frames.dtype == np.uint8 and not frames.flags.owndata and frames.base is not None
+    copies = {key: np.array(value, copy=True) for key, value in held.items() if key != "task"}
+    # Later batches reuse only buffers that no array views any more: the held one is untouched.
+    for _, batch in zip(range(12), batches):
+        del batch
+    for key, value in copies.items():
+        np.testing.assert_array_equal(held[key], value, err_msg=key)
+    # And it is what the dataset returns for those frames.
+    for row, index in enumerate(held["index"][:3]):
+        np.testing.assert_array_equal(frames[row], dataset[int(index)]["observation.image"])

@@ -7,6 +7,7 @@ use numpy::ndarray::{ArrayD, IxDyn};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use datasets::{Tensor, Values};
 
@@ -45,6 +46,23 @@ pub fn f64_to_numpy<'py>(py: Python<'py>, shape: &[usize], values: Vec<f64>) -> 
 pub fn json_to_python<'py>(py: Python<'py>, value: &impl serde::Serialize) -> PyResult<Bound<'py, PyAny>> {
     let text = serde_json::to_string(value).map_err(|e| DatasetError::new_err(e.to_string()))?;
     py.import("json")?.call_method1("loads", (text,))
+}
+
+/// Turns the numpy arrays of `item` into torch tensors sharing their memory (`torch.from_numpy`),
+/// pinned for fast copies to a CUDA device when `pin_memory` is set.
+pub fn numpy_to_torch(py: Python<'_>, item: &Bound<'_, PyDict>, pin_memory: bool) -> PyResult<()> {
+    let torch = py.import("torch")?;
+    let from_numpy = torch.getattr("from_numpy")?;
+    for (key, value) in item.iter() {
+        if value.is_instance_of::<numpy::PyUntypedArray>() {
+            let mut tensor = from_numpy.call1((value,))?;
+            if pin_memory {
+                tensor = tensor.call_method0("pin_memory")?;
+            }
+            item.set_item(key, tensor)?;
+        }
+    }
+    Ok(())
 }
 
 /// How frames are returned: `"float32"` in [0, 1] (LeRobot's default) or `"uint8"`.

@@ -11,7 +11,7 @@ use pyo3::types::PyDict;
 
 use datasets::{DecoderCache, FrameFormat, OpenOptions, WindowSpec};
 
-use crate::convert::{dataset_error, f64_to_numpy, frame_format, json_to_python, tensor_to_numpy};
+use crate::convert::{dataset_error, f64_to_numpy, frame_format, json_to_python, numpy_to_torch, tensor_to_numpy};
 
 /// A LeRobot dataset (v3.0 or v2.1), read as LeRobot reads it.
 #[pyclass(module = "lerobot_rs", frozen)]
@@ -22,6 +22,8 @@ pub struct Dataset {
     /// The frames of the episodes asked for, in order (`None`: every frame).
     rows: Option<Vec<usize>>,
     pub(crate) frames: FrameFormat,
+    /// Samples as torch tensors (as `LeRobotDataset` returns them) rather than numpy arrays.
+    pub(crate) as_torch: bool,
     decoders: Mutex<DecoderCache>,
 }
 
@@ -29,9 +31,10 @@ pub struct Dataset {
 impl Dataset {
     /// Opens a dataset by Hub id (found where LeRobot keeps it, or downloaded) or by folder,
     /// with LeRobot's `delta_timestamps` windows and `episodes` subset; frames come as float32 in
-    /// [0, 1] (LeRobot's default) or, with `frames="uint8"`, as stored.
+    /// [0, 1] (LeRobot's default) or, with `frames="uint8"`, as stored; samples are numpy
+    /// arrays, or torch tensors with `as_torch`.
     #[new]
-    #[pyo3(signature = (repo_id=None, root=None, *, episodes=None, delta_timestamps=None, tolerance_s=1e-4, revision=None, download=true, frames="float32"))]
+    #[pyo3(signature = (repo_id=None, root=None, *, episodes=None, delta_timestamps=None, tolerance_s=1e-4, revision=None, download=true, frames="float32", as_torch=false))]
     #[allow(clippy::too_many_arguments, reason = "LeRobotDataset's keyword arguments")]
     fn new(
         py: Python<'_>,
@@ -43,8 +46,12 @@ impl Dataset {
         revision: Option<String>,
         download: bool,
         frames: &str,
+        as_torch: bool,
     ) -> PyResult<Self> {
         let frames = frame_format(frames)?;
+        if as_torch {
+            py.import("torch")?;
+        }
         let root = match (repo_id, root) {
             (Some(repo_id), root) => {
                 let request = datasets::DatasetRequest {
@@ -88,6 +95,7 @@ impl Dataset {
             episodes,
             rows,
             frames,
+            as_torch,
             decoders: Mutex::new(DecoderCache::default()),
         })
     }
@@ -115,6 +123,9 @@ impl Dataset {
         let item = PyDict::new(py);
         for (key, tensor) in sample.tensors {
             item.set_item(key, tensor_to_numpy(py, tensor)?)?;
+        }
+        if self.as_torch {
+            numpy_to_torch(py, &item, false)?;
         }
         item.set_item("task", sample.task)?;
         Ok(item)

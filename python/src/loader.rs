@@ -12,7 +12,7 @@ use pyo3::types::PyDict;
 use datasets::FrameFormat;
 use loader::{SamplerConfig, SamplerState};
 
-use crate::convert::dataset_error;
+use crate::convert::{dataset_error, numpy_to_torch};
 use crate::dataset::Dataset;
 use crate::memory::batch_to_dict;
 
@@ -53,6 +53,10 @@ pub struct Loader {
     epoch: Option<u64>,
     /// Where the sampler stands after the last batch handed out.
     state: SamplerState,
+    /// Hand batches over as torch tensors (sharing the arrays' memory).
+    as_torch: bool,
+    /// Pin the torch tensors' memory (for fast, asynchronous copies to a CUDA device).
+    pin_memory: bool,
 }
 
 #[pymethods]
@@ -60,9 +64,11 @@ impl Loader {
     /// A loader over `dataset` with LeRobot's training settings: shuffled each epoch from
     /// `seed` by LeRobot's own permutation, `drop_n_last_frames` skipped at each episode's end
     /// (Diffusion Policy: 7), `rank` of `world_size` for data-parallel runs, frames read from
-    /// `frame_cache` (a `datasets cache` folder) when given.
+    /// `frame_cache` (a `datasets cache` folder) when given; batches of numpy arrays, or of torch
+    /// tensors sharing their memory with `as_torch` (by default as the dataset's samples; pinned
+    /// with `pin_memory`).
     #[new]
-    #[pyo3(signature = (dataset, batch_size=8, *, num_workers=0, shuffle=true, seed=1000, drop_last=false, drop_n_first_frames=0, drop_n_last_frames=0, rank=0, world_size=1, prefetch=4, frame_cache=None))]
+    #[pyo3(signature = (dataset, batch_size=8, *, num_workers=0, shuffle=true, seed=1000, drop_last=false, drop_n_first_frames=0, drop_n_last_frames=0, rank=0, world_size=1, prefetch=4, frame_cache=None, as_torch=None, pin_memory=false))]
     #[allow(clippy::too_many_arguments, reason = "a DataLoader's keyword arguments")]
     fn new(
         py: Python<'_>,
@@ -78,7 +84,16 @@ impl Loader {
         world_size: usize,
         prefetch: usize,
         frame_cache: Option<PathBuf>,
+        as_torch: Option<bool>,
+        pin_memory: bool,
     ) -> PyResult<Self> {
+        let as_torch = as_torch.unwrap_or(dataset.as_torch);
+        if pin_memory && !as_torch {
+            return Err(PyValueError::new_err("pin_memory pins torch tensors: set as_torch=True too"));
+        }
+        if as_torch {
+            py.import("torch")?;
+        }
         let sampler = SamplerConfig {
             batch_size,
             shuffle,
@@ -100,7 +115,16 @@ impl Loader {
             frame_cache,
         };
         let inner = py.detach(|| settings.build(SamplerState::default()))?;
-        Ok(Self { settings, inner, frames: dataset.frames, pending: None, epoch: None, state: SamplerState::default() })
+        Ok(Self {
+            settings,
+            inner,
+            frames: dataset.frames,
+            pending: None,
+            epoch: None,
+            state: SamplerState::default(),
+            as_torch,
+            pin_memory,
+        })
     }
 
     /// Batches per epoch.
@@ -135,6 +159,9 @@ impl Loader {
         let dataset = &slf.settings.dataset;
         let tasks: Vec<String> = batch.indices().iter().map(|&i| dataset.task_of(i).to_string()).collect();
         let collated = batch_to_dict(py, batch, slf.frames)?;
+        if slf.as_torch {
+            numpy_to_torch(py, &collated, slf.pin_memory)?;
+        }
         collated.set_item("task", tasks)?;
         Ok(collated)
     }

@@ -169,3 +169,22 @@ def test_batches_view_the_loaders_buffers_and_keep_them_while_held():
     # And it is what the dataset returns for those frames.
     for row, index in enumerate(held["index"][:3]):
         np.testing.assert_array_equal(frames[row], dataset[int(index)]["observation.image"])
+
+
+def test_torch_tensors_share_the_arrays_memory():
+    torch = pytest.importorskip("torch")
+    dataset = lerobot_rs.Dataset(root=DATASETS[0], delta_timestamps=DIFFUSION, as_torch=True)
+    sample = dataset[5]
+    assert sample["observation.image"].dtype == torch.float32
+    assert sample["action_is_pad"].dtype == torch.bool and sample["index"].dtype == torch.int64
+    numpy_sample = pusht()[5]
+    for key, value in numpy_sample.items():
+        if key != "task":
+            np.testing.assert_array_equal(sample[key].numpy(), value, err_msg=key)
+    loader = lerobot_rs.Loader(dataset, 8, num_workers=1)  # torch, as the dataset
+    batch = next(iter(loader))
+    assert batch["observation.image"].shape == (8, 2, 3, 96, 96)
+    assert batch["observation.image"].dtype == torch.float32
+    assert isinstance(batch["task"], list)
+    with pytest.raises(ValueError, match="as_torch"):
+        lerobot_rs.Loader(pusht(), 8, pin_memory=True)

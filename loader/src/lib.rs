@@ -49,5 +49,5 @@ mod sampler;
 pub use batch::{Batch, Buffer};
 pub use error::{Error, Result};
 pub use layout::{BatchLayout, Field, Source, ValueType};
-pub use loader::{Loader, LoaderBuilder};
+pub use loader::{Loader, LoaderBuilder, Polled};
 pub use sampler::{EpisodeSampler, SamplerConfig, SamplerState};

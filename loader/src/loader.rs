@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, PoisonError};
+use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use datasets::frame_cache::FrameCache;
@@ -252,6 +253,51 @@ impl Loader {
     }
 }
 
+/// What [`Loader::next_within`] found.
+#[derive(Debug)]
+pub enum Polled {
+    /// The next batch, or the error that stopped the loader.
+    Ready(Result<Batch>),
+    /// No batch yet: ask again (a caller that waits this way can notice an interrupt between).
+    Waiting,
+    /// Every batch asked for was handed out (`max_epochs`), or the loader stopped on an error.
+    Finished,
+}
+
+impl Loader {
+    /// The next batch, waiting at most `timeout` for the workers (with `num_workers = 0` the
+    /// batch is made on this thread, however long that takes).
+    pub fn next_within(&mut self, timeout: Duration) -> Polled {
+        if self.failed {
+            return Polled::Finished;
+        }
+        let made = match &mut self.engine {
+            Engine::Inline { planner, scratch, recycle } => {
+                let Some(plan) = planner.next_plan() else { return Polled::Finished };
+                let mut buffers = recycle.try_recv().unwrap_or_else(|_| Box::new(Buffers::new(&self.layout)));
+                produce(&self.assembler, &plan, &mut buffers, scratch).map(|()| buffers)
+            }
+            Engine::Pool(pipeline) => match pipeline.next_within(timeout) {
+                Ok(Some(made)) => made,
+                Ok(None) => return Polled::Finished,
+                Err(()) => return Polled::Waiting,
+            },
+        };
+        Polled::Ready(self.hand_over(made))
+    }
+
+    /// A made batch (or its error, which stops the loader) as the consumer receives it.
+    fn hand_over(&mut self, made: Result<Box<Buffers>>) -> Result<Batch> {
+        match made {
+            Ok(buffers) => Ok(Batch::new(buffers, self.layout.clone(), Some(self.recycle.clone()))),
+            Err(e) => {
+                self.failed = true;
+                Err(e)
+            }
+        }
+    }
+}
+
 impl Iterator for Loader {
     type Item = Result<Batch>;
 
@@ -267,12 +313,6 @@ impl Iterator for Loader {
             }
             Engine::Pool(pipeline) => pipeline.next()?,
         };
-        match made {
-            Ok(buffers) => Some(Ok(Batch::new(buffers, self.layout.clone(), Some(self.recycle.clone())))),
-            Err(e) => {
-                self.failed = true;
-                Some(Err(e))
-            }
-        }
+        Some(self.hand_over(made))
     }
 }

@@ -84,6 +84,18 @@ impl Pipeline {
     pub(crate) fn next(&self) -> Option<Result<Box<Buffers>>> {
         self.batches.recv().ok()
     }
+
+    /// As [`Self::next`], waiting at most `timeout`: `Err(())` when no batch came in time.
+    pub(crate) fn next_within(
+        &self,
+        timeout: std::time::Duration,
+    ) -> std::result::Result<Option<Result<Box<Buffers>>>, ()> {
+        match self.batches.recv_timeout(timeout) {
+            Ok(batch) => Ok(Some(batch)),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => Err(()),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Ok(None),
+        }
+    }
 }
 
 impl Drop for Pipeline {

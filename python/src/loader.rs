@@ -4,17 +4,21 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use pyo3::exceptions::{PyStopIteration, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use datasets::FrameFormat;
-use loader::{SamplerConfig, SamplerState};
+use loader::{Polled, SamplerConfig, SamplerState};
 
 use crate::convert::{dataset_error, numpy_to_torch};
 use crate::dataset::Dataset;
 use crate::memory::batch_to_dict;
+
+/// How long a wait for a batch goes without looking for a signal (Ctrl-C).
+const SIGNAL_CHECK: Duration = Duration::from_millis(50);
 
 /// How the loader was asked to run, kept to rebuild it at `load_state_dict`.
 struct Settings {
@@ -140,14 +144,17 @@ impl Loader {
     fn __next__<'py>(mut slf: PyRefMut<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let batch = match slf.pending.take() {
             Some(batch) => batch,
-            None => {
+            // Waited for without the GIL, a slice at a time, so that Ctrl-C (or any signal
+            // handler raising) interrupts the wait.
+            None => loop {
                 let inner = &mut slf.inner;
-                match py.detach(|| inner.next()) {
-                    Some(Ok(batch)) => batch,
-                    Some(Err(e)) => return Err(dataset_error(&e)),
-                    None => return Err(PyStopIteration::new_err(())),
+                match py.detach(|| inner.next_within(SIGNAL_CHECK)) {
+                    Polled::Ready(Ok(batch)) => break batch,
+                    Polled::Ready(Err(e)) => return Err(dataset_error(&e)),
+                    Polled::Waiting => py.check_signals()?,
+                    Polled::Finished => return Err(PyStopIteration::new_err(())),
                 }
-            }
+            },
         };
         let epoch = *slf.epoch.get_or_insert(batch.epoch());
         if batch.epoch() != epoch {

@@ -188,3 +188,28 @@ def test_torch_tensors_share_the_arrays_memory():
     assert isinstance(batch["task"], list)
     with pytest.raises(ValueError, match="as_torch"):
         lerobot_rs.Loader(pusht(), 8, pin_memory=True)
+
+
+def test_ctrl_c_interrupts_a_wait_for_a_batch():
+    # A loader whose every batch takes 4 s (the loader's test-only delay), interrupted after 0.5 s;
+    # the process then exits once the batch being made is done (the producer is joined).
+    script = f"""
+import os, signal, threading, time, lerobot_rs
+dataset = lerobot_rs.Dataset(root={str(DATASETS[0])!r})
+loader = lerobot_rs.Loader(dataset, 8, num_workers=1)
+threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+started = time.monotonic()
+try:
+    next(iter(loader))
+except KeyboardInterrupt:
+    print("interrupted after", round(time.monotonic() - started, 2))
+"""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "LOADER_TEST_DELAY_US": "4000000"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=20)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("interrupted after"), done.stdout + done.stderr
+    assert float(done.stdout.split()[-1]) < 2.0, done.stdout

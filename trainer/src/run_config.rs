@@ -30,7 +30,7 @@ pub struct DatasetConfig {
     /// With several datasets, the share of each epoch each one gets (normalised). Default: every
     /// frame of every dataset once per epoch, as LeRobot's `MultiLeRobotDataset` concatenates
     /// them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub weights: Option<Vec<f64>>,
     /// The Hub revision (branch, tag or commit). Default: LeRobot's codebase version, v3.0.
     #[serde(default)]
@@ -333,5 +333,15 @@ mod tests {
         for bad in ["", "[]", "a", "1..x", "-1", "5..5", "9..3", "0..=18446744073709551615"] {
             assert!(parse_episode_list(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn every_key_of_the_defaults_may_be_given_even_as_null() {
+        let defaults = serde_json::to_value(TrainConfig::defaults(Preset::Classic)).unwrap();
+        TrainConfig::resolve(None, defaults).unwrap();
+        let config = TrainConfig::resolve(None, serde_json::json!({"dataset": {"weights": null}})).unwrap();
+        assert_eq!(config.dataset.weights, None);
+        let config = TrainConfig::resolve(None, serde_json::json!({"dataset": {"weights": [0.7, 0.3]}})).unwrap();
+        assert_eq!(config.dataset.weights, Some(vec![0.7, 0.3]));
     }
 }

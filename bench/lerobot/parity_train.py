@@ -30,64 +30,16 @@ from pathlib import Path
 
 import torch
 
-TINY = dict(
-    horizon=16,
-    n_action_steps=8,
-    n_obs_steps=2,
-    crop_shape=(84, 84),
-    pretrained_backbone_weights=None,
-    use_group_norm=True,
-    down_dims=(64, 128, 256),
-    diffusion_step_embed_dim=64,
-)
+from lerobot_loop import TINY, dataloader, endless, setup, update
 
 
 def lerobot_losses(root: Path, seed: int, steps: int, batch_size: int) -> list[float]:
     """LeRobot 0.6.1's training loss at every step of a run from `seed`."""
-    from lerobot.datasets import EpisodeAwareSampler
-    from lerobot.datasets.factory import resolve_delta_timestamps
-    from lerobot.datasets.lerobot_dataset import LeRobotDataset, LeRobotDatasetMetadata
-    from lerobot.policies import make_policy, make_pre_post_processors
-    from lerobot.policies.diffusion.configuration_diffusion import DiffusionConfig
-    from lerobot.utils.random_utils import set_seed
-
-    set_seed(seed)
-    meta = LeRobotDatasetMetadata("local/parity", root=root)
-    cfg = DiffusionConfig(device="cpu", **TINY)
-    assert cfg.use_group_norm, "the parity configuration trains GroupNorm"
-    policy = make_policy(cfg, ds_meta=meta)
-    preprocessor, _ = make_pre_post_processors(cfg, dataset_stats=meta.stats)
-    optimizer = cfg.get_optimizer_preset().build(policy.get_optim_params())
-    clip = cfg.get_optimizer_preset().grad_clip_norm
-    scheduler = cfg.get_scheduler_preset().build(optimizer, steps)
-    dataset = LeRobotDataset(meta.repo_id, root=root, delta_timestamps=resolve_delta_timestamps(cfg, meta))
-    sampler = EpisodeAwareSampler(
-        dataset.meta.episodes["dataset_from_index"],
-        dataset.meta.episodes["dataset_to_index"],
-        episode_indices_to_use=dataset.episodes,
-        drop_n_last_frames=cfg.drop_n_last_frames,
-        shuffle=True,
-        seed=seed,
-        absolute_to_relative_idx=dataset.absolute_to_relative_idx,
-    )
-    loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, sampler=sampler, num_workers=0)
-    policy.train()
-    losses = []
-    batches = iter(loader)
-    while len(losses) < steps:
-        try:
-            raw = next(batches)
-        except StopIteration:
-            batches = iter(loader)
-            continue
-        loss, _ = policy.forward(preprocessor(raw))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(policy.parameters(), clip, error_if_nonfinite=False)
-        optimizer.step()
-        optimizer.zero_grad()
-        scheduler.step()
-        losses.append(float(loss.item()))
-    return losses
+    run = setup(root, seed, steps, TINY)
+    assert run.cfg.use_group_norm, "the parity configuration trains GroupNorm"
+    batches = endless(dataloader(run, batch_size, workers=0))
+    run.policy.train()
+    return [update(run, next(batches)) for _ in range(steps)]
 
 
 def our_losses(trainer: Path, root: Path, seed: int, steps: int, batch_size: int, threads: int) -> list[float]:

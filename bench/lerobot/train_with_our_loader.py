@@ -23,81 +23,29 @@ from pathlib import Path
 
 import torch
 
-TINY = dict(
-    horizon=16,
-    n_action_steps=8,
-    n_obs_steps=2,
-    crop_shape=(84, 84),
-    pretrained_backbone_weights=None,
-    use_group_norm=True,
-    down_dims=(64, 128, 256),
-    diffusion_step_embed_dim=64,
-)
+from lerobot_loop import TINY, dataloader, endless, setup, update
 
 
 def run(side: str, root: Path, policy_name: str, steps: int, batch_size: int, workers: int, seed: int) -> dict:
     """`steps` of LeRobot's training loop fed by `side`'s loader: data_s and updt_s of each step."""
-    from lerobot.datasets import EpisodeAwareSampler
-    from lerobot.datasets.factory import resolve_delta_timestamps
-    from lerobot.datasets.lerobot_dataset import LeRobotDataset, LeRobotDatasetMetadata
-    from lerobot.policies import make_policy, make_pre_post_processors
-    from lerobot.policies.diffusion.configuration_diffusion import DiffusionConfig
-    from lerobot.utils.random_utils import set_seed
-
-    set_seed(seed)
-    meta = LeRobotDatasetMetadata("local/loop", root=root)
-    cfg = DiffusionConfig(device="cpu", **(TINY if policy_name == "tiny" else {}))
-    policy = make_policy(cfg, ds_meta=meta)
-    preprocessor, _ = make_pre_post_processors(cfg, dataset_stats=meta.stats)
-    optimizer = cfg.get_optimizer_preset().build(policy.get_optim_params())
-    clip = cfg.get_optimizer_preset().grad_clip_norm
-    scheduler = cfg.get_scheduler_preset().build(optimizer, steps)
-    deltas = resolve_delta_timestamps(cfg, meta)
+    training = setup(root, seed, steps, TINY if policy_name == "tiny" else {})
     if side == "lerobot":
-        dataset = LeRobotDataset(meta.repo_id, root=root, delta_timestamps=deltas)
-        sampler = EpisodeAwareSampler(
-            dataset.meta.episodes["dataset_from_index"],
-            dataset.meta.episodes["dataset_to_index"],
-            episode_indices_to_use=dataset.episodes,
-            drop_n_last_frames=cfg.drop_n_last_frames,
-            shuffle=True,
-            seed=seed,
-            absolute_to_relative_idx=dataset.absolute_to_relative_idx,
-        )
-        loader = torch.utils.data.DataLoader(
-            dataset,
-            batch_size=batch_size,
-            sampler=sampler,
-            num_workers=workers,
-            drop_last=False,
-            prefetch_factor=2 if workers > 0 else None,
-        )
+        loader = dataloader(training, batch_size, workers)
     else:
         import lerobot_rs
 
-        dataset = lerobot_rs.Dataset(root=root, delta_timestamps=deltas, as_torch=True)
+        dataset = lerobot_rs.Dataset(root=root, delta_timestamps=training.delta_timestamps, as_torch=True)
         loader = lerobot_rs.Loader(
-            dataset, batch_size, num_workers=workers, drop_n_last_frames=cfg.drop_n_last_frames, seed=seed
+            dataset, batch_size, num_workers=workers, drop_n_last_frames=training.cfg.drop_n_last_frames, seed=seed
         )
-
-    def batches():
-        while True:
-            yield from loader
-
-    stream = batches()
-    policy.train()
+    stream = endless(loader)
+    training.policy.train()
     data_s, updt_s, losses = [], [], []
     for _ in range(steps):
         start = time.perf_counter()
         batch = next(stream)
         loaded = time.perf_counter()
-        loss, _ = policy.forward(preprocessor(batch))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(policy.parameters(), clip, error_if_nonfinite=False)
-        optimizer.step()
-        optimizer.zero_grad()
-        scheduler.step()
-        losses.append(float(loss.item()))
+        losses.append(update(training, batch))
         data_s.append(loaded - start)
         updt_s.append(time.perf_counter() - loaded)
     return {"side": side, "data_s": data_s, "updt_s": updt_s, "losses": losses}

@@ -453,6 +453,11 @@ pub(crate) fn check_video_shape(
 fn frames_values(pixels: Vec<u8>, format: FrameFormat) -> Values {
     match format {
         FrameFormat::Uint8 => Values::U8(pixels),
-        FrameFormat::Float => Values::F32(pixels.into_iter().map(|p| f32::from(p) / 255.0).collect()),
+        FrameFormat::Float => Values::F32(pixels_to_unit_floats(&pixels)),
     }
+}
+
+/// Pixels as LeRobot's float32 frames: `k / 255`, in [0, 1].
+pub fn pixels_to_unit_floats(pixels: &[u8]) -> Vec<f32> {
+    pixels.iter().map(|&p| f32::from(p) / 255.0).collect()
 }

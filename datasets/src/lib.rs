@@ -43,7 +43,7 @@ pub mod synth;
 pub mod validate;
 pub mod video;
 
-pub use dataset::{DEFAULT_TOLERANCE_S, Dataset, FrameFormat, OpenOptions};
+pub use dataset::{DEFAULT_TOLERANCE_S, Dataset, FrameFormat, OpenOptions, pixels_to_unit_floats};
 pub use error::{BoxError, Error, Result, error_message, panic_message};
 pub use hub::{DatasetRequest, HubEnv, RepoId};
 pub use meta::episodes::{Episode, EpisodeVideo, read_episodes};

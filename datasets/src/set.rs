@@ -211,12 +211,6 @@ impl From<Arc<Dataset>> for DatasetSet {
     }
 }
 
-impl From<Dataset> for DatasetSet {
-    fn from(dataset: Dataset) -> Self {
-        Arc::new(dataset).into()
-    }
-}
-
 /// What two datasets' versions of one feature must share: kind and shape (float32 and float64
 /// agree, both are read as float32; so do integer types, all read as int64).
 fn check_agree(kept: &Feature, other: &Feature) -> std::result::Result<(), String> {

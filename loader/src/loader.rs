@@ -268,6 +268,11 @@ impl Loader {
     /// The next batch, waiting at most `timeout` for the workers (with `num_workers = 0` the
     /// batch is made on this thread, however long that takes).
     pub fn next_within(&mut self, timeout: Duration) -> Polled {
+        self.advance(Some(timeout))
+    }
+
+    /// The next batch, waiting at most `timeout` (without end when `None`).
+    fn advance(&mut self, timeout: Option<Duration>) -> Polled {
         if self.failed {
             return Polled::Finished;
         }
@@ -277,24 +282,20 @@ impl Loader {
                 let mut buffers = recycle.try_recv().unwrap_or_else(|_| Box::new(Buffers::new(&self.layout)));
                 produce(&self.assembler, &plan, &mut buffers, scratch).map(|()| buffers)
             }
-            Engine::Pool(pipeline) => match pipeline.next_within(timeout) {
+            Engine::Pool(pipeline) => match pipeline.next(timeout) {
                 Ok(Some(made)) => made,
                 Ok(None) => return Polled::Finished,
                 Err(()) => return Polled::Waiting,
             },
         };
-        Polled::Ready(self.hand_over(made))
-    }
-
-    /// A made batch (or its error, which stops the loader) as the consumer receives it.
-    fn hand_over(&mut self, made: Result<Box<Buffers>>) -> Result<Batch> {
-        match made {
+        Polled::Ready(match made {
             Ok(buffers) => Ok(Batch::new(buffers, self.layout.clone(), Some(self.recycle.clone()))),
             Err(e) => {
+                // The error is delivered once; the loader stops here.
                 self.failed = true;
                 Err(e)
             }
-        }
+        })
     }
 }
 
@@ -302,17 +303,10 @@ impl Iterator for Loader {
     type Item = Result<Batch>;
 
     fn next(&mut self) -> Option<Result<Batch>> {
-        if self.failed {
-            return None;
+        match self.advance(None) {
+            Polled::Ready(made) => Some(made),
+            Polled::Finished => None,
+            Polled::Waiting => unreachable!("a wait without a timeout ends with a batch or the end"),
         }
-        let made = match &mut self.engine {
-            Engine::Inline { planner, scratch, recycle } => {
-                let plan = planner.next_plan()?;
-                let mut buffers = recycle.try_recv().unwrap_or_else(|_| Box::new(Buffers::new(&self.layout)));
-                produce(&self.assembler, &plan, &mut buffers, scratch).map(|()| buffers)
-            }
-            Engine::Pool(pipeline) => pipeline.next()?,
-        };
-        Some(self.hand_over(made))
     }
 }

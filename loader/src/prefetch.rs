@@ -5,8 +5,9 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded, select, unbounded};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, bounded, select, unbounded};
 
 use crate::assemble::{Assembler, Scratch};
 use crate::batch::Buffers;
@@ -79,21 +80,18 @@ impl Pipeline {
         Ok(Self { batches: rx, stop: Some(stop_tx), producer: Some(producer) })
     }
 
-    /// The next finished batch; `None` when the producer has finished (all epochs done, or
-    /// after an error was delivered).
-    pub(crate) fn next(&self) -> Option<Result<Box<Buffers>>> {
-        self.batches.recv().ok()
-    }
-
-    /// As [`Self::next`], waiting at most `timeout`: `Err(())` when no batch came in time.
-    pub(crate) fn next_within(
-        &self,
-        timeout: std::time::Duration,
-    ) -> std::result::Result<Option<Result<Box<Buffers>>>, ()> {
-        match self.batches.recv_timeout(timeout) {
+    /// The next finished batch, waiting at most `timeout` (without end when `None`): `Ok(None)`
+    /// when the producer has finished (all epochs done, or after an error was delivered),
+    /// `Err(())` when no batch came in time.
+    pub(crate) fn next(&self, timeout: Option<Duration>) -> std::result::Result<Option<Result<Box<Buffers>>>, ()> {
+        let received = match timeout {
+            None => self.batches.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(timeout) => self.batches.recv_timeout(timeout),
+        };
+        match received {
             Ok(batch) => Ok(Some(batch)),
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => Err(()),
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Ok(None),
+            Err(RecvTimeoutError::Timeout) => Err(()),
+            Err(RecvTimeoutError::Disconnected) => Ok(None),
         }
     }
 }

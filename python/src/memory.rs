@@ -48,9 +48,8 @@ pub fn batch_to_dict<'py>(py: Python<'py>, batch: Batch, frames: FrameFormat) ->
                 match frames {
                     FrameFormat::Uint8 => view(&memory, pixels, &shape)?,
                     FrameFormat::Float => {
-                        let floats: Vec<f32> = pixels.iter().map(|&p| f32::from(p) / 255.0).collect();
-                        let tensor = datasets::Tensor::new(shape, datasets::Values::F32(floats));
-                        crate::convert::tensor_to_numpy(py, tensor)?
+                        let floats = datasets::Values::F32(datasets::pixels_to_unit_floats(pixels));
+                        crate::convert::tensor_to_numpy(py, datasets::Tensor::new(shape, floats))?
                     }
                 }
             }

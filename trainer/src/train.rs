@@ -110,15 +110,15 @@ impl TrainData {
         if roots.is_empty() {
             return Err(Error::Config("no dataset: set dataset.root (or dataset.repo_id, resolved first)".into()));
         }
-        let options = OpenOptions { tolerance_s: config.dataset.tolerance_s };
-        let mut parts = Vec::with_capacity(roots.len());
-        for (name, root) in config.dataset.names().into_iter().zip(roots) {
-            parts.push((name, Arc::new(Dataset::open_with(root, options)?)));
-        }
         if roots.len() > 1 && config.dataset.episodes.is_some() {
             return Err(Error::Config(
                 "dataset.episodes chooses episodes of one dataset; with several, each is read whole".into(),
             ));
+        }
+        let options = OpenOptions { tolerance_s: config.dataset.tolerance_s };
+        let mut parts = Vec::with_capacity(roots.len());
+        for (name, root) in config.dataset.names().into_iter().zip(roots) {
+            parts.push((name, Arc::new(Dataset::open_with(root, options)?)));
         }
         let datasets = DatasetSet::new(parts)?;
         let info = datasets.info();

@@ -39,13 +39,12 @@ impl DatasetArgs {
         let Some(repo_id) = &self.repo_id else {
             return Ok(self.root.clone().expect("clap asks for --root without --dataset.repo_id"));
         };
-        let request = DatasetRequest {
-            repo_id: repo_id.parse()?,
-            root: self.root.clone(),
-            revision: self.revision.clone(),
-            download: self.download,
+        let roots: Vec<PathBuf> = self.root.iter().cloned().collect();
+        let requests = DatasetRequest::for_ids(repo_id, &roots, self.revision.as_deref(), self.download)?;
+        let [request] = requests.as_slice() else {
+            anyhow::bail!("--dataset.repo_id {repo_id:?}: this command reads one dataset");
         };
-        Ok(datasets::hub::resolve_on_terminal(&request)?.root)
+        Ok(datasets::hub::resolve_on_terminal(request)?.root)
     }
 }
 

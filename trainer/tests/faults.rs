@@ -17,8 +17,8 @@ mod common;
 
 use common::{tiny_config, write_synth};
 
-/// An empty scratch folder `name`.
-fn scratch(name: &str) -> PathBuf {
+/// An empty scratch folder `name`, removed when the test passes.
+fn scratch(name: &str) -> common::Scratch {
     let dir = common::scratch(name);
     std::fs::create_dir_all(&dir).unwrap();
     dir

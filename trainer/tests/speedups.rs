@@ -67,7 +67,8 @@ fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 #[test]
 fn bf16_training_converges_like_f32() {
     let run = |precision: &str| {
-        let config = tiny(&scratch(&format!("precision-{precision}")), 30, json!({"precision": precision}));
+        let out = scratch(&format!("precision-{precision}"));
+        let config = tiny(&out, 30, json!({"precision": precision}));
         train::<Ad>(&config, None, Default::default(), |_| {}).unwrap().losses
     };
     let (f32_losses, bf16_losses) = (run("f32"), run("bf16"));
@@ -85,7 +86,8 @@ fn bf16_training_converges_like_f32() {
 
 #[test]
 fn an_f16_overflow_skips_the_step_and_halves_the_scale() {
-    let config = tiny(&scratch("f16-overflow"), 10, json!({"policy": {"scheduler_warmup_steps": 0}}));
+    let out = scratch("f16-overflow");
+    let config = tiny(&out, 10, json!({"policy": {"scheduler_warmup_steps": 0}}));
     let (learner, data) = learner(&config);
     let huge = LossScaler { scale: 1e30, ..LossScaler::default() };
     let mut learner = learner.with_precision(Precision::F16).unwrap().with_loss_scaler(huge);
@@ -115,8 +117,9 @@ fn k_micro_batches_update_like_one_batch_of_k_times_b() {
     // statistics depend on the batch): then only the summation order differs.
     let extra =
         |batch: usize| json!({"batch_size": batch, "policy": {"crop_shape": null, "scheduler_warmup_steps": 0}});
-    let big = tiny(&scratch("accum-big"), 10, extra(4));
-    let small = TrainConfig { grad_accum: 2, ..tiny(&scratch("accum-small"), 10, extra(2)) };
+    let (big_out, small_out) = (scratch("accum-big"), scratch("accum-small"));
+    let big = tiny(&big_out, 10, extra(4));
+    let small = TrainConfig { grad_accum: 2, ..tiny(&small_out, 10, extra(2)) };
     assert!(big.policy.config.use_group_norm);
 
     let (mut one, data) = learner(&big);
@@ -148,7 +151,8 @@ fn k_micro_batches_update_like_one_batch_of_k_times_b() {
 
 #[test]
 fn the_ema_follows_diffusers_rule_and_is_checkpointed() {
-    let config = tiny(&scratch("ema-rule"), 10, json!({"policy": {"scheduler_warmup_steps": 0}}));
+    let out = scratch("ema-rule");
+    let config = tiny(&out, 10, json!({"policy": {"scheduler_warmup_steps": 0}}));
     let (learner, data) = learner(&config);
     let ema = Ema::new(&learner.model().valid(), EmaConfig { enable: true, ..EmaConfig::default() });
     let mut learner = learner.with_ema(ema).unwrap();

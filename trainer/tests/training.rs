@@ -60,7 +60,7 @@ fn a_resumed_run_ends_bit_identical_to_an_uninterrupted_one() {
     train::<Backend>(&config, None, Default::default(), |_| {}).unwrap();
 
     let resumed = scratch("resume-second-half");
-    let second = TrainConfig { output_dir: resumed.clone(), ..config.clone() };
+    let second = TrainConfig { output_dir: resumed.to_path_buf(), ..config.clone() };
     let mut lines = Vec::new();
     let outcome = train::<Backend>(&second, Some(&whole.join("checkpoints/000006")), Default::default(), |p| {
         if let trainer::Progress::Line(l) = p {
@@ -76,14 +76,12 @@ fn a_resumed_run_ends_bit_identical_to_an_uninterrupted_one() {
     assert!(file_bytes(&a, "ema.mpk") == file_bytes(&b, "ema.mpk"), "EMA weights differ after resume");
     // The optimiser record is a hash map (its bytes depend on iteration order): compare what
     // it does instead. Two more steps from each must give identical weights again.
-    for (from, name) in [(&a, "continue-whole"), (&b, "continue-resumed")] {
-        let more = TrainConfig { steps: 14, output_dir: scratch(name), ..config.clone() };
+    let (continue_whole, continue_resumed) = (scratch("continue-whole"), scratch("continue-resumed"));
+    for (from, out) in [(&a, &continue_whole), (&b, &continue_resumed)] {
+        let more = TrainConfig { steps: 14, output_dir: out.to_path_buf(), ..config.clone() };
         train::<Backend>(&more, Some(from), Default::default(), |_| {}).unwrap();
     }
-    let (ca, cb) = (
-        scratch_path("continue-whole").join("checkpoints/000014"),
-        scratch_path("continue-resumed").join("checkpoints/000014"),
-    );
+    let (ca, cb) = (continue_whole.join("checkpoints/000014"), continue_resumed.join("checkpoints/000014"));
     assert!(file_bytes(&ca, "model.mpk") == file_bytes(&cb, "model.mpk"), "optimiser states differ after resume");
     let (sa, sb): (TrainingState, TrainingState) = (
         checkpoint::read_json(&a, "training_state.json").unwrap(),
@@ -93,7 +91,8 @@ fn a_resumed_run_ends_bit_identical_to_an_uninterrupted_one() {
     // And the run did change the weights: the step-6 model differs from the step-12 one.
     assert!(file_bytes(&whole.join("checkpoints/000006"), "model.mpk") != file_bytes(&a, "model.mpk"));
     // Resuming with another seed is refused rather than silently diverging.
-    let other = TrainConfig { seed: 8, output_dir: scratch("resume-other-seed"), ..config };
+    let other_out = scratch("resume-other-seed");
+    let other = TrainConfig { seed: 8, output_dir: other_out.to_path_buf(), ..config };
     let err = train::<Backend>(&other, Some(&whole), Default::default(), |_| {}).unwrap_err();
     assert!(err.to_string().contains("seed 7"), "{err}");
 }
@@ -141,7 +140,8 @@ fn a_failed_checkpoint_write_leaves_the_previous_one_intact() {
 fn trained_checkpoint() -> &'static Path {
     static OUT: OnceLock<PathBuf> = OnceLock::new();
     OUT.get_or_init(|| {
-        let out = scratch("trained");
+        // Shared by several tests, so kept (a static is never dropped).
+        let out = scratch("trained").to_path_buf();
         train::<Backend>(&tiny(&out, 3, json!({})), None, Default::default(), |_| {}).unwrap();
         out
     })
@@ -203,7 +203,8 @@ fn select_action_runs_lerobots_queues() {
 
 #[test]
 fn trainer_sample_writes_unnormalised_action_chunks() {
-    let out = scratch("sample-cli").join("actions.safetensors");
+    let dir = scratch("sample-cli");
+    let out = dir.join("actions.safetensors");
     std::fs::create_dir_all(out.parent().unwrap()).unwrap();
     let status = Command::new(env!("CARGO_BIN_EXE_trainer"))
         .args(["sample", "--checkpoint"])
@@ -387,7 +388,8 @@ fn dry_run_finds_a_repo_id_where_lerobot_keeps_it_and_never_asks_the_hub_offline
 
 #[test]
 fn only_the_episodes_asked_for_are_sampled() {
-    let config = tiny(&scratch("episodes"), 1, json!({"dataset": {"episodes": [0, 2]}}));
+    let out = scratch("episodes");
+    let config = tiny(&out, 1, json!({"dataset": {"episodes": [0, 2]}}));
     let data = trainer::TrainData::open(&config).unwrap();
     let mut seen = std::collections::BTreeSet::new();
     // Two epochs' worth of batches: 2 episodes of 20 frames, less the 7 last of each, by 8.
@@ -397,7 +399,7 @@ fn only_the_episodes_asked_for_are_sampled() {
     }
     assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![0, 2]);
 
-    let config = tiny(&scratch("episodes-bad"), 1, json!({"dataset": {"episodes": [7]}}));
+    let config = tiny(&out, 1, json!({"dataset": {"episodes": [7]}}));
     let data = trainer::TrainData::open(&config).unwrap();
     let error = data.loader(&config, Default::default()).err().expect("episode 7 of 3 refused").to_string();
     assert!(error.contains("episode 7"), "{error}");
@@ -432,8 +434,9 @@ fn two_datasets_train_together_and_a_run_resumes_only_on_the_same_ones() {
     let count = data.datasets.stats()["action"].count().unwrap();
     assert_eq!(count, 110.0);
 
+    let resumed_out = scratch("two-datasets-resumed");
     let refused = |config: TrainConfig| {
-        let resumed = TrainConfig { output_dir: scratch("two-datasets-resumed"), steps: 6, ..config };
+        let resumed = TrainConfig { output_dir: resumed_out.to_path_buf(), steps: 6, ..config };
         train::<Backend>(&resumed, Some(&out.join("checkpoints/000002")), Default::default(), |_| {})
             .expect_err("refused")
             .to_string()
@@ -452,7 +455,7 @@ fn dry_run_takes_several_repo_ids_and_weights() {
     let output = Command::new(env!("CARGO_BIN_EXE_trainer"))
         .args(["--dataset.repo_id", "lerobot/first,lerobot/second", "--dataset.weights", "0.7,0.3"])
         .args(["--policy.preset", "lerobot-0.6", "--dry-run", "--output_dir"])
-        .arg(scratch("dry-run-two"))
+        .arg(&*scratch("dry-run-two"))
         .env("HF_LEROBOT_HOME", &home)
         .env("HF_HUB_OFFLINE", "1")
         .output()
@@ -481,7 +484,7 @@ fn dry_run_takes_several_repo_ids_and_weights() {
         .args(["--dataset.root"])
         .arg(&odd)
         .args(["--dry-run", "--output_dir"])
-        .arg(scratch("dry-run-odd"))
+        .arg(&*scratch("dry-run-odd"))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);

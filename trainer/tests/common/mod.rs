@@ -13,13 +13,55 @@ pub fn scratch_path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
 }
 
-/// `name` under the scratch folder, emptied (not created).
-pub fn scratch(name: &str) -> PathBuf {
+/// `name` under the scratch folder, emptied (not created), and removed again when the test
+/// that made it passes (see [`Scratch`]).
+pub fn scratch(name: &str) -> Scratch {
     let dir = scratch_path(name);
     if dir.exists() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
-    dir
+    Scratch(dir)
+}
+
+/// A scratch folder that is removed when dropped, unless the test is failing (then it is kept to
+/// look at). A tiny policy's checkpoint is 130 MB: kept, the trainer's tests would leave ~5 GB
+/// behind, and CI's disk is not always that big.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    /// The folder's path, owned.
+    pub fn to_path_buf(&self) -> PathBuf {
+        self.0.clone()
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Scratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            // A folder that cannot be removed only costs disk space.
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 /// A fresh PushT-like dataset at `root`: 3 episodes of 20 frames, 96×96 AV1.

@@ -39,6 +39,14 @@ pub struct TrainingState {
     /// The datasets' sampling weights, when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weights: Option<Vec<f64>>,
+    /// The number of replicas (devices) of a data-parallel run; 1 otherwise. `sampler` is every
+    /// replica's position in its own shard (the shards are equally long, so it is the same).
+    #[serde(default = "one")]
+    pub world_size: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// The dynamic loss scaler's state.

@@ -30,6 +30,10 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// A data-parallel run failed between its replicas (a drift, a collective call), or a
+    /// replica stopped because another failed.
+    #[error("data-parallel training: {0}")]
+    Replicas(String),
     /// Writing outputs (logs, metrics) failed.
     #[error("{}: {source}", path.display())]
     Io {

@@ -28,6 +28,7 @@ pub mod metrics;
 pub mod model;
 pub mod noise;
 pub mod optim;
+pub mod parallel;
 pub mod precision;
 
 mod config;
@@ -50,4 +51,4 @@ pub use precision::{LossScaler, Precision};
 pub use run_config::{DatasetConfig, DatasetRoots, PolicySection, TrainConfig, merge, parse_episode_list};
 pub use seeds::{Purpose, step_seed};
 pub use step::{Learner, Prepared, StepOutput, TrainingBackend};
-pub use train::{Progress, TrainData, TrainOutcome, init_model, train};
+pub use train::{Progress, TrainData, TrainOutcome, init_model, train, train_on};

@@ -156,6 +156,10 @@ pub struct TrainConfig {
     pub output_dir: PathBuf,
     /// cpu, wgpu or cuda. Default cpu.
     pub device: DeviceKind,
+    /// Devices of `device`'s kind to train on, one replica each (data-parallel; devices `0..N`,
+    /// or N replicas sharing the one CPU). Default 1.
+    #[serde(default = "one")]
+    pub num_devices: usize,
     /// Compute precision: f32, bf16 or f16 (f32 master weights). Default f32.
     #[serde(default)]
     pub precision: Precision,
@@ -261,6 +265,7 @@ impl TrainConfig {
             save_checkpoint: true,
             output_dir: PathBuf::from("outputs/train"),
             device: DeviceKind::Cpu,
+            num_devices: 1,
             precision: Precision::F32,
             grad_accum: 1,
             ema: EmaConfig::default(),

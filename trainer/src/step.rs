@@ -21,6 +21,7 @@ use crate::inputs::{InputPipeline, Mode, TrainInputs};
 use crate::model::{DiffusionModel, TrainingNoise};
 use crate::noise::NoiseSchedule;
 use crate::optim::{Clipping, FlatAdam, FlatAdamRecord, FlatLayout, clip_grad_norm, learning_rate};
+use crate::parallel::Replica;
 use crate::precision::{LossScaler, Precision, ScaleUpdate};
 use crate::seeds::{Purpose, step_seed};
 
@@ -81,6 +82,7 @@ pub struct Learner<B: TrainingBackend> {
     grad_accum: usize,
     ema: Option<Ema<B::InnerBackend>>,
     pending: Option<Pending<B::InnerBackend>>,
+    replica: Replica,
 }
 
 impl<B: TrainingBackend> Learner<B> {
@@ -111,7 +113,54 @@ impl<B: TrainingBackend> Learner<B> {
             grad_accum: 1,
             ema: None,
             pending: None,
+            replica: Replica::single(),
         }
+    }
+
+    /// Trains as `replica` of a data-parallel run: the gradients are averaged with the other
+    /// replicas' before every update, and this replica's samples draw the noise (and crops) of
+    /// their place in the step's global batch. Its weights must equal rank 0's: see
+    /// [`Learner::sync_weights`].
+    pub fn with_replica(mut self, replica: Replica) -> Self {
+        self.replica = replica;
+        self
+    }
+
+    /// Makes the weights rank 0's (a broadcast; nothing with one replica). The EMA, kept from
+    /// the weights, follows.
+    pub fn sync_weights(&mut self) -> Result<()> {
+        if self.replica.world_size() == 1 {
+            return Ok(());
+        }
+        let layout = self.optim.layout();
+        let model = self.model.take().expect("the model is only taken during an update");
+        let ours = layout.gather_weights(&model.valid());
+        let theirs = self.replica.broadcast(ours)?;
+        self.model = Some(layout.scatter_weights(model, &Tensor::from_inner(theirs)));
+        Ok(())
+    }
+
+    /// Checks that this replica's weights are rank 0's, to the bit (a broadcast of rank 0's;
+    /// nothing with one replica): an error names the rank that drifted.
+    pub fn check_replicas_agree(&self) -> Result<()> {
+        if self.replica.world_size() == 1 {
+            return Ok(());
+        }
+        let ours = self.optim.layout().gather_weights(&self.model().valid());
+        let theirs = self.replica.broadcast(ours.clone())?;
+        let same: bool = ours.equal(theirs).all().into_scalar().elem();
+        if !same {
+            return Err(Error::Replicas(format!(
+                "rank {}'s weights differ from rank 0's: the replicas drifted apart",
+                self.replica.rank()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The replica this learner is (rank 0 of 1 unless [`Learner::with_replica`]).
+    pub fn replica(&self) -> &Replica {
+        &self.replica
     }
 
     /// Continues with the optimiser state of a checkpoint; an error when it belongs to another
@@ -194,18 +243,22 @@ impl<B: TrainingBackend> Learner<B> {
     }
 
     /// Uploads and transforms `batch`, micro-batch `micro` of optimiser step `step`. Its noise
-    /// derives from the seed, the step and each sample's position in the step (so `K`
-    /// micro-batches of `B` draw what one batch of `K·B` draws); its crops and augmentation
-    /// from the seed, the step and `micro`.
+    /// derives from the seed, the step and each sample's position in the step's global batch
+    /// (so `K` micro-batches of `B` on each of `N` replicas draw what one batch of `N·K·B`
+    /// draws: the loader deals replica `r` every `N`-th sample from `r`, so sample `i` of
+    /// micro-batch `k` is number `(k·B + i)·N + r`); its crops and augmentation from the seed,
+    /// the step, `micro` and the rank.
     pub fn prepare(&self, batch: &Batch, step: usize, micro: usize) -> Result<Prepared<B>> {
-        let augment = step_seed(self.seed, step, Purpose::Augment) ^ (micro as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let (rank, world) = (self.replica.rank(), self.replica.world_size());
+        let draw = (micro * world + rank) as u64;
+        let augment = step_seed(self.seed, step, Purpose::Augment) ^ draw.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let inputs = self.pipeline.train_inputs::<B>(batch, Mode::Train { seed: augment }, &self.device)?;
         let [_, horizon, actions] = inputs.actions.dims();
         let noise = draw_noise::<B>(
             &self.schedule,
             [batch.len(), horizon, actions],
             step_seed(self.seed, step, Purpose::Noise),
-            micro * batch.len(),
+            SamplePositions { first: micro * batch.len(), stride: world, offset: rank },
             &self.device,
         );
         Ok(Prepared { inputs, noise, samples: batch.len() })
@@ -276,10 +329,12 @@ impl<B: TrainingBackend> Learner<B> {
         Ok(())
     }
 
-    /// Ends optimiser step `step`: clips the summed gradients and updates, unless f16
-    /// gradients overflowed (then the step is skipped and the loss scale halved).
-    pub fn finish(&mut self, step: usize) -> StepOutput<B::InnerBackend> {
-        let pending = self.pending.take().expect("accumulate() comes before finish()");
+    /// Ends optimiser step `step`: averages the summed gradients over the replicas, clips them
+    /// and updates, unless f16 gradients overflowed (then the step is skipped and the loss
+    /// scale halved). An error only when another replica failed.
+    pub fn finish(&mut self, step: usize) -> Result<StepOutput<B::InnerBackend>> {
+        let mut pending = self.pending.take().expect("accumulate() comes before finish()");
+        pending.grads = self.replica.all_reduce_mean(pending.grads)?;
         let clipping = self.clip(&pending.grads);
         let applied = match &mut self.scaler {
             Some(scaler) => {
@@ -289,31 +344,49 @@ impl<B: TrainingBackend> Learner<B> {
             None => true,
         };
         let lr = if applied { self.update(pending.grads, &clipping, step) } else { self.learning_rate(step) };
-        StepOutput {
+        Ok(StepOutput {
             loss: pending.loss.div_scalar(pending.micro_batches as f64),
             grad_norm: clipping.norm,
             lr,
             applied,
             loss_scale: self.scaler.map(|s| s.scale),
-        }
+        })
     }
 
     /// A whole step of one micro-batch, `batch`, as optimiser step `step`.
     pub fn step(&mut self, batch: &Batch, step: usize) -> Result<StepOutput<B::InnerBackend>> {
         self.accumulate(batch, step, 0)?;
-        Ok(self.finish(step))
+        self.finish(step)
+    }
+}
+
+/// Where a micro-batch's samples stand in the optimiser step's global batch: sample `i` is
+/// number `(first + i)·stride + offset`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SamplePositions {
+    /// The micro-batch's first sample among this replica's samples of the step.
+    pub first: usize,
+    /// The number of replicas.
+    pub stride: usize,
+    /// This replica's rank.
+    pub offset: usize,
+}
+
+impl SamplePositions {
+    fn of(self, i: usize) -> u64 {
+        ((self.first + i) * self.stride + self.offset) as u64
     }
 }
 
 /// Draws a training batch's noise ε `[B, T, A]` (standard normal) and timesteps (uniform over
-/// the schedule). Sample `i` draws from ChaCha8 stream `first_sample + i` of `seed`, so a
-/// sample's noise depends on its position in the optimiser step only, not on how the step is
-/// split into micro-batches.
+/// the schedule). Sample `i` draws from ChaCha8 stream `positions.of(i)` of `seed`, so a
+/// sample's noise depends on its position in the optimiser step's global batch only, not on
+/// how the step is split into micro-batches and replicas.
 pub(crate) fn draw_noise<B: Backend>(
     schedule: &NoiseSchedule,
     shape: [usize; 3],
     seed: u64,
-    first_sample: usize,
+    positions: SamplePositions,
     device: &B::Device,
 ) -> TrainingNoise<B> {
     let [b, t, a] = shape;
@@ -321,7 +394,7 @@ pub(crate) fn draw_noise<B: Backend>(
     let mut steps = Vec::with_capacity(b);
     for i in 0..b {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        rng.set_stream((first_sample + i) as u64);
+        rng.set_stream(positions.of(i));
         eps.extend((0..t * a).map(|_| -> f32 { StandardNormal.sample(&mut rng) }));
         steps.push((rng.next_u64() % schedule.steps() as u64) as usize);
     }

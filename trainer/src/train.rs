@@ -25,6 +25,7 @@ use crate::inputs::InputPipeline;
 use crate::lerobot::load_resnet18;
 use crate::metrics::{Metrics, MetricsWriter, big_number};
 use crate::model::DiffusionModel;
+use crate::parallel::{Replica, Session};
 use crate::precision::LossScaler;
 use crate::run_config::TrainConfig;
 use crate::step::{Learner, StepOutput, TrainingBackend};
@@ -153,7 +154,14 @@ impl TrainData {
 
     /// The training loader, continuing from `resume`.
     pub fn loader(&self, config: &TrainConfig, resume: SamplerState) -> Result<Loader> {
+        self.replica_loader(config, resume, &Replica::single())
+    }
+
+    /// The loader of `replica`'s shard of every epoch (every `N`-th sample of LeRobot's order,
+    /// from its rank), continuing from `resume`.
+    pub fn replica_loader(&self, config: &TrainConfig, resume: SamplerState, replica: &Replica) -> Result<Loader> {
         let mut builder = Loader::builder(self.datasets.clone())
+            .shard(replica.rank(), replica.world_size())
             .batch_size(config.batch_size)
             .num_workers(config.num_workers)
             .prefetch(config.prefetch)
@@ -250,14 +258,30 @@ fn build_frame_cache(dataset: &Dataset, dir: PathBuf, on_progress: &mut impl FnM
     }
 }
 
-/// Trains as `config` says on backend `B`; continues from `resume` (an output folder or a
-/// checkpoint) when given. `on_progress` receives every log line and every step.
+/// Trains as `config` says on backend `B`'s `device`; continues from `resume` (an output folder
+/// or a checkpoint) when given. `on_progress` receives every log line and every step.
 pub fn train<B: TrainingBackend>(
     config: &TrainConfig,
     resume: Option<&Path>,
     device: B::Device,
+    on_progress: impl FnMut(Progress<'_>),
+) -> Result<TrainOutcome> {
+    train_on::<B>(config, resume, vec![device], on_progress)
+}
+
+/// Trains as `config` says with one replica of the model on each of `devices` (data-parallel:
+/// each replica reads its shard of every epoch, and the gradients are averaged over the
+/// replicas every step; with one device, the plain loop). Rank 0 logs and writes checkpoints;
+/// `on_progress` is called on this thread.
+pub fn train_on<B: TrainingBackend>(
+    config: &TrainConfig,
+    resume: Option<&Path>,
+    devices: Vec<B::Device>,
     mut on_progress: impl FnMut(Progress<'_>),
 ) -> Result<TrainOutcome> {
+    if devices.is_empty() {
+        return Err(Error::Config("no device to train on".into()));
+    }
     let mut run = TrainData::open(config)?;
     if resume.is_none() && checkpoint::checkpoints_dir(&config.output_dir).exists() {
         return Err(Error::Config(format!(
@@ -266,16 +290,150 @@ pub fn train<B: TrainingBackend>(
         )));
     }
     checkpoint::remove_partial(&config.output_dir)?;
-    let Start { mut learner, mut state, normalizer } = match resume {
-        None => start_fresh::<B>(config, &run, device)?,
-        Some(path) => resume_from::<B>(config, &run, path, device, &mut on_progress)?,
-    };
     run.settle_frame_cache(config, &mut on_progress)?;
-    let mut loader = run.loader(config, state.sampler)?;
+    if devices.len() == 1 {
+        let device = devices.into_iter().next().expect("one device");
+        return train_replica::<B>(config, &run, resume, device, &Replica::single(), &mut on_progress);
+    }
+    let world = devices.len();
+    on_progress(Progress::Line(&format!(
+        "data-parallel: {world} replicas; effective batch size {} = {} per device x {world} devices x {} accumulated",
+        config.batch_size * world * config.grad_accum,
+        config.batch_size,
+        config.grad_accum
+    )));
+    let session = Session::new(world);
+    std::thread::scope(|scope| {
+        let (events, reports) = std::sync::mpsc::channel::<ReplicaEvent>();
+        let threads: Vec<_> = devices
+            .into_iter()
+            .zip(session.replicas())
+            .map(|(device, replica)| {
+                let (events, run) = (events.clone(), &run);
+                std::thread::Builder::new()
+                    .name(format!("replica-{}", replica.rank()))
+                    .spawn_scoped(scope, move || {
+                        let mut report = |progress: Progress<'_>| {
+                            // A closed channel means the supervisor is gone: nothing to tell.
+                            let _ = events.send(ReplicaEvent::from(progress));
+                        };
+                        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            train_replica::<B>(config, run, resume, device, replica, &mut report)
+                        }))
+                        .unwrap_or_else(|panic| {
+                            Err(Error::Replicas(format!("rank {} panicked: {}", replica.rank(), panic_message(&panic))))
+                        });
+                        let _ = events.send(ReplicaEvent::Done(replica.rank(), Box::new(outcome)));
+                    })
+                    .map_err(|e| Error::Replicas(format!("starting replica {}: {e}", replica.rank())))
+            })
+            .collect::<Result<_>>()?;
+        drop(events);
+        let mut outcomes: Vec<Option<Result<TrainOutcome>>> = (0..world).map(|_| None).collect();
+        for event in reports.iter() {
+            match event {
+                ReplicaEvent::Line(line) => on_progress(Progress::Line(&line)),
+                ReplicaEvent::Step(step) => on_progress(Progress::Step(step)),
+                ReplicaEvent::Done(rank, outcome) => {
+                    let failed = outcome.is_err();
+                    outcomes[rank] = Some(*outcome);
+                    if failed {
+                        // Wake the replicas waiting for this one, then collect what they say.
+                        session.abort::<B::InnerBackend>(|| {
+                            threads.iter().all(std::thread::ScopedJoinHandle::is_finished)
+                        });
+                    }
+                }
+            }
+        }
+        // The first error that is not "another rank failed" is the cause; otherwise rank 0's run.
+        let mut outcomes: Vec<Result<TrainOutcome>> = outcomes
+            .into_iter()
+            .enumerate()
+            .map(|(rank, o)| o.unwrap_or_else(|| Err(Error::Replicas(format!("rank {rank} ended without a word")))))
+            .collect();
+        if let Some(cause) = outcomes.iter().position(|o| o.as_ref().is_err_and(|e| !is_abort(e))) {
+            return outcomes.swap_remove(cause);
+        }
+        outcomes.swap_remove(0)
+    })
+}
+
+/// What a replica's thread tells the supervising one.
+enum ReplicaEvent {
+    Line(String),
+    Step(usize),
+    Done(usize, Box<Result<TrainOutcome>>),
+}
+
+impl From<Progress<'_>> for ReplicaEvent {
+    fn from(progress: Progress<'_>) -> Self {
+        match progress {
+            Progress::Line(line) => Self::Line(line.to_string()),
+            Progress::Step(step) => Self::Step(step),
+            Progress::FrameCache { done, total } => Self::Line(format!("frame cache {done}/{total}")),
+        }
+    }
+}
+
+/// Whether `error` is a replica stopping because another failed.
+fn is_abort(error: &Error) -> bool {
+    matches!(error, Error::Replicas(message) if message.ends_with("because another rank failed"))
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(ToString::to_string)
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+/// One replica's run (the whole run with one device): joins the replicas' session, starts or
+/// resumes, then steps, logging and checkpointing on rank 0.
+fn train_replica<B: TrainingBackend>(
+    config: &TrainConfig,
+    run: &TrainData,
+    resume: Option<&Path>,
+    device: B::Device,
+    replica: &Replica,
+    on_progress: &mut impl FnMut(Progress<'_>),
+) -> Result<TrainOutcome> {
+    // First: the others wait in the session for every replica to join.
+    replica.register::<B::InnerBackend>(&device)?;
+    let outcome = replica_loop::<B>(config, run, resume, device, replica, on_progress);
+    match outcome {
+        Ok(outcome) => {
+            replica.finish::<B::InnerBackend>()?;
+            Ok(outcome)
+        }
+        // The session is reset by the supervisor once a replica fails.
+        Err(e) => Err(e),
+    }
+}
+
+fn replica_loop<B: TrainingBackend>(
+    config: &TrainConfig,
+    run: &TrainData,
+    resume: Option<&Path>,
+    device: B::Device,
+    replica: &Replica,
+    on_progress: &mut impl FnMut(Progress<'_>),
+) -> Result<TrainOutcome> {
+    let main = replica.is_main();
+    let mut quiet = |_: Progress<'_>| {};
+    let report: &mut dyn FnMut(Progress<'_>) = if main { on_progress } else { &mut quiet };
+    let Start { learner, mut state, normalizer } = match resume {
+        None => start_fresh::<B>(config, run, device, replica.world_size())?,
+        Some(path) => resume_from::<B>(config, run, path, device, replica.world_size(), &mut *report)?,
+    };
+    let mut learner = learner.with_replica(replica.clone());
+    learner.sync_weights()?;
+    let mut loader = run.replica_loader(config, state.sampler, replica)?;
 
     let num_params = learner.model().num_learnable_params();
-    on_progress(Progress::Line(&format!("num_learnable_params={num_params} ({})", big_number(num_params as f64))));
-    let mut metrics = MetricsWriter::open(&config.output_dir)?;
+    report(Progress::Line(&format!("num_learnable_params={num_params} ({})", big_number(num_params as f64))));
+    let mut metrics = if main { Some(MetricsWriter::open(&config.output_dir)?) } else { None };
     let saver = CheckpointWriter {
         config,
         config_json: serde_json::to_value(config).map_err(|e| Error::Config(e.to_string()))?,
@@ -296,17 +454,23 @@ pub fn train<B: TrainingBackend>(
     let mut period = Period::default();
     while state.step < config.steps {
         period.add(optimiser_step(&mut learner, &mut loader, &mut state, config.grad_accum)?);
-        on_progress(Progress::Step(state.step));
+        report(Progress::Step(state.step));
         if state.step % config.log_freq == 0 || state.step == config.steps {
-            let m = period.take(state.step, state.samples, episode_len, frames);
+            // Every replica takes part: the loss logged is the mean over all of them.
+            let m = period.take(state.step, state.samples, episode_len, frames, replica)?;
             losses.push((state.step, m.loss));
-            on_progress(Progress::Line(&m.line()));
-            metrics.write(&m)?;
+            report(Progress::Line(&m.line()));
+            if let Some(metrics) = &mut metrics {
+                metrics.write(&m)?;
+            }
         }
         if saver.due(state.step) {
-            let dir = saver.save(&learner, &state)?;
-            on_progress(Progress::Line(&format!("checkpoint {}", dir.display())));
-            last_checkpoint = Some(dir);
+            learner.check_replicas_agree()?;
+            if main {
+                let dir = saver.save(&learner, &state)?;
+                report(Progress::Line(&format!("checkpoint {}", dir.display())));
+                last_checkpoint = Some(dir);
+            }
         }
     }
     Ok(TrainOutcome { steps: state.step, losses, checkpoint: last_checkpoint, num_params })
@@ -332,7 +496,12 @@ struct Start<B: TrainingBackend> {
 }
 
 /// A new run: seeded weights, the dataset's statistics, step 0.
-fn start_fresh<B: TrainingBackend>(config: &TrainConfig, run: &TrainData, device: B::Device) -> Result<Start<B>> {
+fn start_fresh<B: TrainingBackend>(
+    config: &TrainConfig,
+    run: &TrainData,
+    device: B::Device,
+    world_size: usize,
+) -> Result<Start<B>> {
     let model = init_model::<B>(&config.policy.config, &run.features, config.seed, &device)?;
     let normalizer = run.normalizer(config)?;
     let ema = config.ema.enable.then(|| Ema::new(&model.valid(), config.ema.clone()));
@@ -345,6 +514,7 @@ fn start_fresh<B: TrainingBackend>(config: &TrainConfig, run: &TrainData, device
         loss_scale: None,
         datasets: run.fingerprints()?,
         weights: config.dataset.weights.clone(),
+        world_size,
     };
     Ok(Start { learner, state, normalizer })
 }
@@ -356,7 +526,8 @@ fn resume_from<B: TrainingBackend>(
     run: &TrainData,
     path: &Path,
     device: B::Device,
-    on_progress: &mut impl FnMut(Progress<'_>),
+    world_size: usize,
+    on_progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Start<B>> {
     let policy = &config.policy.config;
     let dir = checkpoint::resolve(path)?;
@@ -376,6 +547,14 @@ fn resume_from<B: TrainingBackend>(
             "the checkpoint was trained on {} dataset(s) other than this run's {names} (another dataset, \
              or one changed since): its sampler position would mean other samples",
             state.datasets.len()
+        )));
+    }
+    // Each replica's sampler position is in its own shard of every epoch.
+    if state.world_size != world_size {
+        return Err(Error::Config(format!(
+            "the checkpoint was trained on {} device(s), this run has {world_size}: its sampler position \
+             is one shard's of {0} (resume on {0} devices)",
+            state.world_size
         )));
     }
     if !same_weights(state.weights.as_deref(), config.dataset.weights.as_deref()) {
@@ -471,9 +650,11 @@ fn optimiser_step<B: TrainingBackend>(
         state.sampler = batch.state();
     }
     let computed = Instant::now();
-    let output = learner.finish(state.step);
+    let output = learner.finish(state.step)?;
     compute_s += computed.elapsed().as_secs_f64();
     state.step += 1;
+    // Every replica's batches are as long as this one's (the shards are equally long).
+    let samples = samples * learner.replica().world_size();
     state.samples += samples as u64;
     state.loss_scale = learner.loss_scaler().map(LossScaler::state);
     Ok(StepDone { output, data_s, compute_s, samples })
@@ -562,8 +743,13 @@ impl<B: Backend> Period<B> {
         self.update_s += update_s;
     }
 
-    fn take(&mut self, step: usize, samples: u64, episode_len: f64, frames: f64) -> Metrics {
+    /// The period's metrics (the loss averaged over the replicas: each takes part), and a new
+    /// period.
+    fn take(&mut self, step: usize, samples: u64, episode_len: f64, frames: f64, replica: &Replica) -> Result<Metrics> {
         let n = self.steps.max(1) as f64;
+        if let Some(loss) = self.loss.take() {
+            self.loss = Some(replica.all_reduce_mean(loss)?);
+        }
         let scalar = |t: Option<Tensor<B, 1>>| t.map_or(0.0, |t| f64::from(t.into_scalar().elem::<f32>()));
         let m = Metrics {
             step,
@@ -580,6 +766,6 @@ impl<B: Backend> Period<B> {
             skipped: self.skipped,
         };
         *self = Self::default();
-        m
+        Ok(m)
     }
 }

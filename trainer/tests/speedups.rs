@@ -134,7 +134,7 @@ fn k_micro_batches_update_like_one_batch_of_k_times_b() {
         assert_eq!(half.indices(), &batch.indices()[2 * micro..2 * micro + 2], "the loaders deal the same samples");
         two.accumulate(&half, 0, micro).unwrap();
     }
-    let split = two.finish(0);
+    let split = two.finish(0).unwrap();
 
     let scalar = |t: Tensor<Flex, 1>| f64::from(t.into_scalar().elem::<f32>());
     let (l1, l2) = (scalar(whole.loss), scalar(split.loss));

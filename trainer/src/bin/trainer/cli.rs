@@ -161,6 +161,14 @@ struct TrainArgs {
     /// cpu, wgpu or cuda.
     #[arg(long)]
     device: Option<DeviceKind>,
+    /// Train on N devices of that kind, one replica each (data-parallel; on the CPU, N replicas
+    /// share its cores).
+    #[arg(long = "num_devices")]
+    num_devices: Option<usize>,
+    /// The devices to train on, as `cuda:0,cuda:1` (devices 0..N of one kind; choose others with
+    /// CUDA_VISIBLE_DEVICES): sets --device and --num_devices.
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["device", "num_devices"])]
+    devices: Option<Vec<String>>,
     /// Compute precision: f32, bf16 or f16 (f32 master weights; f16 with loss scaling).
     #[arg(long)]
     precision: Option<trainer::Precision>,
@@ -263,6 +271,12 @@ impl TrainArgs {
         if let Some(d) = self.device {
             set(&["device"], json!(d.to_string()));
         }
+        opt!(self.num_devices, ["num_devices"]);
+        if let Some(devices) = &self.devices {
+            let kind = parse_device_list(devices)?;
+            set(&["device"], json!(kind.to_string()));
+            set(&["num_devices"], json!(devices.len()));
+        }
         opt!(self.precision, ["precision"]);
         opt!(self.grad_accum, ["grad_accum"]);
         opt!(self.ema_enable, ["ema", "enable"]);
@@ -276,6 +290,48 @@ impl TrainArgs {
 }
 
 /// Reads a TOML or JSON configuration file.
+/// Refuses to run as one of several processes (mpirun, srun, torchrun): each would train alone
+/// on the whole dataset, unknowingly.
+fn refuse_multi_machine_launch(var: impl Fn(&str) -> Option<String>) -> Result<()> {
+    for name in ["WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"] {
+        if let Some(size) = var(name).filter(|v| v.trim().parse::<usize>().is_ok_and(|n| n > 1)) {
+            bail!(
+                "{name}={size}: this process was launched as one of several, and training across processes \
+                 or machines is not implemented yet; use --num_devices for the devices of one machine"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The kind of a `--devices` list (`cuda:0,cuda:1`, `cpu,cpu`): one kind, ordinals `0..N` in
+/// order (a bare kind counts as the next ordinal).
+fn parse_device_list(devices: &[String]) -> Result<DeviceKind> {
+    let mut kinds = Vec::with_capacity(devices.len());
+    for (expected, device) in devices.iter().enumerate() {
+        let (kind, ordinal) = match device.split_once(':') {
+            Some((kind, ordinal)) => {
+                let ordinal: usize =
+                    ordinal.parse().with_context(|| format!("--devices: `{device}` has no device number"))?;
+                (kind, ordinal)
+            }
+            None => (device.as_str(), expected),
+        };
+        if ordinal != expected {
+            bail!(
+                "--devices: `{device}` is not device {expected}: a run takes devices 0..N of one kind \
+                 (choose which GPUs those are with CUDA_VISIBLE_DEVICES)"
+            );
+        }
+        kinds.push(kind.parse::<DeviceKind>()?);
+    }
+    match kinds.first() {
+        Some(first) if kinds.iter().all(|k| k == first) => Ok(*first),
+        Some(_) => bail!("--devices: every device must be of one kind, got {}", devices.join(",")),
+        None => bail!("--devices: no device"),
+    }
+}
+
 fn read_config_file(path: &Path) -> Result<Value> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     if path.extension().is_some_and(|e| e == "toml") {
@@ -372,6 +428,7 @@ fn train(args: &TrainArgs) -> Result<()> {
         println!("{resolved}");
         return Ok(());
     }
+    refuse_multi_machine_launch(|name| std::env::var(name).ok())?;
     let outcome = run_on(config.device, Train { config: config.clone(), resume: args.resume.clone() })??;
     if let (Some(first), Some(last)) = (outcome.losses.first(), outcome.losses.last()) {
         println!("loss {:.4} at step {} → {:.4} at step {}", first.1, first.0, last.1, last.0);
@@ -408,21 +465,27 @@ impl DeviceTask for Train {
             indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {per_sec}  eta {eta}  {msg}")
                 .expect("a valid template"),
         );
+        let devices = trainer::parallel::devices_from(&device, self.config.num_devices);
         let outcome =
-            trainer::train::<Autodiff<B>>(&self.config, self.resume.as_deref(), device, |progress| match progress {
-                // A hidden bar (output not a terminal) prints nothing: log lines go to stdout then.
-                Progress::Line(line) if bar.is_hidden() => println!("{line}"),
-                Progress::Line(line) => bar.println(line),
-                Progress::Step(step) => {
-                    if !bar.message().is_empty() {
-                        bar.set_message("");
+            trainer::train_on::<Autodiff<B>>(
+                &self.config,
+                self.resume.as_deref(),
+                devices,
+                |progress| match progress {
+                    // A hidden bar (output not a terminal) prints nothing: log lines go to stdout then.
+                    Progress::Line(line) if bar.is_hidden() => println!("{line}"),
+                    Progress::Line(line) => bar.println(line),
+                    Progress::Step(step) => {
+                        if !bar.message().is_empty() {
+                            bar.set_message("");
+                        }
+                        bar.set_position(step as u64);
                     }
-                    bar.set_position(step as u64);
-                }
-                Progress::FrameCache { done, total } => {
-                    bar.set_message(format!("frame cache {done}/{total} frames"));
-                }
-            });
+                    Progress::FrameCache { done, total } => {
+                        bar.set_message(format!("frame cache {done}/{total} frames"));
+                    }
+                },
+            );
         bar.finish_and_clear();
         Ok(outcome?)
     }

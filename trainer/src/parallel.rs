@@ -6,7 +6,7 @@
 //! burn-collective keeps one session per process and backend, whose calls block until every
 //! device has made them. So that a failing replica cannot leave the others waiting forever, a
 //! [`Replica`] checks a shared abort flag before every collective call, and the thread that
-//! supervises the replicas ([`Session::supervise`]) resets the session until every replica has
+//! supervises the replicas (in `train_on`) resets the session until every replica has
 //! returned once one has failed: a call waiting in the session then returns an error.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,7 +16,6 @@ use std::time::Duration;
 use burn::prelude::*;
 use burn::tensor::TensorPrimitive;
 use burn::tensor::backend::{DeviceId, DeviceOps};
-use burn_collective::{AllReduceStrategy, BroadcastStrategy, CollectiveConfig, PeerId, ReduceOperation};
 
 use crate::error::{Error, Result};
 
@@ -56,10 +55,6 @@ impl Replica {
         self.rank == 0
     }
 
-    fn peer(&self) -> PeerId {
-        PeerId(self.rank as u32)
-    }
-
     /// Fails when another replica has failed, before a collective call that would wait for it.
     fn check(&self) -> Result<()> {
         if self.aborted.load(Ordering::SeqCst) {
@@ -68,11 +63,11 @@ impl Replica {
         Ok(())
     }
 
-    fn collective_error(&self, what: &str, error: burn_collective::CollectiveError) -> Error {
+    fn collective_error(&self, what: &str, error: String) -> Error {
         if self.aborted.load(Ordering::SeqCst) {
             Error::Replicas(format!("rank {}: stopped because another rank failed", self.rank))
         } else {
-            Error::Replicas(format!("rank {}: {what} failed: {error:?}", self.rank))
+            Error::Replicas(format!("rank {}: {what} failed: {error}", self.rank))
         }
     }
 
@@ -82,13 +77,7 @@ impl Replica {
             return Ok(());
         }
         self.check()?;
-        // Centralized: the sum is made once, on one device, and copied to the others, so every
-        // replica receives the same bits (and on one CPU there is nothing to pipeline).
-        let config = CollectiveConfig::default()
-            .with_num_devices(self.world_size)
-            .with_local_all_reduce_strategy(AllReduceStrategy::Centralized)
-            .with_local_broadcast_strategy(BroadcastStrategy::Centralized);
-        burn_collective::register::<B>(self.peer(), device.clone(), config)
+        collective::register::<B>(self.rank, self.world_size, device)
             .map_err(|e| self.collective_error("joining the collective session", e))
     }
 
@@ -98,9 +87,8 @@ impl Replica {
             return Ok(tensor);
         }
         self.check()?;
-        let reduced =
-            burn_collective::all_reduce::<B>(self.peer(), tensor.into_primitive().tensor(), ReduceOperation::Mean)
-                .map_err(|e| self.collective_error("the all-reduce", e))?;
+        let reduced = collective::all_reduce_mean::<B>(self.rank, tensor.into_primitive().tensor())
+            .map_err(|e| self.collective_error("the all-reduce", e))?;
         Ok(Tensor::from_primitive(TensorPrimitive::Float(reduced)))
     }
 
@@ -111,8 +99,8 @@ impl Replica {
         }
         self.check()?;
         let sent = self.is_main().then(|| tensor.into_primitive().tensor());
-        let received = burn_collective::broadcast::<B>(self.peer(), sent)
-            .map_err(|e| self.collective_error("the broadcast", e))?;
+        let received =
+            collective::broadcast::<B>(self.rank, sent).map_err(|e| self.collective_error("the broadcast", e))?;
         Ok(Tensor::from_primitive(TensorPrimitive::Float(received)))
     }
 
@@ -121,8 +109,7 @@ impl Replica {
         if self.world_size == 1 {
             return Ok(());
         }
-        burn_collective::finish_collective::<B>(self.peer())
-            .map_err(|e| self.collective_error("leaving the session", e))
+        collective::finish::<B>(self.rank).map_err(|e| self.collective_error("leaving the session", e))
     }
 }
 
@@ -154,9 +141,76 @@ impl Session {
     pub(crate) fn abort<B: Backend>(&self, all_returned: impl Fn() -> bool) {
         self.replicas[0].aborted.store(true, Ordering::SeqCst);
         while !all_returned() {
-            burn_collective::reset_collective::<B>();
+            collective::reset::<B>();
             std::thread::sleep(Duration::from_millis(20));
         }
+        collective::reset::<B>();
+    }
+}
+
+/// burn-collective's calls, with the `multi-device` feature.
+#[cfg(feature = "multi-device")]
+mod collective {
+    use burn::prelude::Backend;
+    use burn::tensor::ops::FloatTensor;
+    use burn_collective::{AllReduceStrategy, BroadcastStrategy, CollectiveConfig, PeerId, ReduceOperation};
+
+    fn peer(rank: usize) -> PeerId {
+        PeerId(rank as u32)
+    }
+
+    pub(super) fn register<B: Backend>(rank: usize, world_size: usize, device: &B::Device) -> Result<(), String> {
+        // Centralized: the sum is made once, on one device, and copied to the others, so every
+        // replica receives the same bits (and on one CPU there is nothing to pipeline).
+        let config = CollectiveConfig::default()
+            .with_num_devices(world_size)
+            .with_local_all_reduce_strategy(AllReduceStrategy::Centralized)
+            .with_local_broadcast_strategy(BroadcastStrategy::Centralized);
+        burn_collective::register::<B>(peer(rank), device.clone(), config).map_err(|e| format!("{e:?}"))
+    }
+
+    pub(super) fn all_reduce_mean<B: Backend>(rank: usize, tensor: FloatTensor<B>) -> Result<FloatTensor<B>, String> {
+        burn_collective::all_reduce::<B>(peer(rank), tensor, ReduceOperation::Mean).map_err(|e| format!("{e:?}"))
+    }
+
+    pub(super) fn broadcast<B: Backend>(rank: usize, tensor: Option<FloatTensor<B>>) -> Result<FloatTensor<B>, String> {
+        burn_collective::broadcast::<B>(peer(rank), tensor).map_err(|e| format!("{e:?}"))
+    }
+
+    pub(super) fn finish<B: Backend>(rank: usize) -> Result<(), String> {
+        burn_collective::finish_collective::<B>(peer(rank)).map_err(|e| format!("{e:?}"))
+    }
+
+    pub(super) fn reset<B: Backend>() {
         burn_collective::reset_collective::<B>();
     }
+}
+
+/// Without the `multi-device` feature: every collective call says how to get one.
+#[cfg(not(feature = "multi-device"))]
+#[allow(clippy::extra_unused_type_parameters, reason = "the signatures of the feature's calls")]
+mod collective {
+    use burn::prelude::Backend;
+    use burn::tensor::ops::FloatTensor;
+
+    const NOT_BUILT: &str =
+        "this build has no multi-device training: rebuild the trainer with `--features multi-device`";
+
+    pub(super) fn register<B: Backend>(_: usize, _: usize, _: &B::Device) -> Result<(), String> {
+        Err(NOT_BUILT.into())
+    }
+
+    pub(super) fn all_reduce_mean<B: Backend>(_: usize, _: FloatTensor<B>) -> Result<FloatTensor<B>, String> {
+        Err(NOT_BUILT.into())
+    }
+
+    pub(super) fn broadcast<B: Backend>(_: usize, _: Option<FloatTensor<B>>) -> Result<FloatTensor<B>, String> {
+        Err(NOT_BUILT.into())
+    }
+
+    pub(super) fn finish<B: Backend>(_: usize) -> Result<(), String> {
+        Err(NOT_BUILT.into())
+    }
+
+    pub(super) fn reset<B: Backend>() {}
 }

@@ -30,10 +30,16 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
-    /// A data-parallel run failed between its replicas (a drift, a collective call), or a
-    /// replica stopped because another failed.
+    /// A data-parallel run failed between its replicas (a drift, a collective call).
     #[error("data-parallel training: {0}")]
     Replicas(String),
+    /// A replica of a data-parallel run stopped because another failed (whose error is the
+    /// cause).
+    #[error("data-parallel training: rank {rank}: stopped because another rank failed")]
+    StoppedByAnotherReplica {
+        /// The replica that stopped.
+        rank: usize,
+    },
     /// Writing outputs (logs, metrics) failed.
     #[error("{}: {source}", path.display())]
     Io {

@@ -58,14 +58,14 @@ impl Replica {
     /// Fails when another replica has failed, before a collective call that would wait for it.
     fn check(&self) -> Result<()> {
         if self.aborted.load(Ordering::SeqCst) {
-            return Err(Error::Replicas(format!("rank {}: stopped because another rank failed", self.rank)));
+            return Err(Error::StoppedByAnotherReplica { rank: self.rank });
         }
         Ok(())
     }
 
     fn collective_error(&self, what: &str, error: String) -> Error {
         if self.aborted.load(Ordering::SeqCst) {
-            Error::Replicas(format!("rank {}: stopped because another rank failed", self.rank))
+            Error::StoppedByAnotherReplica { rank: self.rank }
         } else {
             Error::Replicas(format!("rank {}: {what} failed: {error}", self.rank))
         }
@@ -117,6 +117,7 @@ impl Replica {
 /// sharing burn-collective's one session.
 pub(crate) struct Session {
     replicas: Vec<Replica>,
+    aborted: Arc<AtomicBool>,
     _exclusive: MutexGuard<'static, ()>,
 }
 
@@ -128,7 +129,7 @@ impl Session {
         let aborted = Arc::new(AtomicBool::new(false));
         let replicas =
             (0..world_size).map(|rank| Replica { rank, world_size, aborted: Arc::clone(&aborted) }).collect();
-        Self { replicas, _exclusive: exclusive }
+        Self { replicas, aborted, _exclusive: exclusive }
     }
 
     /// The replicas, by rank.
@@ -139,7 +140,7 @@ impl Session {
     /// Stops every replica after one has failed: sets the abort flag, then resets
     /// burn-collective's session (which fails the calls waiting in it) until `all_returned`.
     pub(crate) fn abort<B: Backend>(&self, all_returned: impl Fn() -> bool) {
-        self.replicas[0].aborted.store(true, Ordering::SeqCst);
+        self.aborted.store(true, Ordering::SeqCst);
         while !all_returned() {
             collective::reset::<B>();
             std::thread::sleep(Duration::from_millis(20));

@@ -378,7 +378,7 @@ impl From<Progress<'_>> for ReplicaEvent {
 
 /// Whether `error` is a replica stopping because another failed.
 fn is_abort(error: &Error) -> bool {
-    matches!(error, Error::Replicas(message) if message.ends_with("because another rank failed"))
+    matches!(error, Error::StoppedByAnotherReplica { .. })
 }
 
 fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
@@ -390,7 +390,8 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// One replica's run (the whole run with one device): joins the replicas' session, starts or
-/// resumes, then steps, logging and checkpointing on rank 0.
+/// resumes, then steps, logging and checkpointing on rank 0, and leaves the session. After an
+/// error it leaves nothing: the supervisor resets the session once a replica fails.
 fn train_replica<B: TrainingBackend>(
     config: &TrainConfig,
     run: &TrainData,
@@ -401,25 +402,6 @@ fn train_replica<B: TrainingBackend>(
 ) -> Result<TrainOutcome> {
     // First: the others wait in the session for every replica to join.
     replica.register::<B::InnerBackend>(&device)?;
-    let outcome = replica_loop::<B>(config, run, resume, device, replica, on_progress);
-    match outcome {
-        Ok(outcome) => {
-            replica.finish::<B::InnerBackend>()?;
-            Ok(outcome)
-        }
-        // The session is reset by the supervisor once a replica fails.
-        Err(e) => Err(e),
-    }
-}
-
-fn replica_loop<B: TrainingBackend>(
-    config: &TrainConfig,
-    run: &TrainData,
-    resume: Option<&Path>,
-    device: B::Device,
-    replica: &Replica,
-    on_progress: &mut impl FnMut(Progress<'_>),
-) -> Result<TrainOutcome> {
     let main = replica.is_main();
     let mut quiet = |_: Progress<'_>| {};
     let report: &mut dyn FnMut(Progress<'_>) = if main { on_progress } else { &mut quiet };
@@ -473,6 +455,7 @@ fn replica_loop<B: TrainingBackend>(
             }
         }
     }
+    replica.finish::<B::InnerBackend>()?;
     Ok(TrainOutcome { steps: state.step, losses, checkpoint: last_checkpoint, num_params })
 }
 

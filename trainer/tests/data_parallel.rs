@@ -8,16 +8,15 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use burn::backend::{Autodiff, Flex};
-use burn::module::{Module, ModuleVisitor, Param};
 use serde_json::json;
 use trainer::checkpoint::{self, TrainingState};
-use trainer::{PolicyRunner, TrainConfig, train, train_on};
+use trainer::{TrainConfig, train, train_on};
 
 type Backend = Autodiff<Flex>;
 
 mod common;
 
-use common::{scratch, scratch_path, tiny_config};
+use common::{checkpoint_weights as weights, scratch, scratch_path, tiny_config};
 
 /// 2 episodes of 27 frames: 40 sampleable frames (7 dropped at each end), so that batches of 4
 /// (or 2 per replica) cut an epoch into 10 whole steps.
@@ -42,20 +41,6 @@ fn tiny(output: &Path, steps: usize, batch: usize, extra: serde_json::Value) -> 
     });
     trainer::merge(&mut overrides, extra);
     tiny_config(dataset(), output, steps, overrides)
-}
-
-/// Every trainable weight of the checkpoint at `dir`.
-fn weights(dir: &Path) -> Vec<f32> {
-    struct Gather(Vec<f32>);
-    impl<B: burn::prelude::Backend> ModuleVisitor<B> for Gather {
-        fn visit_float<const D: usize>(&mut self, param: &Param<burn::prelude::Tensor<B, D>>) {
-            self.0.extend(param.val().into_data().to_vec::<f32>().unwrap());
-        }
-    }
-    let model = PolicyRunner::<Flex>::load(dir, 0, false, Default::default()).unwrap().into_model();
-    let mut gather = Gather(Vec::new());
-    model.visit(&mut gather);
-    gather.0
 }
 
 fn two_cpus() -> Vec<burn::backend::flex::FlexDevice> {

@@ -6,7 +6,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use burn::backend::{Autodiff, Flex};
-use burn::module::{Module, ModuleVisitor, Param};
 use serde_json::json;
 use trainer::checkpoint::{self, TrainingState};
 use trainer::{PolicyRunner, TrainConfig, train};
@@ -15,7 +14,7 @@ type Backend = Autodiff<Flex>;
 
 mod common;
 
-use common::{tiny_config, write_synth};
+use common::{checkpoint_weights as weights, tiny_config, write_synth};
 
 /// An empty scratch folder `name`, removed when the test passes.
 fn scratch(name: &str) -> common::Scratch {
@@ -38,20 +37,6 @@ fn config_file(config: &TrainConfig, dir: &Path) -> PathBuf {
     let path = dir.join("run.json");
     std::fs::write(&path, serde_json::to_string_pretty(config).unwrap()).unwrap();
     path
-}
-
-/// Every weight of the newest checkpoint in `output`.
-fn weights(output: &Path) -> Vec<f32> {
-    struct Gather(Vec<f32>);
-    impl<B: burn::prelude::Backend> ModuleVisitor<B> for Gather {
-        fn visit_float<const D: usize>(&mut self, param: &Param<burn::prelude::Tensor<B, D>>) {
-            self.0.extend(param.val().into_data().to_vec::<f32>().unwrap());
-        }
-    }
-    let model = PolicyRunner::<Flex>::load(output, 0, false, Default::default()).unwrap().into_model();
-    let mut gather = Gather(Vec::new());
-    model.visit(&mut gather);
-    gather.0
 }
 
 fn checkpoint_entries(output: &Path) -> Vec<String> {

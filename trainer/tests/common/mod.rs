@@ -88,3 +88,21 @@ pub fn tiny_config(root: &Path, output: &Path, steps: usize, extra: serde_json::
     trainer::merge(&mut overrides, extra);
     TrainConfig::resolve(None, overrides).unwrap()
 }
+
+/// Every weight (the trained ones, not an EMA) of the checkpoint at `path`: an output folder
+/// (its newest checkpoint) or a checkpoint folder. Values, not the record's bytes, which also
+/// hold parameter ids that differ per process.
+pub fn checkpoint_weights(path: &Path) -> Vec<f32> {
+    use burn::module::{Module, ModuleVisitor, Param};
+    struct Gather(Vec<f32>);
+    impl<B: burn::prelude::Backend> ModuleVisitor<B> for Gather {
+        fn visit_float<const D: usize>(&mut self, param: &Param<burn::prelude::Tensor<B, D>>) {
+            self.0.extend(param.val().into_data().to_vec::<f32>().unwrap());
+        }
+    }
+    let model =
+        trainer::PolicyRunner::<burn::backend::Flex>::load(path, 0, false, Default::default()).unwrap().into_model();
+    let mut gather = Gather(Vec::new());
+    model.visit(&mut gather);
+    gather.0
+}

@@ -2,7 +2,8 @@
 # Sets a Debian 12 (or later) machine up to build and test this project: installs the Debian
 # packages the build needs (a C compiler and linker, git, curl for rustup's installer, FFmpeg's
 # development libraries for video-rs and ffmpeg-next, libclang and pkg-config for their bindings,
-# the ffmpeg command line, and Python's venv for the test tools), then checks for the Rust
+# the ffmpeg command line, Open MPI for training across processes (the trainer's `mpi`
+# feature, which the tests build), and Python's venv for the test tools), then checks for the Rust
 # toolchain, which Debian's own rustc is too old to be: it says how to get it and fails if it is
 # missing. Idempotent: installs nothing when everything is present. Uses sudo when not run as
 # root.
@@ -13,6 +14,7 @@ packages=(
   build-essential git curl ca-certificates pkg-config libclang-dev
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libswresample-dev
   libavfilter-dev libavdevice-dev ffmpeg
+  libopenmpi-dev openmpi-bin
   python3 python3-venv
 )
 missing=()

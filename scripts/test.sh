@@ -25,13 +25,15 @@ if grep -E '^(clap|anyhow|indicatif|tracing-subscriber) ' <<<"$library_deps"; th
 fi
 # Lints and docs see the GPU backends too (`cuda` and `wgpu` compile without a GPU), so that
 # their code cannot rot unseen; both share one check build.
-gpu=(--features bench/wgpu,bench/cuda)
+gpu=(--features bench/wgpu,bench/cuda,trainer/mpi)
 cargo clippy --workspace --all-targets --locked "${gpu[@]}" -- -D warnings
 # ... and without FFmpeg, as the GPU kit builds them (scripts/gpu-kit.sh).
 cargo clippy --workspace --all-targets --locked "${gpu[@]}" --no-default-features \
   --features datasets/cli,trainer/cli -- -D warnings
-cargo test --workspace --release --locked
-cargo test --workspace --release --locked --test tensorboard -- --ignored
+# MPI too (Open MPI, which install-debian-packages.sh installs): trainer/tests/mpi.rs starts
+# runs of two processes with mpirun.
+cargo test --workspace --release --locked --features trainer/mpi
+cargo test --workspace --release --locked --features trainer/mpi --test tensorboard -- --ignored
 # The Python wheel (python/): built by maturin from the same release build, installed in a fresh
 # virtual environment with numpy only (and pytest), and tested there (python/tests).
 "$venv/bin/pip" install --quiet --disable-pip-version-check "maturin==1.9.4"

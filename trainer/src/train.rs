@@ -25,9 +25,9 @@ use crate::inputs::InputPipeline;
 use crate::lerobot::load_resnet18;
 use crate::metrics::{Metrics, MetricsWriter, big_number};
 use crate::model::DiffusionModel;
-use crate::parallel::{Replica, Session};
+use crate::parallel::{Processes, Replica, Session};
 use crate::precision::LossScaler;
-use crate::run_config::TrainConfig;
+use crate::run_config::{DatasetConfig, TrainConfig};
 use crate::step::{Learner, StepOutput, TrainingBackend};
 
 /// What a run did.
@@ -271,13 +271,35 @@ pub fn train<B: TrainingBackend>(
 
 /// Trains as `config` says with one replica of the model on each of `devices` (data-parallel:
 /// each replica reads its shard of every epoch, and the gradients are averaged over the
-/// replicas every step; with one device, the plain loop). Rank 0 logs and writes checkpoints;
-/// `on_progress` is called on this thread.
+/// replicas every step; with one device, the plain loop). When [`crate::parallel::launch`] found this
+/// process to be one of several, the replicas are those of every process, each with its
+/// `devices`. Rank 0 logs and writes checkpoints; `on_progress` is called on this thread.
+///
+/// A failure in one of several processes ends them all (`MPI_Abort`, after printing the
+/// error): the others wait for this one in collective calls.
 pub fn train_on<B: TrainingBackend>(
     config: &TrainConfig,
     resume: Option<&Path>,
     devices: Vec<B::Device>,
     mut on_progress: impl FnMut(Progress<'_>),
+) -> Result<TrainOutcome> {
+    let processes = Processes::current();
+    let outcome = train_processes::<B>(config, resume, devices, processes, &mut on_progress);
+    if let Err(error) = &outcome
+        && processes.count() > 1
+    {
+        processes.abort_run(error);
+    }
+    outcome
+}
+
+/// [`train_on`] in this process, one of `processes`.
+fn train_processes<B: TrainingBackend>(
+    config: &TrainConfig,
+    resume: Option<&Path>,
+    devices: Vec<B::Device>,
+    processes: Processes,
+    on_progress: &mut impl FnMut(Progress<'_>),
 ) -> Result<TrainOutcome> {
     if devices.is_empty() {
         return Err(Error::Config("no device to train on".into()));
@@ -290,26 +312,63 @@ pub fn train_on<B: TrainingBackend>(
         )));
     }
     checkpoint::remove_partial(&config.output_dir)?;
-    run.settle_frame_cache(config, &mut on_progress)?;
-    if devices.len() == 1 {
+    run.settle_frame_cache(config, &mut *on_progress)?;
+    let local = devices.len();
+    if local == 1 && processes.count() == 1 {
         let device = devices.into_iter().next().expect("one device");
-        return train_replica::<B>(config, &run, resume, device, &Replica::single(), &mut on_progress);
+        return train_replica::<B>(config, &run, resume, device, &Replica::single(), on_progress);
     }
-    let world = devices.len();
-    on_progress(Progress::Line(&format!(
-        "data-parallel: {world} replicas; effective batch size {} = {} per device x {world} devices x {} accumulated",
-        config.batch_size * world * config.grad_accum,
-        config.batch_size,
-        config.grad_accum
-    )));
-    let session = Session::new(world);
+    let world = local * processes.count();
+    if processes.count() > 1 {
+        // The datasets' folders may differ between machines; their frames may not.
+        let compared = TrainConfig {
+            dataset: DatasetConfig { root: Default::default(), ..config.dataset.clone() },
+            ..config.clone()
+        };
+        let frames = run.datasets.len();
+        let arguments =
+            serde_json::to_vec(&(compared, local, resume, frames)).map_err(|e| Error::Config(e.to_string()))?;
+        processes.check_same(twox_hash::XxHash64::oneshot(0, &arguments), "configuration, dataset or device count")?;
+    }
+    if processes.is_main() {
+        let machines = match processes.count() {
+            1 => String::new(),
+            n => format!(" ({n} processes x {local} devices)"),
+        };
+        on_progress(Progress::Line(&format!(
+            "data-parallel: {world} replicas{machines}; effective batch size {} = {} per device x {world} devices x {} \
+             accumulated",
+            config.batch_size * world * config.grad_accum,
+            config.batch_size,
+            config.grad_accum
+        )));
+    }
+    let session = Session::new(local);
+    if local == 1 {
+        let device = devices.into_iter().next().expect("one device");
+        return train_replica::<B>(config, &run, resume, device, &session.replicas()[0], on_progress);
+    }
+    train_replicas::<B>(config, &run, resume, devices, &session, on_progress)
+}
+
+/// This process's replicas, one per device on a thread of its own, supervised from this thread:
+/// it forwards their progress and, when one fails, stops the others.
+fn train_replicas<B: TrainingBackend>(
+    config: &TrainConfig,
+    run: &TrainData,
+    resume: Option<&Path>,
+    devices: Vec<B::Device>,
+    session: &Session,
+    on_progress: &mut impl FnMut(Progress<'_>),
+) -> Result<TrainOutcome> {
+    let local = devices.len();
     std::thread::scope(|scope| {
         let (events, reports) = std::sync::mpsc::channel::<ReplicaEvent>();
         let threads: Vec<_> = devices
             .into_iter()
             .zip(session.replicas())
             .map(|(device, replica)| {
-                let (events, run) = (events.clone(), &run);
+                let events = events.clone();
                 std::thread::Builder::new()
                     .name(format!("replica-{}", replica.rank()))
                     .spawn_scoped(scope, move || {
@@ -323,20 +382,20 @@ pub fn train_on<B: TrainingBackend>(
                         .unwrap_or_else(|panic| {
                             Err(Error::Replicas(format!("rank {} panicked: {}", replica.rank(), panic_message(&panic))))
                         });
-                        let _ = events.send(ReplicaEvent::Done(replica.rank(), Box::new(outcome)));
+                        let _ = events.send(ReplicaEvent::Done(replica.local_rank(), Box::new(outcome)));
                     })
                     .map_err(|e| Error::Replicas(format!("starting replica {}: {e}", replica.rank())))
             })
             .collect::<Result<_>>()?;
         drop(events);
-        let mut outcomes: Vec<Option<Result<TrainOutcome>>> = (0..world).map(|_| None).collect();
+        let mut outcomes: Vec<Option<Result<TrainOutcome>>> = (0..local).map(|_| None).collect();
         for event in reports.iter() {
             match event {
                 ReplicaEvent::Line(line) => on_progress(Progress::Line(&line)),
                 ReplicaEvent::Step(step) => on_progress(Progress::Step(step)),
-                ReplicaEvent::Done(rank, outcome) => {
+                ReplicaEvent::Done(local_rank, outcome) => {
                     let failed = outcome.is_err();
-                    outcomes[rank] = Some(*outcome);
+                    outcomes[local_rank] = Some(*outcome);
                     if failed {
                         // Wake the replicas waiting for this one, then collect what they say.
                         session.abort::<B::InnerBackend>(|| {
@@ -346,11 +405,14 @@ pub fn train_on<B: TrainingBackend>(
                 }
             }
         }
-        // The first error that is not "another rank failed" is the cause; otherwise rank 0's run.
+        // The first error that is not "another rank failed" is the cause; otherwise the first
+        // replica's run.
         let mut outcomes: Vec<Result<TrainOutcome>> = outcomes
             .into_iter()
-            .enumerate()
-            .map(|(rank, o)| o.unwrap_or_else(|| Err(Error::Replicas(format!("rank {rank} ended without a word")))))
+            .zip(session.replicas())
+            .map(|(o, replica)| {
+                o.unwrap_or_else(|| Err(Error::Replicas(format!("rank {} ended without a word", replica.rank()))))
+            })
             .collect();
         if let Some(cause) = outcomes.iter().position(|o| o.as_ref().is_err_and(|e| !is_abort(e))) {
             return outcomes.swap_remove(cause);

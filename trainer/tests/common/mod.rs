@@ -74,6 +74,56 @@ pub fn write_synth(root: &Path) -> PathBuf {
     root.to_path_buf()
 }
 
+/// A fresh dataset at `root` for the data-parallel tests: 2 episodes of 27 frames, so 40
+/// sampleable frames (7 dropped at each end), which batches of 4 (or 2 per replica) cut into 10
+/// whole steps an epoch.
+pub fn write_forty_frames(root: &Path) -> PathBuf {
+    if root.exists() {
+        std::fs::remove_dir_all(root).unwrap();
+    }
+    write_dataset(root, &SynthConfig { episodes: 2, min_length: 27, max_length: 27, ..SynthConfig::default() })
+        .unwrap();
+    root.to_path_buf()
+}
+
+/// Cuts the last third off the video file of `root`'s second episode (shared with the first:
+/// the decoder fails at the second episode's frames); returns the file's path.
+pub fn cut_second_episode_video(root: &Path) -> PathBuf {
+    let ds = datasets::Dataset::open(root).unwrap();
+    let video = root.join(&ds.episodes()[1].videos[0].file);
+    drop(ds);
+    let bytes = std::fs::read(&video).unwrap();
+    std::fs::write(&video, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    video
+}
+
+/// The data-parallel tests' tiny policy on `root`: `batch` per replica, `steps` steps, logs and
+/// checkpoints every 5, no crops (their draws are per micro-batch); `extra` merged over it.
+pub fn data_parallel_config(
+    root: &Path,
+    output: &Path,
+    steps: usize,
+    batch: usize,
+    extra: serde_json::Value,
+) -> TrainConfig {
+    let mut overrides = json!({
+        "batch_size": batch, "num_workers": 1, "log_freq": 5, "save_freq": 5,
+        "policy": {"crop_shape": null, "scheduler_warmup_steps": 0}
+    });
+    trainer::merge(&mut overrides, extra);
+    tiny_config(root, output, steps, overrides)
+}
+
+/// `w1 − w2` measured: the fraction of weights within 1e-6, the largest difference, and the
+/// norm of the difference relative to `w1`'s.
+pub fn compare(w1: &[f32], w2: &[f32]) -> (f64, f32, f64) {
+    let norm = |v: &mut dyn Iterator<Item = f32>| v.map(|x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+    let close = w1.iter().zip(w2).filter(|(a, b)| (*a - *b).abs() <= 1e-6).count() as f64 / w1.len() as f64;
+    let max = w1.iter().zip(w2).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+    let relative = norm(&mut w1.iter().zip(w2).map(|(a, b)| a - b)) / norm(&mut w1.iter().copied());
+    (close, max, relative)
+}
+
 /// A tiny policy (U-Net 16/32/64, 32×32 crops) that trains in milliseconds a step on `root`,
 /// with `extra` merged over the defaults.
 pub fn tiny_config(root: &Path, output: &Path, steps: usize, extra: serde_json::Value) -> TrainConfig {

@@ -289,21 +289,6 @@ impl TrainArgs {
     }
 }
 
-/// Reads a TOML or JSON configuration file.
-/// Refuses to run as one of several processes (mpirun, srun, torchrun): each would train alone
-/// on the whole dataset, unknowingly.
-fn refuse_multi_machine_launch(var: impl Fn(&str) -> Option<String>) -> Result<()> {
-    for name in ["WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"] {
-        if let Some(size) = var(name).filter(|v| v.trim().parse::<usize>().is_ok_and(|n| n > 1)) {
-            bail!(
-                "{name}={size}: this process was launched as one of several, and training across processes \
-                 or machines is not implemented yet; use --num_devices for the devices of one machine"
-            );
-        }
-    }
-    Ok(())
-}
-
 /// The kind of a `--devices` list (`cuda:0,cuda:1`, `cpu,cpu`): one kind, ordinals `0..N` in
 /// order (a bare kind counts as the next ordinal).
 fn parse_device_list(devices: &[String]) -> Result<DeviceKind> {
@@ -332,6 +317,7 @@ fn parse_device_list(devices: &[String]) -> Result<DeviceKind> {
     }
 }
 
+/// Reads a TOML or JSON configuration file.
 fn read_config_file(path: &Path) -> Result<Value> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     if path.extension().is_some_and(|e| e == "toml") {
@@ -419,17 +405,24 @@ fn train(args: &TrainArgs) -> Result<()> {
             "no dataset: pass --dataset.root DIR or --dataset.repo_id OWNER/NAME (or --demo to try on a synthetic one)"
         );
     }
+    // One of several processes (mpirun, srun): MPI stays initialised while `launch` lives.
+    let launch = trainer::parallel::launch()?;
+    let processes = launch.processes();
     std::fs::create_dir_all(&config.output_dir).with_context(|| format!("creating {}", config.output_dir.display()))?;
     let resolved = serde_json::to_string_pretty(&config)?;
-    std::fs::write(config.output_dir.join("train_config.json"), &resolved)?;
+    if processes.is_main() {
+        std::fs::write(config.output_dir.join("train_config.json"), &resolved)?;
+    }
     if args.dry_run {
         let n = run_on(config.device, DryRun { config: config.clone() })??;
         println!("num_learnable_params={n} ({})", trainer::metrics::big_number(n as f64));
         println!("{resolved}");
         return Ok(());
     }
-    refuse_multi_machine_launch(|name| std::env::var(name).ok())?;
-    let outcome = run_on(config.device, Train { config: config.clone(), resume: args.resume.clone() })??;
+    let outcome = run_on(config.device, Train { config: config.clone(), resume: args.resume.clone(), processes })??;
+    if !processes.is_main() {
+        return Ok(());
+    }
     if let (Some(first), Some(last)) = (outcome.losses.first(), outcome.losses.last()) {
         println!("loss {:.4} at step {} → {:.4} at step {}", first.1, first.0, last.1, last.0);
     }
@@ -455,6 +448,7 @@ impl DeviceTask for DryRun {
 struct Train {
     config: TrainConfig,
     resume: Option<PathBuf>,
+    processes: trainer::parallel::Processes,
 }
 
 impl DeviceTask for Train {
@@ -465,7 +459,9 @@ impl DeviceTask for Train {
             indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {per_sec}  eta {eta}  {msg}")
                 .expect("a valid template"),
         );
-        let devices = trainer::parallel::devices_from(&device, self.config.num_devices);
+        // Processes that share a machine take the devices after those of the ones before them.
+        let (count, skipped) = (self.config.num_devices, self.config.num_devices * self.processes.local_rank());
+        let devices = trainer::parallel::devices_from(&device, skipped + count).split_off(skipped);
         let outcome =
             trainer::train_on::<Autodiff<B>>(
                 &self.config,

@@ -1,0 +1,230 @@
+//! Data-parallel training: one replica of the model per device, each on a thread of its own,
+//! fed by its own shard of the loader, its flat gradient buffer averaged with the others'
+//! once per optimiser step before the identical clip, Adam and EMA pass of every replica.
+//!
+//! The average has two levels. Between the devices of one process, burn-collective's
+//! all-reduce (module `collective`); between processes (one per machine, started by `mpirun` or
+//! `srun`), MPI's, made by each process's first replica on the host copy of its devices'
+//! mean, which that replica then hands to its process's others (module `processes`).
+//!
+//! burn-collective keeps one session per process and backend, whose calls block until every
+//! device has made them. So that a failing replica cannot leave the others waiting forever, a
+//! [`Replica`] checks a shared abort flag before every collective call, and the thread that
+//! supervises the replicas (in `train_on`) resets the session until every replica has
+//! returned once one has failed: a call waiting in the session then returns an error. Between
+//! processes, a process whose run failed ends them all (`MPI_Abort`), as MPI programs do.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use burn::prelude::*;
+use burn::tensor::TensorPrimitive;
+use burn::tensor::backend::{DeviceId, DeviceOps};
+
+use crate::error::{Error, Result};
+
+mod collective;
+mod processes;
+
+pub use processes::{Launch, Processes, launch};
+
+/// `count` devices of `first`'s kind, numbered from `first`'s on (on the CPU, `count` times
+/// the one CPU: replicas there share its cores).
+pub fn devices_from<D: DeviceOps>(first: &D, count: usize) -> Vec<D> {
+    let id = first.to_id();
+    (0..count).map(|i| D::from_id(DeviceId { type_id: id.type_id, index_id: id.index_id + i as u16 })).collect()
+}
+
+/// One replica of a data-parallel run: its rank among all the run's replicas and among its
+/// process's, the processes, and its process's abort flag.
+#[derive(Debug, Clone)]
+pub struct Replica {
+    rank: usize,
+    world_size: usize,
+    local_rank: usize,
+    local_size: usize,
+    processes: Processes,
+    aborted: Arc<AtomicBool>,
+}
+
+impl Replica {
+    /// The replica of a one-device run (no collective calls are made).
+    pub fn single() -> Self {
+        Self::new(0, 1, Processes::single(), Arc::new(AtomicBool::new(false)))
+    }
+
+    /// Replica `local_rank` of the `local_size` of `processes`'s this process.
+    fn new(local_rank: usize, local_size: usize, processes: Processes, aborted: Arc<AtomicBool>) -> Self {
+        Self {
+            rank: processes.rank() * local_size + local_rank,
+            world_size: processes.count() * local_size,
+            local_rank,
+            local_size,
+            processes,
+            aborted,
+        }
+    }
+
+    /// This replica's rank among all the run's replicas, from 0 (those of process `p` are
+    /// `p·L .. (p+1)·L`, for `L` devices per process).
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// This replica's rank among its process's.
+    pub fn local_rank(&self) -> usize {
+        self.local_rank
+    }
+
+    /// The number of replicas of the run, over all its processes.
+    pub fn world_size(&self) -> usize {
+        self.world_size
+    }
+
+    /// The processes of the run.
+    pub fn processes(&self) -> Processes {
+        self.processes
+    }
+
+    /// Whether this is rank 0, the one that logs and writes checkpoints.
+    pub fn is_main(&self) -> bool {
+        self.rank == 0
+    }
+
+    /// Fails when another replica has failed, before a collective call that would wait for it.
+    fn check(&self) -> Result<()> {
+        if self.aborted.load(Ordering::SeqCst) {
+            return Err(Error::StoppedByAnotherReplica { rank: self.rank });
+        }
+        Ok(())
+    }
+
+    fn collective_error(&self, what: &str, error: String) -> Error {
+        if self.aborted.load(Ordering::SeqCst) {
+            Error::StoppedByAnotherReplica { rank: self.rank }
+        } else {
+            Error::Replicas(format!("rank {}: {what} failed: {error}", self.rank))
+        }
+    }
+
+    /// Joins the session of this process's replicas on `device` (waits for all of them).
+    pub(crate) fn register<B: Backend>(&self, device: &B::Device) -> Result<()> {
+        if self.local_size == 1 {
+            return Ok(());
+        }
+        self.check()?;
+        collective::register::<B>(self.local_rank, self.local_size, device)
+            .map_err(|e| self.collective_error("joining the collective session", e))
+    }
+
+    /// The mean of `tensor` over the replicas (the same bits on every replica).
+    pub fn all_reduce_mean<B: Backend>(&self, tensor: Tensor<B, 1>) -> Result<Tensor<B, 1>> {
+        if self.world_size == 1 {
+            return Ok(tensor);
+        }
+        self.check()?;
+        let mut tensor = tensor;
+        if self.local_size > 1 {
+            let reduced = collective::all_reduce_mean::<B>(self.local_rank, tensor.into_primitive().tensor())
+                .map_err(|e| self.collective_error("the all-reduce", e))?;
+            tensor = Tensor::from_primitive(TensorPrimitive::Float(reduced));
+        }
+        if self.processes.count() == 1 {
+            return Ok(tensor);
+        }
+        // The mean of the processes' means (each over as many devices), made by the first
+        // replica of each process and handed to the others.
+        let mean = match self.local_rank {
+            0 => Some(on_host(tensor, |values| self.processes.all_reduce_mean(values))?),
+            _ => None,
+        };
+        self.local_broadcast(mean)
+    }
+
+    /// Rank 0's `tensor`, on every replica.
+    pub fn broadcast<B: Backend>(&self, tensor: Tensor<B, 1>) -> Result<Tensor<B, 1>> {
+        if self.world_size == 1 {
+            return Ok(tensor);
+        }
+        self.check()?;
+        let sent = match (self.local_rank, self.processes.count()) {
+            (0, 1) => Some(tensor),
+            (0, _) => Some(on_host(tensor, |values| self.processes.broadcast(values))?),
+            _ => None,
+        };
+        self.local_broadcast(sent)
+    }
+
+    /// The first replica of this process's `tensor` (which it passes; the others pass `None`),
+    /// on every replica of the process.
+    fn local_broadcast<B: Backend>(&self, tensor: Option<Tensor<B, 1>>) -> Result<Tensor<B, 1>> {
+        if self.local_size == 1 {
+            return tensor.ok_or_else(|| Error::Replicas("a broadcast from no replica".into()));
+        }
+        let sent = tensor.map(|t| t.into_primitive().tensor());
+        let received =
+            collective::broadcast::<B>(self.local_rank, sent).map_err(|e| self.collective_error("the broadcast", e))?;
+        Ok(Tensor::from_primitive(TensorPrimitive::Float(received)))
+    }
+
+    /// Leaves the session (after the last collective call).
+    pub(crate) fn finish<B: Backend>(&self) -> Result<()> {
+        if self.local_size == 1 {
+            return Ok(());
+        }
+        collective::finish::<B>(self.local_rank).map_err(|e| self.collective_error("leaving the session", e))
+    }
+}
+
+/// `tensor` after `call` changed its values in host memory (as f32), back on its device in its
+/// dtype: what MPI, which knows nothing of devices, is given.
+fn on_host<B: Backend>(tensor: Tensor<B, 1>, call: impl FnOnce(&mut [f32]) -> Result<()>) -> Result<Tensor<B, 1>> {
+    let (device, dtype, len) = (tensor.device(), tensor.dtype(), tensor.dims()[0]);
+    let mut values = tensor
+        .into_data()
+        .convert::<f32>()
+        .into_vec::<f32>()
+        .map_err(|e| Error::Replicas(format!("reading a tensor to the host: {e:?}")))?;
+    call(&mut values)?;
+    Ok(Tensor::from_data(TensorData::new(values, [len]).convert_dtype(dtype), &device))
+}
+
+/// This process's replicas of one data-parallel run, and the process-wide lock that keeps two
+/// runs from sharing burn-collective's one session.
+pub(crate) struct Session {
+    replicas: Vec<Replica>,
+    aborted: Arc<AtomicBool>,
+    _exclusive: MutexGuard<'static, ()>,
+}
+
+impl Session {
+    /// This process's `local_size` replicas, among [`Processes::current`]'s; waits for any
+    /// other data-parallel run of this process to end.
+    pub(crate) fn new(local_size: usize) -> Self {
+        static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+        let exclusive = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+        let aborted = Arc::new(AtomicBool::new(false));
+        let processes = Processes::current();
+        let replicas = (0..local_size)
+            .map(|local_rank| Replica::new(local_rank, local_size, processes, Arc::clone(&aborted)))
+            .collect();
+        Self { replicas, aborted, _exclusive: exclusive }
+    }
+
+    /// This process's replicas, by rank.
+    pub(crate) fn replicas(&self) -> &[Replica] {
+        &self.replicas
+    }
+
+    /// Stops every replica after one has failed: sets the abort flag, then resets
+    /// burn-collective's session (which fails the calls waiting in it) until `all_returned`.
+    pub(crate) fn abort<B: Backend>(&self, all_returned: impl Fn() -> bool) {
+        self.aborted.store(true, Ordering::SeqCst);
+        while !all_returned() {
+            collective::reset::<B>();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        collective::reset::<B>();
+    }
+}

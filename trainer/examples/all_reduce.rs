@@ -14,6 +14,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => 262_709_026,
     };
     let repeats = 5;
+    // As the `trainer` tool: large freed buffers stay in malloc's heap, not returned to the
+    // system to be faulted in again at the next call.
+    trainer::memory::keep_freed_memory();
     let launch = trainer::parallel::launch()?;
     let processes = launch.processes();
     let mut values = vec![processes.rank() as f32; floats];

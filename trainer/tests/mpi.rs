@@ -117,7 +117,6 @@ fn two_processes_train_as_two_replicas_of_one_and_resume_exactly() {
 }
 
 #[test]
-#[ignore = "intermittently stalls on 2 cores: each process's MPI wait spins while its other replica needs the CPU (issue 16's note)"]
 fn two_processes_of_two_devices_train_as_four_replicas_of_one() {
     // Within a process burn-collective averages two replicas, between processes MPI averages
     // the two means; one process averages four. With ε = lr = 1 Adam's update is about the

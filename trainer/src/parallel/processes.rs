@@ -182,6 +182,8 @@ impl Launcher {
 /// MPI's calls, with the `mpi` feature (Open MPI from Debian's packages, through the `mpi` crate).
 #[cfg(feature = "mpi")]
 mod mpi_calls {
+    use std::sync::{Mutex, PoisonError};
+
     use mpi::Threading;
     use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
     use mpi::topology::{Communicator, SimpleCommunicator};
@@ -224,10 +226,18 @@ mod mpi_calls {
     }
 
     pub(super) fn all_reduce_mean(values: &mut [f32], count: usize) -> Result<(), String> {
-        let mut sum = vec![0f32; values.len()];
-        SimpleCommunicator::world().all_reduce_into(&*values, &mut sum[..], SystemOperation::sum());
+        // The sums' buffer is kept between calls: a fresh one would cost its page faults at
+        // every step (a quarter of the call for PushT classic's 1 GB of gradients). The mpi
+        // crate has no MPI_IN_PLACE, whose value differs between MPI libraries.
+        static SUMS: Mutex<Vec<f32>> = Mutex::new(Vec::new());
+        let mut sums = SUMS.lock().unwrap_or_else(PoisonError::into_inner);
+        if sums.len() < values.len() {
+            sums.resize(values.len(), 0.0);
+        }
+        let sums = &mut sums[..values.len()];
+        SimpleCommunicator::world().all_reduce_into(&*values, sums, SystemOperation::sum());
         let count = count as f32;
-        for (value, sum) in values.iter_mut().zip(sum) {
+        for (value, sum) in values.iter_mut().zip(sums.iter()) {
             *value = sum / count;
         }
         Ok(())

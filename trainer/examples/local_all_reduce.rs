@@ -1,5 +1,5 @@
 //! Times burn-collective's all-reduce of a flat gradient buffer between the replicas of one
-//! process on the CPU, as `--num_devices 2` makes it (centralized: the sum is made once and
+//! process on the CPU, as `--num_devices 2` makes it (a sum; centralized: made once and
 //! copied to every replica): the first level of a data-parallel step (`bench/RESULTS.md`).
 //!
 //! ```sh
@@ -81,19 +81,18 @@ fn replica(
         // another replica's fill.
         ready.wait();
         let start = Instant::now();
-        let reduced =
-            burn_collective::all_reduce::<Flex>(peer, values.into_primitive().tensor(), ReduceOperation::Mean)
-                .map_err(|e| format!("{e:?}"))?;
+        let reduced = burn_collective::all_reduce::<Flex>(peer, values.into_primitive().tensor(), ReduceOperation::Sum)
+            .map_err(|e| format!("{e:?}"))?;
         seconds.push(start.elapsed().as_secs_f64());
         mean = Some(Tensor::<Flex, 1>::from_primitive(TensorPrimitive::Float(reduced)));
     }
     burn_collective::finish_collective::<Flex>(peer).map_err(|e| format!("{e:?}"))?;
     // The first call allocates: not counted.
     seconds.remove(0);
-    let expected = (replicas - 1) as f32 / 2.0;
+    let expected = (replicas * (replicas - 1) / 2) as f32;
     let off = mean.expect("at least one call").sub_scalar(expected).abs().max().into_scalar();
     if off > 1e-6 {
-        return Err(format!("the mean of the ranks is {expected}, got values {off} away from it"));
+        return Err(format!("the sum of the ranks is {expected}, got values {off} away from it"));
     }
     Ok(seconds)
 }

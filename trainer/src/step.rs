@@ -288,11 +288,12 @@ impl<B: TrainingBackend> Learner<B> {
         self.optim.layout().gather_grads(model, &mut grads, reuse, &self.device)
     }
 
-    /// The global norm of the flat `grads` (unscaled, before clipping) and the factor that
-    /// clips them to the configured norm and undoes the loss scale.
+    /// The global norm of the flat `grads`, summed over the replicas (unscaled, before
+    /// clipping), and the factor that clips them to the configured norm and undoes the loss
+    /// scale and the sum (a mean over the replicas).
     pub fn clip(&self, grads: &Tensor<B::InnerBackend, 1>) -> Clipping<B::InnerBackend> {
-        let scale = f64::from(self.scaler.map_or(1.0, |s| s.scale));
-        clip_grad_norm(grads, self.config.grad_clip_norm, scale)
+        let loss_scale = f64::from(self.scaler.map_or(1.0, |s| s.scale));
+        clip_grad_norm(grads, self.config.grad_clip_norm, loss_scale * self.replica.world_size() as f64)
     }
 
     /// The learning rate of optimiser step `step`.
@@ -329,12 +330,12 @@ impl<B: TrainingBackend> Learner<B> {
         Ok(())
     }
 
-    /// Ends optimiser step `step`: averages the summed gradients over the replicas, clips them
+    /// Ends optimiser step `step`: sums the gradients over the replicas, clips their mean
     /// and updates, unless f16 gradients overflowed (then the step is skipped and the loss
     /// scale halved). An error only when another replica failed.
     pub fn finish(&mut self, step: usize) -> Result<StepOutput<B::InnerBackend>> {
         let mut pending = self.pending.take().expect("accumulate() comes before finish()");
-        pending.grads = self.replica.all_reduce_mean(pending.grads)?;
+        pending.grads = self.replica.all_reduce_sum(pending.grads)?;
         let clipping = self.clip(&pending.grads);
         let applied = match &mut self.scaler {
             Some(scaler) => {

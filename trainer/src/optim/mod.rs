@@ -32,25 +32,27 @@ pub fn learning_rate(base: f64, step: usize, warmup: usize, total: usize) -> f64
 pub struct Clipping<B: Backend> {
     /// The global L2 norm of the (unscaled) gradients before clipping, `[1]`.
     pub norm: Tensor<B, 1>,
-    /// What the flat gradients are multiplied by: the clipping factor divided by the loss
-    /// scale, `[1]`.
+    /// What the flat gradients are multiplied by: the clipping factor divided by the factor
+    /// the gradients carry (`grad_scale` of [`clip_grad_norm`]), `[1]`.
     pub scale: Tensor<B, 1>,
 }
 
 /// torch's `clip_grad_norm_` on a flat gradient: the global L2 norm (in float32) and, when it
-/// exceeds `max_norm` (> 0), the factor `max_norm / (norm + 1e-6)`. Gradients of a loss
-/// multiplied by `loss_scale` (f16 training) are divided by it in the same factor, as
-/// `GradScaler.unscale_` then `clip_grad_norm_` do. Nothing is read back to the host.
-pub fn clip_grad_norm<B: Kernels>(grads: &Tensor<B, 1>, max_norm: f64, loss_scale: f64) -> Clipping<B> {
+/// exceeds `max_norm` (> 0), the factor `max_norm / (norm + 1e-6)`, of the gradients divided
+/// by `grad_scale`: the factor they carry, the f16 loss scale times the number of data-parallel
+/// replicas whose gradients were summed. The division is folded into the factor, as
+/// `GradScaler.unscale_` then `clip_grad_norm_` do for the loss scale. Nothing is read back to
+/// the host.
+pub fn clip_grad_norm<B: Kernels>(grads: &Tensor<B, 1>, max_norm: f64, grad_scale: f64) -> Clipping<B> {
     let squares = B::sum_of_squares(grads.clone().into_primitive().tensor());
     let norm = Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(squares)).sqrt();
-    let norm = if loss_scale == 1.0 { norm } else { norm.div_scalar(loss_scale) };
+    let norm = if grad_scale == 1.0 { norm } else { norm.div_scalar(grad_scale) };
     let clip = if max_norm > 0.0 {
         (norm.ones_like().mul_scalar(max_norm) / norm.clone().add_scalar(1e-6)).clamp_max(1.0)
     } else {
         norm.ones_like()
     };
-    let scale = if loss_scale == 1.0 { clip } else { clip.div_scalar(loss_scale) };
+    let scale = if grad_scale == 1.0 { clip } else { clip.div_scalar(grad_scale) };
     Clipping { norm, scale }
 }
 

@@ -27,8 +27,8 @@ mod built {
         burn_collective::register::<B>(peer(rank), device.clone(), config).map_err(|e| format!("{e:?}"))
     }
 
-    pub(crate) fn all_reduce_mean<B: Backend>(rank: usize, tensor: FloatTensor<B>) -> Result<FloatTensor<B>, String> {
-        burn_collective::all_reduce::<B>(peer(rank), tensor, ReduceOperation::Mean).map_err(|e| format!("{e:?}"))
+    pub(crate) fn all_reduce_sum<B: Backend>(rank: usize, tensor: FloatTensor<B>) -> Result<FloatTensor<B>, String> {
+        burn_collective::all_reduce::<B>(peer(rank), tensor, ReduceOperation::Sum).map_err(|e| format!("{e:?}"))
     }
 
     pub(crate) fn broadcast<B: Backend>(rank: usize, tensor: Option<FloatTensor<B>>) -> Result<FloatTensor<B>, String> {
@@ -58,7 +58,7 @@ mod not_built {
         Err(NOT_BUILT.into())
     }
 
-    pub(crate) fn all_reduce_mean<B: Backend>(_: usize, _: FloatTensor<B>) -> Result<FloatTensor<B>, String> {
+    pub(crate) fn all_reduce_sum<B: Backend>(_: usize, _: FloatTensor<B>) -> Result<FloatTensor<B>, String> {
         Err(NOT_BUILT.into())
     }
 

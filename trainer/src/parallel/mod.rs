@@ -1,11 +1,13 @@
 //! Data-parallel training: one replica of the model per device, each on a thread of its own,
-//! fed by its own shard of the loader, its flat gradient buffer averaged with the others'
-//! once per optimiser step before the identical clip, Adam and EMA pass of every replica.
+//! fed by its own shard of the loader, its flat gradient buffer summed with the others' once
+//! per optimiser step before the identical clip, Adam and EMA pass of every replica (which
+//! divides by the number of replicas in its clipping factor, as it undoes an f16 loss scale:
+//! one pass over the buffer fewer than a mean).
 //!
-//! The average has two levels. Between the devices of one process, burn-collective's
+//! The sum has two levels. Between the devices of one process, burn-collective's
 //! all-reduce (module `collective`); between processes (one per machine, started by `mpirun` or
 //! `srun`), MPI's, made by each process's first replica on the host copy of its devices'
-//! mean, which that replica then hands to its process's others (module `processes`).
+//! sum, which that replica then hands to its process's others (module `processes`).
 //!
 //! burn-collective keeps one session per process and backend, whose calls block until every
 //! device has made them. So that a failing replica cannot leave the others waiting forever, a
@@ -118,28 +120,36 @@ impl Replica {
             .map_err(|e| self.collective_error("joining the collective session", e))
     }
 
-    /// The mean of `tensor` over the replicas (the same bits on every replica).
-    pub fn all_reduce_mean<B: Backend>(&self, tensor: Tensor<B, 1>) -> Result<Tensor<B, 1>> {
+    /// The sum of `tensor` over the replicas (the same bits on every replica).
+    pub fn all_reduce_sum<B: Backend>(&self, tensor: Tensor<B, 1>) -> Result<Tensor<B, 1>> {
         if self.world_size == 1 {
             return Ok(tensor);
         }
         self.check()?;
         let mut tensor = tensor;
         if self.local_size > 1 {
-            let reduced = collective::all_reduce_mean::<B>(self.local_rank, tensor.into_primitive().tensor())
+            let reduced = collective::all_reduce_sum::<B>(self.local_rank, tensor.into_primitive().tensor())
                 .map_err(|e| self.collective_error("the all-reduce", e))?;
             tensor = Tensor::from_primitive(TensorPrimitive::Float(reduced));
         }
         if self.processes.count() == 1 {
             return Ok(tensor);
         }
-        // The mean of the processes' means (each over as many devices), made by the first
-        // replica of each process and handed to the others.
-        let mean = match self.local_rank {
-            0 => Some(on_host(tensor, |values| self.processes.all_reduce_mean(values))?),
+        // The sum of the processes' sums, made by the first replica of each process and handed
+        // to the others.
+        let sum = match self.local_rank {
+            0 => Some(on_host(tensor, |values| self.processes.all_reduce_sum(values))?),
             _ => None,
         };
-        self.local_broadcast(mean)
+        self.local_broadcast(sum)
+    }
+
+    /// The mean of `tensor` over the replicas (the same bits on every replica).
+    pub fn all_reduce_mean<B: Backend>(&self, tensor: Tensor<B, 1>) -> Result<Tensor<B, 1>> {
+        if self.world_size == 1 {
+            return Ok(tensor);
+        }
+        Ok(self.all_reduce_sum(tensor)?.div_scalar(self.world_size as f64))
     }
 
     /// Rank 0's `tensor`, on every replica.

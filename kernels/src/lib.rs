@@ -38,9 +38,9 @@ use burn::tensor::ops::FloatTensor;
 ///
 /// Per weight `w` with gradient `g` (its range of [`FlatBuffers::grads`]) and moments `m`, `v`,
 /// in torch's order of operations (`_single_tensor_adam`):
-/// `g ← g·scale + weight_decay·w` (the scale carries clipping and the loss scale's inverse),
-/// `m ← m + (1−β₁)(g − m)`, `v ← β₂v + (1−β₂)g·g`,
-/// `w ← w − lr/(1−β₁ᵗ) · m / (√v / √(1−β₂ᵗ) + ε)`; then, with an average `a`,
+/// `g ← g·scale + weight_decay·w` (the scale carries clipping, the loss scale's inverse and,
+/// for gradients summed over data-parallel replicas, 1/N), `m ← m + (1−β₁)(g − m)`,
+/// `v ← β₂v + (1−β₂)g·g`, `w ← w − lr/(1−β₁ᵗ) · m / (√v / √(1−β₂ᵗ) + ε)`; then, with an average `a`,
 /// `a ← a + ema_weight·(w − a)` (`a ← w` when `ema_weight` is 1). Like torch, the scalars are
 /// derived in f64 and applied in f32 ([`AdamConstants`]); burn's own Adam derives them in f32,
 /// where `1 − 0.999` is 1.3e-5 off.

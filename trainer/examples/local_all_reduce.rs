@@ -41,16 +41,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         threads.into_iter().map(|t| t.join().expect("a replica panicked")).collect::<Result<Vec<_>, String>>()
     })?;
     // A call ends when the last replica has its copy: the slowest replica's time.
-    let mut slowest: Vec<f64> = (0..repeats).map(|i| seconds.iter().map(|s| s[i]).fold(0.0, f64::max)).collect();
-    slowest.sort_by(f64::total_cmp);
+    let mut per_call: Vec<f64> = (0..repeats).map(|i| seconds.iter().map(|s| s[i]).fold(0.0, f64::max)).collect();
+    per_call.sort_by(f64::total_cmp);
     let bytes = (floats * 4) as f64;
-    let median = slowest[repeats / 2];
+    let median = per_call[repeats / 2];
     println!(
         "{replicas} replicas, {floats} floats ({:.1} MB): median {:.1} ms, fastest {:.1} ms over {repeats}; {:.2} GB/s \
          of buffer",
         bytes / 1e6,
         median * 1e3,
-        slowest[0] * 1e3,
+        per_call[0] * 1e3,
         bytes / median / 1e9
     );
     Ok(())
@@ -74,7 +74,7 @@ fn replica(
         .with_local_broadcast_strategy(BroadcastStrategy::Centralized);
     burn_collective::register::<Flex>(peer, device, config).map_err(|e| format!("{e:?}"))?;
     let mut seconds = Vec::with_capacity(repeats + 1);
-    let mut mean = None;
+    let mut sum = None;
     for _ in 0..=repeats {
         let values = Tensor::<Flex, 1>::full([floats], rank as f32, &device);
         // Every replica's buffer is filled before the clock starts, so that no call waits for
@@ -84,13 +84,13 @@ fn replica(
         let reduced = burn_collective::all_reduce::<Flex>(peer, values.into_primitive().tensor(), ReduceOperation::Sum)
             .map_err(|e| format!("{e:?}"))?;
         seconds.push(start.elapsed().as_secs_f64());
-        mean = Some(Tensor::<Flex, 1>::from_primitive(TensorPrimitive::Float(reduced)));
+        sum = Some(Tensor::<Flex, 1>::from_primitive(TensorPrimitive::Float(reduced)));
     }
     burn_collective::finish_collective::<Flex>(peer).map_err(|e| format!("{e:?}"))?;
     // The first call allocates: not counted.
     seconds.remove(0);
     let expected = (replicas * (replicas - 1) / 2) as f32;
-    let off = mean.expect("at least one call").sub_scalar(expected).abs().max().into_scalar();
+    let off = sum.expect("at least one call").sub_scalar(expected).abs().max().into_scalar();
     if off > 1e-6 {
         return Err(format!("the sum of the ranks is {expected}, got values {off} away from it"));
     }

@@ -49,7 +49,8 @@ pub struct Prepared<B: Backend> {
 pub struct StepOutput<B: Backend> {
     /// The loss (mean over the step's micro-batches), `[1]`.
     pub loss: Tensor<B, 1>,
-    /// The global gradient norm before clipping (unscaled), `[1]`.
+    /// The global norm of the gradient (over the replicas, their mean) before clipping
+    /// (unscaled), `[1]`.
     pub grad_norm: Tensor<B, 1>,
     /// The learning rate used.
     pub lr: f64,
@@ -288,9 +289,9 @@ impl<B: TrainingBackend> Learner<B> {
         self.optim.layout().gather_grads(model, &mut grads, reuse, &self.device)
     }
 
-    /// The global norm of the flat `grads`, summed over the replicas (unscaled, before
-    /// clipping), and the factor that clips them to the configured norm and undoes the loss
-    /// scale and the sum (a mean over the replicas).
+    /// The global norm of the replicas' mean gradient (unscaled, before clipping), whose sum
+    /// over the replicas is the flat `grads`, and the factor that clips it to the configured
+    /// norm and undoes the loss scale and the sum.
     pub fn clip(&self, grads: &Tensor<B::InnerBackend, 1>) -> Clipping<B::InnerBackend> {
         let loss_scale = f64::from(self.scaler.map_or(1.0, |s| s.scale));
         clip_grad_norm(grads, self.config.grad_clip_norm, loss_scale * self.replica.world_size() as f64)

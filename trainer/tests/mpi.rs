@@ -118,8 +118,8 @@ fn two_processes_train_as_two_replicas_of_one_and_resume_exactly() {
 
 #[test]
 fn two_processes_of_two_devices_train_as_four_replicas_of_one() {
-    // Within a process burn-collective averages two replicas, between processes MPI averages
-    // the two means; one process averages four. With ε = lr = 1 Adam's update is about the
+    // Within a process burn-collective sums two replicas' gradients, between processes MPI sums
+    // the two sums; one process sums four. Both divide by 4 in the clipping factor. With ε = lr = 1 Adam's update is about the
     // gradient (as in data_parallel.rs), so the runs stay within the sums' rounding.
     let (dir, threads) = (scratch("mpi-two-by-two"), scratch("mpi-four"));
     let extra = json!({"num_devices": 2, "save_freq": 4, "policy": {"optimizer_eps": 1.0, "optimizer_lr": 1.0}});

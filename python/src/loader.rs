@@ -2,7 +2,7 @@
 //! collated batches) from our worker pool and prefetch channel. Each `for batch in loader` is one
 //! epoch, as with a PyTorch `DataLoader`; `state_dict()` after any batch resumes exactly there.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use datasets::FrameFormat;
+use datasets::auto_cache::{self, AutoCache, FrameCacheChoice};
 use loader::{Polled, SamplerConfig, SamplerState};
 
 use crate::convert::{dataset_error, numpy_to_torch};
@@ -68,7 +69,9 @@ impl Loader {
     /// A loader over `dataset` with LeRobot's training settings: shuffled each epoch from
     /// `seed` by LeRobot's own permutation, `drop_n_last_frames` skipped at each episode's end
     /// (Diffusion Policy: 7), `rank` of `world_size` for data-parallel runs, frames read from
-    /// `frame_cache` (a `datasets cache` folder) when given; batches of numpy arrays, or of torch
+    /// `frame_cache`: a `datasets cache` folder, or `"auto"` for the trainer's automatic cache
+    /// (reused, or built first when the decoded frames fit its budget; the `lerobot_rs` logger
+    /// says which); batches of numpy arrays, or of torch
     /// tensors sharing their memory with `as_torch` (by default as the dataset's samples; pinned
     /// with `pin_memory`).
     #[new]
@@ -110,6 +113,15 @@ impl Loader {
             episodes: dataset.episodes.clone(),
             weights: None,
         };
+        let frame_cache = match frame_cache {
+            Some(choice) => {
+                let opened = dataset.dataset.clone();
+                let (dir, line) = py.detach(|| settle_frame_cache(&opened, &choice))?;
+                py.import("logging")?.call_method1("getLogger", ("lerobot_rs",))?.call_method1("info", (line,))?;
+                dir
+            }
+            None => None,
+        };
         let settings = Settings {
             dataset: dataset.dataset.clone(),
             windows: dataset.windows.clone(),
@@ -129,6 +141,12 @@ impl Loader {
             as_torch,
             pin_memory,
         })
+    }
+
+    /// The folder of decoded frames the loader reads (`None`: it decodes the dataset's files).
+    #[getter]
+    fn frame_cache(&self) -> Option<PathBuf> {
+        self.settings.frame_cache.clone()
     }
 
     /// Batches per epoch.
@@ -193,5 +211,34 @@ impl Loader {
         self.epoch = None;
         self.state = resume;
         Ok(())
+    }
+}
+
+/// The frame cache folder a `frame_cache` argument names: a folder as given, none for `"off"`,
+/// and for `"auto"` the automatic cache of `dataset` (under `LEROBOT_RS_FRAME_CACHE`, by default
+/// `/dev/shm/lerobot-rs-frames`), built first when missing and within its budget; with the line
+/// that says which.
+fn settle_frame_cache(dataset: &datasets::Dataset, choice: &Path) -> PyResult<(Option<PathBuf>, String)> {
+    match choice.to_string_lossy().parse::<FrameCacheChoice>().expect("infallible") {
+        FrameCacheChoice::Off => Ok((None, "frame cache: off".into())),
+        FrameCacheChoice::Dir(dir) => {
+            let line = format!("frame cache: reading the decoded frames in {}", dir.display());
+            Ok((Some(dir), line))
+        }
+        FrameCacheChoice::Auto => {
+            let root = auto_cache::default_root(|name| std::env::var_os(name));
+            let plan = auto_cache::plan(dataset, &root, None).map_err(|e| dataset_error(&e))?;
+            let line = plan.to_string();
+            let dir = match plan {
+                AutoCache::Ready { dir } => Some(dir),
+                AutoCache::Build { dir, .. } => {
+                    datasets::frame_cache::write_frame_cache(dataset, &dir, None, &|_| {})
+                        .map_err(|e| dataset_error(&e))?;
+                    Some(dir)
+                }
+                AutoCache::TooBig { .. } | AutoCache::NoCameras => None,
+            };
+            Ok((dir, line))
+        }
     }
 }

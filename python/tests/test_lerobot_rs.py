@@ -213,3 +213,25 @@ except KeyboardInterrupt:
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("interrupted after"), done.stdout + done.stderr
     assert float(done.stdout.split()[-1]) < 2.0, done.stdout
+
+
+def test_an_automatic_frame_cache_is_built_once_and_gives_the_same_batches(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("LEROBOT_RS_FRAME_CACHE", str(tmp_path))
+    caplog.set_level("INFO", logger="lerobot_rs")
+    dataset = pusht()
+    plain = lerobot_rs.Loader(dataset, 16, num_workers=1, seed=5)
+    built = lerobot_rs.Loader(dataset, 16, num_workers=1, seed=5, frame_cache="auto")
+    assert plain.frame_cache is None
+    assert Path(built.frame_cache).is_relative_to(tmp_path) and any(Path(built.frame_cache).iterdir())
+    assert "decoding every frame once" in caplog.text
+    caplog.clear()
+    again = lerobot_rs.Loader(dataset, 16, num_workers=2, seed=5, frame_cache="auto")
+    assert again.frame_cache == built.frame_cache
+    assert "reading the decoded frames in" in caplog.text
+    for a, b, c in zip(plain, built, again):
+        assert a.keys() == b.keys() == c.keys()
+        for key, value in a.items():
+            if isinstance(value, np.ndarray):
+                assert np.array_equal(value, b[key]) and np.array_equal(value, c[key]), key
+            else:
+                assert value == b[key] == c[key], key

@@ -70,12 +70,12 @@ impl Loader {
     /// `seed` by LeRobot's own permutation, `drop_n_last_frames` skipped at each episode's end
     /// (Diffusion Policy: 7), `rank` of `world_size` for data-parallel runs, frames read from
     /// `frame_cache`: a `datasets cache` folder, or `"auto"` for the trainer's automatic cache
-    /// (reused, or built first when the decoded frames fit its budget; the `lerobot_rs` logger
-    /// says which); batches of numpy arrays, or of torch
+    /// (reused, or built first when the decoded frames fit its budget, by default the trainer's,
+    /// or `frame_cache_budget_gb`; the `lerobot_rs` logger says which); batches of numpy arrays, or of torch
     /// tensors sharing their memory with `as_torch` (by default as the dataset's samples; pinned
     /// with `pin_memory`).
     #[new]
-    #[pyo3(signature = (dataset, batch_size=8, *, num_workers=0, shuffle=true, seed=1000, drop_last=false, drop_n_first_frames=0, drop_n_last_frames=0, rank=0, world_size=1, prefetch=4, frame_cache=None, as_torch=None, pin_memory=false))]
+    #[pyo3(signature = (dataset, batch_size=8, *, num_workers=0, shuffle=true, seed=1000, drop_last=false, drop_n_first_frames=0, drop_n_last_frames=0, rank=0, world_size=1, prefetch=4, frame_cache=None, frame_cache_budget_gb=None, as_torch=None, pin_memory=false))]
     #[allow(clippy::too_many_arguments, reason = "a DataLoader's keyword arguments")]
     fn new(
         py: Python<'_>,
@@ -91,6 +91,7 @@ impl Loader {
         world_size: usize,
         prefetch: usize,
         frame_cache: Option<PathBuf>,
+        frame_cache_budget_gb: Option<f64>,
         as_torch: Option<bool>,
         pin_memory: bool,
     ) -> PyResult<Self> {
@@ -116,7 +117,8 @@ impl Loader {
         let frame_cache = match frame_cache {
             Some(choice) => {
                 let opened = dataset.dataset.clone();
-                let (dir, line) = py.detach(|| settle_frame_cache(&opened, &choice))?;
+                let budget = frame_cache_budget_gb.map(|gb| (gb.max(0.0) * 1e9) as u64);
+                let (dir, line) = py.detach(|| settle_frame_cache(&opened, &choice, budget))?;
                 py.import("logging")?.call_method1("getLogger", ("lerobot_rs",))?.call_method1("info", (line,))?;
                 dir
             }
@@ -216,9 +218,13 @@ impl Loader {
 
 /// The frame cache folder a `frame_cache` argument names: a folder as given, none for `"off"`,
 /// and for `"auto"` the automatic cache of `dataset` (under `LEROBOT_RS_FRAME_CACHE`, by default
-/// `/dev/shm/lerobot-rs-frames`), built first when missing and within its budget; with the line
-/// that says which.
-fn settle_frame_cache(dataset: &datasets::Dataset, choice: &Path) -> PyResult<(Option<PathBuf>, String)> {
+/// `/dev/shm/lerobot-rs-frames`), built first when missing and within `budget` bytes (by default
+/// the trainer's); with the line that says which.
+fn settle_frame_cache(
+    dataset: &datasets::Dataset,
+    choice: &Path,
+    budget: Option<u64>,
+) -> PyResult<(Option<PathBuf>, String)> {
     match choice.to_string_lossy().parse::<FrameCacheChoice>().expect("infallible") {
         FrameCacheChoice::Off => Ok((None, "frame cache: off".into())),
         FrameCacheChoice::Dir(dir) => {
@@ -227,7 +233,7 @@ fn settle_frame_cache(dataset: &datasets::Dataset, choice: &Path) -> PyResult<(O
         }
         FrameCacheChoice::Auto => {
             let root = auto_cache::default_root(|name| std::env::var_os(name));
-            let plan = auto_cache::plan(dataset, &root, None).map_err(|e| dataset_error(&e))?;
+            let plan = auto_cache::plan(dataset, &root, budget).map_err(|e| dataset_error(&e))?;
             let line = plan.to_string();
             let dir = match plan {
                 AutoCache::Ready { dir } => Some(dir),

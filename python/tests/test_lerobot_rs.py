@@ -235,3 +235,12 @@ def test_an_automatic_frame_cache_is_built_once_and_gives_the_same_batches(tmp_p
                 assert np.array_equal(value, b[key]) and np.array_equal(value, c[key]), key
             else:
                 assert value == b[key] == c[key], key
+
+
+def test_an_automatic_frame_cache_over_its_budget_is_not_built(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("LEROBOT_RS_FRAME_CACHE", str(tmp_path))
+    caplog.set_level("INFO", logger="lerobot_rs")
+    loader = lerobot_rs.Loader(pusht(), 16, frame_cache="auto", frame_cache_budget_gb=0.0)
+    assert loader.frame_cache is None and not any(tmp_path.iterdir())
+    assert "over the budget" in caplog.text
+    assert len(next(iter(loader))["index"]) == 16

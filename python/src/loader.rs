@@ -71,9 +71,9 @@ impl Loader {
     /// (Diffusion Policy: 7), `rank` of `world_size` for data-parallel runs, frames read from
     /// `frame_cache`: a `datasets cache` folder, or `"auto"` for the trainer's automatic cache
     /// (reused, or built first when the decoded frames fit its budget, by default the trainer's,
-    /// or `frame_cache_budget_gb`; the `lerobot_rs` logger says which); batches of numpy arrays, or of torch
-    /// tensors sharing their memory with `as_torch` (by default as the dataset's samples; pinned
-    /// with `pin_memory`).
+    /// or `frame_cache_budget_gb`; the `lerobot_rs` logger says which); batches of numpy
+    /// arrays, or of torch tensors sharing their memory with `as_torch` (by default as the
+    /// dataset's samples; pinned with `pin_memory`).
     #[new]
     #[pyo3(signature = (dataset, batch_size=8, *, num_workers=0, shuffle=true, seed=1000, drop_last=false, drop_n_first_frames=0, drop_n_last_frames=0, rank=0, world_size=1, prefetch=4, frame_cache=None, frame_cache_budget_gb=None, as_torch=None, pin_memory=false))]
     #[allow(clippy::too_many_arguments, reason = "a DataLoader's keyword arguments")]
@@ -228,7 +228,8 @@ fn settle_frame_cache(
     match choice.to_string_lossy().parse::<FrameCacheChoice>().expect("infallible") {
         FrameCacheChoice::Off => Ok((None, "frame cache: off".into())),
         FrameCacheChoice::Dir(dir) => {
-            let line = format!("frame cache: reading the decoded frames in {}", dir.display());
+            // What the automatic cache says when it reads one.
+            let line = AutoCache::Ready { dir: dir.clone() }.to_string();
             Ok((Some(dir), line))
         }
         FrameCacheChoice::Auto => {

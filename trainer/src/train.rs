@@ -271,9 +271,9 @@ pub fn train<B: TrainingBackend>(
 
 /// Trains as `config` says with one replica of the model on each of `devices` (data-parallel:
 /// each replica reads its shard of every epoch, and the gradients are averaged over the
-/// replicas every step; with one device, the plain loop). When [`crate::parallel::launch`] found this
-/// process to be one of several, the replicas are those of every process, each with its
-/// `devices`. Rank 0 logs and writes checkpoints; `on_progress` is called on this thread.
+/// replicas every step; with one device, the plain loop). When [`crate::parallel::launch`]
+/// found this process to be one of several, the replicas are those of every process, each
+/// with its `devices`. Rank 0 logs and writes checkpoints; `on_progress` is called on this thread.
 ///
 /// A failure in one of several processes ends them all (`MPI_Abort`, after printing the
 /// error): the others wait for this one in collective calls.

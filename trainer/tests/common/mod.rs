@@ -66,23 +66,24 @@ impl Drop for Scratch {
 
 /// A fresh PushT-like dataset at `root`: 3 episodes of 20 frames, 96×96 AV1.
 pub fn write_synth(root: &Path) -> PathBuf {
-    if root.exists() {
-        std::fs::remove_dir_all(root).unwrap();
-    }
-    write_dataset(root, &SynthConfig { episodes: 3, min_length: 20, max_length: 20, ..SynthConfig::default() })
-        .unwrap();
-    root.to_path_buf()
+    write_fresh(root, 3, 20)
 }
 
 /// A fresh dataset at `root` for the data-parallel tests: 2 episodes of 27 frames, so 40
 /// sampleable frames (7 dropped at each end), which batches of 4 (or 2 per replica) cut into 10
 /// whole steps an epoch.
 pub fn write_forty_frames(root: &Path) -> PathBuf {
+    write_fresh(root, 2, 27)
+}
+
+/// A fresh PushT-like dataset at `root` (whatever was there removed): `episodes` episodes of
+/// `frames` frames each.
+fn write_fresh(root: &Path, episodes: usize, frames: usize) -> PathBuf {
     if root.exists() {
         std::fs::remove_dir_all(root).unwrap();
     }
-    write_dataset(root, &SynthConfig { episodes: 2, min_length: 27, max_length: 27, ..SynthConfig::default() })
-        .unwrap();
+    let config = SynthConfig { episodes, min_length: frames, max_length: frames, ..SynthConfig::default() };
+    write_dataset(root, &config).unwrap();
     root.to_path_buf()
 }
 

@@ -17,12 +17,15 @@ Usage (from a folder with LeRobot 0.6.1's venv; the dataset from `datasets synth
 pusht-like --codec images`):
   .venv/bin/python bench/lerobot/parity_train.py --root /dev/shm/pusht --trainer target/release/trainer \
       --steps 300 --seeds 0 1 --batch-size 8 --threads 2 --out target/bench/parity.json
+`--our-flags "--sampler.order blocks"` passes more flags to our trainer (here: does the
+decode-once order move the loss curve?).
 """
 
 import argparse
 import csv
 import json
 import os
+import shlex
 import subprocess
 import tempfile
 import time
@@ -42,7 +45,9 @@ def lerobot_losses(root: Path, seed: int, steps: int, batch_size: int) -> list[f
     return [update(run, next(batches)) for _ in range(steps)]
 
 
-def our_losses(trainer: Path, root: Path, seed: int, steps: int, batch_size: int, threads: int) -> list[float]:
+def our_losses(
+    trainer: Path, root: Path, seed: int, steps: int, batch_size: int, threads: int, flags: list[str]
+) -> list[float]:
     """Our trainer's loss at every step of a run from `seed` (its metrics.csv, logged every step)."""
     with tempfile.TemporaryDirectory() as work:
         config = Path(work) / "parity.json"
@@ -57,6 +62,7 @@ def our_losses(trainer: Path, root: Path, seed: int, steps: int, batch_size: int
             "--policy.use_group_norm", "true",
             "--batch_size", str(batch_size), "--steps", str(steps), "--seed", str(seed),
             "--num_workers", str(threads), "--log_freq", "1", "--save_freq", "0", "--output_dir", str(out),
+            *flags,
         ]
         subprocess.run(command, check=True, env={**os.environ, "RAYON_NUM_THREADS": str(threads)})
         with open(out / "metrics.csv") as f:
@@ -76,8 +82,10 @@ def main():
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--last", type=int, default=50, help="steps the final loss is averaged over")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--our-flags", default="", help="more flags for our trainer, e.g. '--sampler.order blocks'")
     p.add_argument("--out", required=True, type=Path)
     args = p.parse_args()
+    flags = shlex.split(args.our_flags)
     torch.set_num_threads(args.threads)
 
     runs = []
@@ -87,7 +95,7 @@ def main():
             if side == "lerobot":
                 losses = lerobot_losses(args.root, seed, args.steps, args.batch_size)
             else:
-                losses = our_losses(args.trainer, args.root, seed, args.steps, args.batch_size, args.threads)
+                losses = our_losses(args.trainer, args.root, seed, args.steps, args.batch_size, args.threads, flags)
             assert len(losses) == args.steps, f"{side} seed {seed}: {len(losses)} losses for {args.steps} steps"
             run = {"side": side, "seed": seed, "seconds": round(time.perf_counter() - start, 1),
                    "first_loss": losses[0], "last_mean": tail_mean(losses, args.last), "losses": losses}
@@ -108,7 +116,7 @@ def main():
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"config": {**TINY, "steps": args.steps, "batch_size": args.batch_size,
-                                               "seeds": args.seeds, "last": args.last},
+                                               "seeds": args.seeds, "last": args.last, "our_flags": flags},
                                     "verdict": verdict, "runs": runs}, indent=1))
     print(f"mean loss over the last {args.last} of {args.steps} steps: LeRobot {lerobot_mean:.4f} "
           f"(seeds spread {spread:.4f}), ours {ours_mean:.4f} (spread {verdict['ours_seed_spread']:.4f}); "

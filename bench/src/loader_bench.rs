@@ -9,7 +9,7 @@ use clap::Args;
 use datasets::auto_cache::{self, AutoCache};
 use datasets::frame_cache::write_frame_cache;
 use datasets::{Dataset, DatasetSet, WindowSpec, diffusion_delta_timestamps};
-use loader::Loader;
+use loader::{DEFAULT_BLOCK_EPISODES, Loader, SampleOrder};
 use serde::Serialize;
 
 use crate::dataset_source::DatasetSource;
@@ -34,6 +34,13 @@ pub struct LoaderArgs {
     /// missing.
     #[arg(long, conflicts_with = "frame_cache")]
     pub auto_frame_cache: bool,
+    /// The order of each epoch's samples: lerobot (LeRobot's), or blocks (decode-once: windows
+    /// of --block-episodes episodes, each frame decoded once).
+    #[arg(long, default_value_t = SampleOrder::Lerobot)]
+    pub order: SampleOrder,
+    /// Episodes per window of the blocks order.
+    #[arg(long, default_value_t = DEFAULT_BLOCK_EPISODES)]
+    pub block_episodes: usize,
     /// Worker counts to try.
     #[arg(long, value_delimiter = ',', default_value = "0,1,2,4")]
     pub workers: Vec<usize>,
@@ -83,6 +90,10 @@ pub struct Cell {
     pub memcpy_fraction: f64,
     /// Batches measured.
     pub batches: usize,
+    /// Distinct episodes in a batch, on average (a batch's diversity).
+    pub episodes_per_batch: f64,
+    /// Largest memory the blocks order's buffer of decoded episodes took, in MB.
+    pub frame_buffer_mb: f64,
 }
 
 /// The whole sweep.
@@ -96,6 +107,8 @@ pub struct LoaderReport {
     pub dataset: String,
     /// Frames read from a frame cache rather than video.
     pub frame_cache: bool,
+    /// The order of the samples, with the blocks order's episodes per window.
+    pub order: String,
     /// Seconds to open the dataset.
     pub open_s: f64,
     /// Seconds to build the automatic frame cache (`--auto-frame-cache`; 0 when it was there).
@@ -163,7 +176,8 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
                 .prefetch(args.prefetch)
                 .drop_frames(0, args.drop_n_last_frames)
                 .windows(windows.clone())
-                .frame_caches(frame_caches.clone());
+                .frame_caches(frame_caches.clone())
+                .order(args.order, args.block_episodes);
             if let Some(weights) = &args.weights {
                 builder = builder.weights(weights.clone());
             }
@@ -174,6 +188,8 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
             let mut latencies = Vec::new();
             let mut samples = 0;
             let mut peak_rss = rss_bytes();
+            let mut peak_buffer = 0;
+            let mut episodes_seen = 0;
             let window = Instant::now();
             let mut last = Instant::now();
             while window.elapsed().as_secs_f64() < args.seconds || latencies.len() < 5 {
@@ -182,6 +198,8 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
                 latencies.push(last.elapsed().as_secs_f64() * 1e3);
                 last = Instant::now();
                 peak_rss = peak_rss.max(rss_bytes());
+                peak_buffer = peak_buffer.max(loader.frame_buffer_bytes());
+                episodes_seen += distinct_episodes(&datasets, batch.indices());
             }
             let elapsed = window.elapsed().as_secs_f64();
             let counters = loader.decode_counters();
@@ -197,14 +215,17 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
                 peak_rss_mb: peak_rss as f64 / 1e6,
                 memcpy_fraction: samples_per_s * bytes_per_sample as f64 / memcpy,
                 batches: latencies.len(),
+                episodes_per_batch: episodes_seen as f64 / latencies.len() as f64,
+                frame_buffer_mb: peak_buffer as f64 / 1e6,
             };
             let total_samples = (samples + batch_size) as f64;
             eprintln!(
-                "workers {workers:>2} batch {batch_size:>4}: {:>10.0} samples/s ({:.2} frames decoded, {:.2} seeks, {:.2} converted per sample)",
+                "workers {workers:>2} batch {batch_size:>4}: {:>10.0} samples/s ({:.2} frames decoded, {:.2} seeks, {:.2} converted per sample; {:.1} episodes per batch)",
                 cell.samples_per_s,
                 counters.frames_decoded as f64 / total_samples,
                 counters.seeks as f64 / total_samples,
-                counters.frames_converted as f64 / total_samples
+                counters.frames_converted as f64 / total_samples,
+                cell.episodes_per_batch
             );
             cells.push(cell);
         }
@@ -214,6 +235,10 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
         revision: git_revision(),
         dataset: roots.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>().join(" + "),
         frame_cache: !frame_caches.is_empty(),
+        order: match args.order {
+            SampleOrder::Blocks => format!("blocks of {} episodes", args.block_episodes),
+            SampleOrder::Lerobot => args.order.to_string(),
+        },
         open_s,
         cache_build_s,
         bytes_per_sample,
@@ -224,8 +249,33 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
     Ok(report)
 }
 
-const HEADER: [&str; 9] =
-    ["workers", "batch", "samples/s", "MB/s", "p50 ms", "p99 ms", "first batch s", "peak RSS MB", "of memcpy"];
+const HEADER: [&str; 11] = [
+    "workers",
+    "batch",
+    "samples/s",
+    "MB/s",
+    "p50 ms",
+    "p99 ms",
+    "first batch s",
+    "peak RSS MB",
+    "of memcpy",
+    "episodes/batch",
+    "frame buffer MB",
+];
+
+/// The distinct episodes (of any dataset) the samples at `indices` come from.
+fn distinct_episodes(datasets: &DatasetSet, indices: &[usize]) -> usize {
+    let mut episodes: Vec<(usize, usize)> = indices
+        .iter()
+        .filter_map(|&i| {
+            let (part, row) = datasets.locate(i)?;
+            Some((part, datasets.parts()[part].episode_of(row)?.index))
+        })
+        .collect();
+    episodes.sort_unstable();
+    episodes.dedup();
+    episodes.len()
+}
 
 fn rows(report: &LoaderReport) -> Vec<Vec<String>> {
     report
@@ -242,6 +292,8 @@ fn rows(report: &LoaderReport) -> Vec<Vec<String>> {
                 format!("{:.3}", c.first_batch_s),
                 format!("{:.0}", c.peak_rss_mb),
                 format!("{:.1}%", 100.0 * c.memcpy_fraction),
+                format!("{:.1}", c.episodes_per_batch),
+                format!("{:.0}", c.frame_buffer_mb),
             ]
         })
         .collect()
@@ -250,7 +302,7 @@ fn rows(report: &LoaderReport) -> Vec<Vec<String>> {
 /// The sweep as an aligned table, with its context line.
 pub fn render(report: &LoaderReport) -> String {
     format!(
-        "{}\n{} ({}), open {:.3}s, {} bytes/sample, memcpy {:.1} GB/s, {}\n{}",
+        "{}\n{} ({}, {} order), open {:.3}s, {} bytes/sample, memcpy {:.1} GB/s, {}\n{}",
         report.machine,
         report.dataset,
         match (report.frame_cache, report.cache_build_s) {
@@ -258,6 +310,7 @@ pub fn render(report: &LoaderReport) -> String {
             (true, None) => "frame cache".to_string(),
             (false, _) => "video".to_string(),
         },
+        report.order,
         report.open_s,
         report.bytes_per_sample,
         report.memcpy_gb_s,
@@ -273,7 +326,11 @@ pub fn markdown(report: &LoaderReport) -> String {
 
 fn write_outputs(dir: &Path, report: &LoaderReport) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let stem = if report.frame_cache { "loader-frame-cache" } else { "loader-video" };
+    let stem = match (report.frame_cache, report.order.starts_with("blocks")) {
+        (true, _) => "loader-frame-cache",
+        (false, true) => "loader-video-blocks",
+        (false, false) => "loader-video",
+    };
     write_json(&dir.join(format!("{stem}.json")), report)?;
     write_csv(&dir.join(format!("{stem}.csv")), &HEADER, &rows(report))?;
     let mut batch_sizes: Vec<usize> = report.cells.iter().map(|c| c.batch_size).collect();

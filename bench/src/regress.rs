@@ -1,10 +1,11 @@
 //! `bench regress`: CI's throughput regression check. On a small synthetic dataset written for
 //! the run, it measures in one process ratios that do not depend on how fast the machine is —
-//! loader bytes/s over memcpy bandwidth (video path and frame cache), a fixed reference matrix
+//! loader bytes/s over memcpy bandwidth (video in LeRobot's order and in the blocks order, and
+//! the frame cache, which the default automatic cache reads through), a fixed reference matrix
 //! product's time over the tiny policy's training step time, on the same backend, and the
-//! optimiser's fused update's bytes/s over memcpy bandwidth — each
-//! the median of several repeats, and fails when one falls more than the tolerance below its
-//! baseline (`bench/baseline.json`).
+//! optimiser's fused update's bytes/s over memcpy bandwidth — each the median of several
+//! repeats, and fails when one falls more than the tolerance below its baseline
+//! (`bench/baseline.json`).
 //!
 //! The ratios do depend on the kind of CPU (the video loader's is twice as high on our AMD EPYC
 //! machines as on our Intel Xeon ones: decoding and copying do not scale alike), so the file
@@ -22,7 +23,7 @@ use burn::prelude::*;
 use clap::Args;
 use datasets::synth::{SynthConfig, write_dataset};
 use datasets::{Dataset, WindowSpec, diffusion_delta_timestamps};
-use loader::Loader;
+use loader::{Loader, SampleOrder};
 use serde::{Deserialize, Serialize};
 
 use crate::report::table;
@@ -108,14 +109,23 @@ fn prepare(work: &Path) -> Result<(PathBuf, PathBuf)> {
     Ok((root, cache))
 }
 
+/// Episodes per window of the blocks order measured: the dataset's 6 episodes make 3 windows,
+/// more than the 2 its buffer holds, so every epoch decodes every frame once again.
+const REGRESS_BLOCK_EPISODES: usize = 2;
+
 /// Loader samples/s × bytes per sample over memcpy bytes/s, for `seconds` of batches.
-fn loader_fraction(root: &Path, cache: Option<&Path>, seconds: f64) -> Result<f64> {
+fn loader_fraction(root: &Path, cache: Option<&Path>, order: SampleOrder, seconds: f64) -> Result<f64> {
     let memcpy = memcpy_bandwidth(5);
     let dataset = Arc::new(Dataset::open(root)?);
     let deltas = diffusion_delta_timestamps(dataset.info(), 2, 16);
     let windows = WindowSpec::from_delta_timestamps(&deltas, dataset.info(), dataset.options().tolerance_s)?;
-    let mut builder =
-        Loader::builder(dataset).batch_size(32).num_workers(2).prefetch(4).drop_frames(0, 7).windows(windows);
+    let mut builder = Loader::builder(dataset)
+        .batch_size(32)
+        .num_workers(2)
+        .prefetch(4)
+        .drop_frames(0, 7)
+        .windows(windows)
+        .order(order, REGRESS_BLOCK_EPISODES);
     if let Some(cache) = cache {
         builder = builder.frame_cache(cache);
     }
@@ -183,6 +193,7 @@ fn fused_update_fraction() -> f64 {
 /// Measures every ratio `repeats` times.
 pub fn measure(root: &Path, cache: &Path, repeats: usize) -> Result<Vec<Ratio>> {
     let mut video = Vec::new();
+    let mut blocks = Vec::new();
     let mut cached = Vec::new();
     let mut train = Vec::new();
     let mut update = Vec::new();
@@ -201,17 +212,19 @@ pub fn measure(root: &Path, cache: &Path, repeats: usize) -> Result<Vec<Ratio>> 
         precision: trainer::Precision::F32,
     };
     for i in 0..repeats {
-        video.push(loader_fraction(root, None, 1.5)?);
-        cached.push(loader_fraction(root, Some(cache), 1.0)?);
+        video.push(loader_fraction(root, None, SampleOrder::Lerobot, 1.5)?);
+        blocks.push(loader_fraction(root, None, SampleOrder::Blocks, 1.5)?);
+        cached.push(loader_fraction(root, Some(cache), SampleOrder::Lerobot, 1.0)?);
         // Best-of timings on both sides: the least disturbed by whatever else the machine runs.
         let reference = reference_matmul_ms();
         let step = train_bench::run(&step_args)?[0].step_ms_min;
         train.push(reference.min(reference_matmul_ms()) / step);
         update.push(fused_update_fraction());
         eprintln!(
-            "repeat {}/{repeats}: loader video {:.4}, frame cache {:.4}, train {:.4}, update {:.4}",
+            "repeat {}/{repeats}: loader video {:.4}, blocks {:.4}, frame cache {:.4}, train {:.4}, update {:.4}",
             i + 1,
             video[i],
+            blocks[i],
             cached[i],
             train[i],
             update[i]
@@ -225,6 +238,11 @@ pub fn measure(root: &Path, cache: &Path, repeats: usize) -> Result<Vec<Ratio>> 
     };
     Ok(vec![
         ratio("loader_video", "loader bytes/s (video, 2 workers, batch 32) / memcpy bytes/s", video),
+        ratio(
+            "loader_video_blocks",
+            "loader bytes/s (video in the blocks order of 2 episodes, 2 workers, batch 32) / memcpy bytes/s",
+            blocks,
+        ),
         ratio("loader_frame_cache", "loader bytes/s (frame cache, 2 workers, batch 32) / memcpy bytes/s", cached),
         ratio("train_step_tiny", "best 1024³ matmul ms / best tiny policy train step ms (batch 8, Flex)", train),
         ratio("fused_update", "fused Adam + EMA update bytes/s (16 M weights, Flex) / memcpy bytes/s", update),

@@ -1,5 +1,6 @@
-//! `bench sweep`: every throughput figure in one run — the loader over workers × batch sizes,
-//! the transforms chain, and trainer steps (policies × precisions × batch sizes) phase by phase
+//! `bench sweep`: every throughput figure in one run — the loader over workers × batch sizes on
+//! its three paths (video in LeRobot's order, video in the decode-once blocks order, the frame
+//! cache), the transforms chain, and trainer steps (policies × precisions × batch sizes) phase by phase
 //! with the real loop's data-wait share — written as one JSON report, a CSV per table, SVG
 //! plots, and a Markdown summary appended to `bench/RESULTS.md` with the machine and revision.
 
@@ -18,6 +19,7 @@ use crate::report::{Series, line_plot, markdown_table, write_csv, write_json};
 use crate::sys::{git_revision, machine};
 use crate::train_bench::{self, TrainStepArgs, TrainStepReport};
 use crate::transforms_bench::{self, TransformsArgs, TransformsReport};
+use loader::{DEFAULT_BLOCK_EPISODES, SampleOrder};
 
 /// Arguments of `bench sweep`.
 #[derive(Debug, Clone, Args)]
@@ -25,7 +27,8 @@ pub struct SweepArgs {
     /// The dataset (a pusht-like synth dataset: `datasets synth --preset pusht-like`).
     #[command(flatten)]
     pub dataset: DatasetSource,
-    /// Its decoded-frame cache: the loader is swept on it too, and the trainer reads from it.
+    /// Its decoded-frame cache: the loader is swept on it, and the trainer reads from it
+    /// (default: the loader is swept on the trainer's automatic cache, built first if missing).
     #[arg(long)]
     pub frame_cache: Option<PathBuf>,
     /// Loader worker counts.
@@ -93,9 +96,12 @@ pub struct SweepReport {
     pub revision: String,
     /// The command line.
     pub command: String,
-    /// Loader on the videos.
+    /// Loader on the videos (or images), in LeRobot's order.
     pub loader_video: LoaderReport,
-    /// Loader on the frame cache.
+    /// Loader on the videos in the blocks order (decode-once).
+    pub loader_video_blocks: LoaderReport,
+    /// Loader on the frame cache (the one given, or the automatic one; none when the dataset's
+    /// frames do not fit the automatic cache's budget).
     pub loader_frame_cache: Option<LoaderReport>,
     /// The default augmentation chain at 96×96, batch 64 × 2 frames.
     pub transforms: TransformsReport,
@@ -108,12 +114,14 @@ pub struct SweepReport {
 /// Runs the sweep, writes its files and (unless `--no-append`) its summary.
 pub fn run(args: &SweepArgs) -> Result<SweepReport> {
     let root = args.dataset.one("sweep")?;
-    let loader = |frame_cache: Option<PathBuf>| {
+    let loader = |frame_cache: Option<PathBuf>, auto_frame_cache: bool, order: SampleOrder| {
         loader_bench::run(&LoaderArgs {
             dataset: DatasetSource::folders(vec![root.clone()]),
             weights: None,
             frame_cache,
-            auto_frame_cache: false,
+            auto_frame_cache,
+            order,
+            block_episodes: DEFAULT_BLOCK_EPISODES,
             workers: args.workers.clone(),
             batch_sizes: args.loader_batch.clone(),
             seconds: args.loader_seconds,
@@ -125,13 +133,18 @@ pub fn run(args: &SweepArgs) -> Result<SweepReport> {
         })
     };
     eprintln!("loader, from the dataset's files");
-    let loader_video = loader(None)?;
+    let loader_video = loader(None, false, SampleOrder::Lerobot)?;
+    eprintln!("loader, from the dataset's files in the blocks order");
+    let loader_video_blocks = loader(None, false, SampleOrder::Blocks)?;
     let loader_frame_cache = match &args.frame_cache {
         Some(cache) => {
             eprintln!("loader, frame cache");
-            Some(loader(Some(cache.clone()))?)
+            Some(loader(Some(cache.clone()), false, SampleOrder::Lerobot)?)
         }
-        None => None,
+        None => {
+            eprintln!("loader, automatic frame cache");
+            loader(None, true, SampleOrder::Lerobot).inspect_err(|e| eprintln!("no automatic frame cache: {e:#}")).ok()
+        }
     };
     eprintln!("transforms");
     let transforms = transforms_bench::run(&TransformsArgs {
@@ -181,6 +194,7 @@ pub fn run(args: &SweepArgs) -> Result<SweepReport> {
         revision: git_revision(),
         command: std::env::args().collect::<Vec<_>>().join(" "),
         loader_video,
+        loader_video_blocks,
         loader_frame_cache,
         transforms,
         train,
@@ -279,6 +293,8 @@ pub fn markdown(report: &SweepReport) -> String {
         )
     };
     text += &loader("from the dataset's files (video or images in parquet)", &report.loader_video);
+    let blocks = &report.loader_video_blocks;
+    text += &loader(&format!("from the dataset's files, {} order", blocks.order), blocks);
     if let Some(cache) = &report.loader_frame_cache {
         text += &loader("frame cache", cache);
     }

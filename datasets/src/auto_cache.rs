@@ -169,8 +169,8 @@ pub fn default_budget(root: &Path) -> Result<u64> {
 /// `statfs`'s type of tmpfs (`/dev/shm`), from linux/magic.h.
 const TMPFS_MAGIC: i64 = 0x0102_1994;
 
-/// `MemAvailable` of `/proc/meminfo`, in bytes.
-fn memory_available() -> Option<u64> {
+/// `MemAvailable` of `/proc/meminfo`, in bytes (`None` where it cannot be read).
+pub fn memory_available() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

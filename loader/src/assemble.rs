@@ -1,8 +1,9 @@
 //! Filling a batch: window rows and pads, numeric columns gathered by index, camera frames from
 //! the frame cache (a copy), from PNGs (a decode per frame) or from video — the frame requests
 //! of the whole batch grouped by file and sorted by time, so that each GOP is decoded once for
-//! all the frames needed from it, and split across the workers. With several datasets, each
-//! sample is read from its own dataset at its own row; video files are numbered across them.
+//! all the frames needed from it, and split across the workers; in the blocks order, through
+//! the buffer that decodes each camera's episode once. With several datasets, each sample is
+//! read from its own dataset at its own row; video files are numbered across them.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -16,6 +17,7 @@ use datasets::{
 use rayon::prelude::*;
 
 use crate::batch::{Buffer, Buffers};
+use crate::episode_frames::{EpisodeFrames, EpisodeKey};
 use crate::error::{Error, Result};
 use crate::layout::{BatchLayout, Source};
 use crate::sampler::BatchPlan;
@@ -53,6 +55,8 @@ pub(crate) struct Assembler {
     files: Vec<PathBuf>,
     /// Work is split into this many pieces (the number of workers).
     pieces: usize,
+    /// In the blocks order, the episodes decoded for the current windows.
+    episode_frames: Option<EpisodeFrames>,
 }
 
 /// Per-batch bookkeeping kept between batches so that it does not reallocate.
@@ -64,10 +68,15 @@ pub(crate) struct Scratch {
     requests: Vec<Request>,
 }
 
-/// One frame to decode: which dataset and file, when, and where it goes.
+/// One frame to decode: which dataset, camera, episode and file, when, and where it goes.
 #[derive(Debug, Clone, Copy)]
 struct Request {
     part: usize,
+    camera: usize,
+    /// The episode's index in its dataset.
+    episode: usize,
+    /// The frame's position in its episode.
+    frame: usize,
     file: usize,
     time_s: f64,
     field: usize,
@@ -81,6 +90,7 @@ impl Assembler {
         layout: Arc<BatchLayout>,
         decoder_cache: DecoderCacheConfig,
         workers: usize,
+        episode_frames: Option<EpisodeFrames>,
     ) -> Result<Self> {
         let mut files: Vec<PathBuf> = Vec::new();
         let mut file_ids: HashMap<PathBuf, usize> = HashMap::new();
@@ -102,12 +112,17 @@ impl Assembler {
             parts.push(Part { dataset: dataset.clone(), cache, episode_files });
         }
         let decoders = (0..workers.max(1)).map(|_| Mutex::new(DecoderCache::new(decoder_cache))).collect();
-        Ok(Self { datasets, parts, layout, decoders, files, pieces: workers.max(1) })
+        Ok(Self { datasets, parts, layout, decoders, files, pieces: workers.max(1), episode_frames })
     }
 
     /// The dataset of joint index `index` and the row there.
     fn locate(&self, index: usize) -> Result<(usize, usize)> {
         self.datasets.locate(index).ok_or_else(|| Error::Config(format!("index {index} is outside the dataset")))
+    }
+
+    /// The blocks order's buffer of decoded episodes, if the order is that.
+    pub(crate) fn episode_frames(&self) -> Option<&EpisodeFrames> {
+        self.episode_frames.as_ref()
     }
 
     /// The decoder caches, for reporting their memory.
@@ -228,7 +243,8 @@ impl Assembler {
                         let episode = here.dataset.episode_of(local).expect("rows are inside the dataset");
                         let time_s = episode.videos[camera].from_timestamp + here.dataset.timestamp(local);
                         let file = here.episode_files[camera][episode.index];
-                        requests.push(Request { part, file, time_s, field: f, slot });
+                        let (episode, frame) = (episode.index, local - episode.frames.start);
+                        requests.push(Request { part, camera, episode, frame, file, time_s, field: f, slot });
                     }
                     _ => copies.push((f, row, slots[f][slot].take().expect("each slot once"))),
                 }
@@ -294,7 +310,22 @@ impl Assembler {
                 )
                 .into());
             }
-            decoder.frame_at(request.time_s, dataset.options().tolerance_s, out)?;
+            let tolerance_s = dataset.options().tolerance_s;
+            let Some(buffer) = &self.episode_frames else {
+                decoder.frame_at(request.time_s, tolerance_s, out)?;
+                continue;
+            };
+            // The blocks order: the episode decoded front to back, once, as far as asked.
+            let episode = &dataset.episodes()[request.episode];
+            let from_s = episode.videos[request.camera].from_timestamp;
+            let key = EpisodeKey { part: request.part, camera: request.camera, episode: request.episode };
+            let held = buffer.episode(key, episode.len(), out.len());
+            let mut held = held.lock().unwrap_or_else(PoisonError::into_inner);
+            let decode = |j: usize, into: &mut [u8]| {
+                decoder.frame_at(from_s + dataset.timestamp(episode.frames.start + j), tolerance_s, into).map(|_| ())
+            };
+            let frame = held.frame(request.frame, decode)?.expect("a sample's frames are inside its episode");
+            out.copy_from_slice(frame);
         }
         Ok(())
     }

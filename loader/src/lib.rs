@@ -17,7 +17,9 @@
 //! arithmetic, camera frames from the frame cache, from PNGs, or from video with the batch's
 //! requests grouped by file so each GOP is decoded once — into reusable buffers, and handed
 //! over through a bounded prefetch channel that lives across epochs. A worker's error or panic
-//! reaches the consumer as an `Err` and stops the pipeline.
+//! reaches the consumer as an `Err` and stops the pipeline. In the opt-in blocks order
+//! ([`SampleOrder::Blocks`]) each camera's episode is decoded once per epoch into a bounded
+//! buffer that the samples of its window read.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -39,6 +41,7 @@
 
 mod assemble;
 mod batch;
+mod episode_frames;
 mod error;
 mod layout;
 mod loader;
@@ -50,4 +53,4 @@ pub use batch::{Batch, Buffer};
 pub use error::{Error, Result};
 pub use layout::{BatchLayout, Field, Source, ValueType};
 pub use loader::{Loader, LoaderBuilder, Polled};
-pub use sampler::{EpisodeSampler, SamplerConfig, SamplerState};
+pub use sampler::{DEFAULT_BLOCK_EPISODES, EpisodeSampler, SampleOrder, SamplerConfig, SamplerState};

@@ -13,10 +13,11 @@ use datasets::{DatasetSet, DecoderCacheConfig, WindowSpec};
 
 use crate::assemble::{Assembler, Scratch};
 use crate::batch::{Batch, Buffers};
+use crate::episode_frames::EpisodeFrames;
 use crate::error::{Error, Result};
-use crate::layout::BatchLayout;
+use crate::layout::{BatchLayout, Source};
 use crate::prefetch::{Pipeline, produce};
-use crate::sampler::{EpisodeSampler, Planner, SamplerConfig, SamplerState};
+use crate::sampler::{EpisodeSampler, Planner, SampleOrder, SamplerConfig, SamplerState};
 
 /// Configures and builds a [`Loader`].
 #[derive(Debug, Clone)]
@@ -90,6 +91,14 @@ impl LoaderBuilder {
         self
     }
 
+    /// The order of each epoch's samples: LeRobot's (default), or the decode-once blocks order
+    /// with windows of `block_episodes` episodes ([`SampleOrder::Blocks`]).
+    pub fn order(mut self, order: SampleOrder, block_episodes: usize) -> Self {
+        self.sampler.order = order;
+        self.sampler.block_episodes = block_episodes;
+        self
+    }
+
     /// The whole sampler configuration at once (replacing what the other sampler settings,
     /// weights included, set before).
     pub fn sampler(mut self, config: SamplerConfig) -> Self {
@@ -160,8 +169,23 @@ impl LoaderBuilder {
         }
         let borrowed: Vec<Option<&FrameCache>> = caches.iter().map(Option::as_deref).collect();
         let layout = Arc::new(BatchLayout::new(&self.datasets, &self.windows, &borrowed, self.sampler.batch_size)?);
-        let assembler =
-            Arc::new(Assembler::new(self.datasets, caches, layout.clone(), self.decoder_cache, self.num_workers)?);
+        let frame_buffer_bound = frame_buffer_bound(&self.datasets, &layout, &self.sampler);
+        let episode_frames = match frame_buffer_bound {
+            Some(bound) => {
+                check_memory(bound, &self.sampler)?;
+                let cameras = layout.fields.iter().filter(|f| f.frame.is_some()).count();
+                Some(EpisodeFrames::new(2 * self.sampler.block_episodes * cameras))
+            }
+            None => None,
+        };
+        let assembler = Arc::new(Assembler::new(
+            self.datasets,
+            caches,
+            layout.clone(),
+            self.decoder_cache,
+            self.num_workers,
+            episode_frames,
+        )?);
         let planner = Planner::new(sampler.clone(), self.resume, self.max_epochs);
         let (recycle_tx, recycle_rx) = unbounded();
         let engine = if self.num_workers == 0 {
@@ -177,8 +201,44 @@ impl LoaderBuilder {
                     .map_err(|e| Error::Config(format!("cannot start the prefetch thread: {e}")))?;
             Engine::Pool(pipeline)
         };
-        Ok(Loader { layout, sampler, assembler, engine, recycle: recycle_tx, failed: false })
+        Ok(Loader { layout, sampler, assembler, engine, recycle: recycle_tx, failed: false, frame_buffer_bound })
     }
+}
+
+/// In the blocks order with video cameras, the most its buffer of decoded episodes can take:
+/// two windows (a batch may span the end of one and the start of the next) of every camera,
+/// each episode as long as the longest.
+fn frame_buffer_bound(datasets: &DatasetSet, layout: &BatchLayout, sampler: &SamplerConfig) -> Option<u64> {
+    if sampler.order != SampleOrder::Blocks || !sampler.shuffle {
+        return None;
+    }
+    let video = layout.fields.iter().filter(|f| f.sources.iter().any(|s| matches!(s, Source::Video { .. })));
+    let frame_bytes: u64 = video.filter_map(|f| f.frame).map(|shape| shape.len() as u64).sum();
+    let longest = datasets.parts().iter().flat_map(|d| d.episodes()).map(|e| e.len() as u64).max().unwrap_or(0);
+    (frame_bytes > 0).then(|| 2 * sampler.block_episodes as u64 * frame_bytes * longest)
+}
+
+/// Refuses a blocks-order buffer that could take more than half of the memory available,
+/// saying how many episodes per window would fit.
+fn check_memory(bound: u64, sampler: &SamplerConfig) -> Result<()> {
+    let Some(available) = datasets::auto_cache::memory_available() else { return Ok(()) };
+    if bound <= available / 2 {
+        return Ok(());
+    }
+    let per_episode = bound / (2 * sampler.block_episodes as u64);
+    let fit = available / 2 / (2 * per_episode);
+    let advice = if fit == 0 {
+        "not even one episode per window fits: use LeRobot's order".to_string()
+    } else {
+        format!("lower block_episodes to {fit}")
+    };
+    Err(Error::Config(format!(
+        "the blocks order's buffer of decoded frames (two windows of {} episodes) may take {:.1} GB, more than \
+         half of the memory available ({:.1} GB): {advice}",
+        sampler.block_episodes,
+        bound as f64 / 1e9,
+        available as f64 / 1e9
+    )))
 }
 
 /// Where batches are made.
@@ -197,6 +257,7 @@ pub struct Loader {
     engine: Engine,
     recycle: Sender<Box<Buffers>>,
     failed: bool,
+    frame_buffer_bound: Option<u64>,
 }
 
 impl Loader {
@@ -229,6 +290,17 @@ impl Loader {
     /// The estimated memory held by the open video decoders, summed over workers.
     pub fn decoder_bytes(&self) -> usize {
         self.assembler.decoder_caches().iter().map(|c| c.lock().unwrap_or_else(PoisonError::into_inner).bytes()).sum()
+    }
+
+    /// In the blocks order with video cameras, the most its buffer of decoded episodes can take,
+    /// in bytes (`None` otherwise).
+    pub fn frame_buffer_bound(&self) -> Option<u64> {
+        self.frame_buffer_bound
+    }
+
+    /// The memory the blocks order's buffer of decoded episodes takes now (0 in LeRobot's order).
+    pub fn frame_buffer_bytes(&self) -> usize {
+        self.assembler.episode_frames().map_or(0, EpisodeFrames::bytes)
     }
 
     /// Decoding work so far (frames decoded, seeks, frames converted), summed over workers.

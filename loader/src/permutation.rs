@@ -22,6 +22,18 @@ pub(crate) fn part_permutation(n: usize, seed: u64, round: u64, part: usize) -> 
     torch_randperm(n, seed_sequence_u64(&[seed, round, part as u64 + 1]))
 }
 
+/// The permutations of the blocks order for `epoch`: of its episodes (`window = None`), and of
+/// the samples of each window of episodes (`Some(w)`). Seeded `[seed, epoch, 0, 1]` and
+/// `[seed, epoch, w + 1, 2]`: four words, the last never zero, so never the seeds of the two
+/// streams above (`SeedSequence` pads shorter entropy with zero words).
+pub(crate) fn blocks_permutation(n: usize, seed: u64, epoch: u64, window: Option<usize>) -> Vec<usize> {
+    let entropy = match window {
+        None => [seed, epoch, 0, 1],
+        Some(w) => [seed, epoch, w as u64 + 1, 2],
+    };
+    torch_randperm(n, seed_sequence_u64(&entropy))
+}
+
 /// `torch.randperm(n, generator=torch.Generator().manual_seed(seed))` on the CPU, for
 /// `n < (2³² − 1) / 20` (integer division: 214,748,364).
 fn torch_randperm(n: usize, seed: u64) -> Vec<usize> {

@@ -4,12 +4,57 @@
 //! state that resumes it exactly. With several datasets, the order runs over their anchors
 //! concatenated, as LeRobot's sampler would over a `MultiLeRobotDataset`; or, with sampling
 //! weights, each epoch takes from each dataset its share of the epoch (see
-//! [`EpisodeSampler::epoch_order`]).
+//! [`EpisodeSampler::epoch_order`]). The blocks order ([`SampleOrder::Blocks`]) trades some of
+//! each batch's diversity for decoding each video frame once per epoch.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::permutation::{lerobot_permutation, part_permutation};
+use crate::permutation::{blocks_permutation, lerobot_permutation, part_permutation};
+
+/// The order of an epoch's samples.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SampleOrder {
+    /// LeRobot's: every anchor of the epoch shuffled together (default).
+    #[default]
+    Lerobot,
+    /// Decode-once: the episodes shuffled and cut into windows of
+    /// [`SamplerConfig::block_episodes`], each window's samples shuffled among themselves, the
+    /// windows one after the other. Every anchor still comes once per epoch; a window's frames
+    /// are decoded once into a bounded buffer that its samples read, instead of a GOP's worth of
+    /// decoding per sample. A batch then holds samples of a few episodes rather than of many.
+    Blocks,
+}
+
+impl std::fmt::Display for SampleOrder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Lerobot => "lerobot",
+            Self::Blocks => "blocks",
+        })
+    }
+}
+
+impl std::str::FromStr for SampleOrder {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        match text {
+            "lerobot" => Ok(Self::Lerobot),
+            "blocks" => Ok(Self::Blocks),
+            other => Err(format!("{other:?} is not a sample order: lerobot (default) or blocks")),
+        }
+    }
+}
+
+/// Episodes per window of the blocks order, by default: a batch of 64 then draws from about 16
+/// episodes, and PushT's 96x96 frames buffered for two windows take about 110 MB.
+pub const DEFAULT_BLOCK_EPISODES: usize = 16;
+
+fn default_block_episodes() -> usize {
+    DEFAULT_BLOCK_EPISODES
+}
 
 /// Where the sampler is: the epoch, and how many of this shard's samples of that epoch have
 /// been handed out. Resuming from the state of the last batch consumed continues with exactly
@@ -48,6 +93,12 @@ pub struct SamplerConfig {
     /// positive). Default `None`: every frame once per epoch, as concatenated.
     #[serde(default)]
     pub weights: Option<Vec<f64>>,
+    /// The order of an epoch's samples. Default LeRobot's.
+    #[serde(default)]
+    pub order: SampleOrder,
+    /// Episodes per window of the blocks order. Default [`DEFAULT_BLOCK_EPISODES`].
+    #[serde(default = "default_block_episodes")]
+    pub block_episodes: usize,
 }
 
 impl Default for SamplerConfig {
@@ -63,6 +114,8 @@ impl Default for SamplerConfig {
             world_size: 1,
             episodes: None,
             weights: None,
+            order: SampleOrder::Lerobot,
+            block_episodes: DEFAULT_BLOCK_EPISODES,
         }
     }
 }
@@ -74,6 +127,8 @@ pub struct EpisodeSampler {
     anchors: Vec<usize>,
     /// Where each dataset's anchors end in `anchors` (one per dataset).
     part_ends: Vec<usize>,
+    /// Each sampled episode's anchors, as a range of positions in `anchors`.
+    episode_spans: Vec<std::ops::Range<usize>>,
     /// Samples each dataset gives per epoch, with weights.
     quotas: Option<Vec<usize>>,
     shard_len: usize,
@@ -99,10 +154,21 @@ impl EpisodeSampler {
                 "choosing episodes is not supported with several datasets (LeRobot's takes a list per dataset)".into(),
             ));
         }
+        if config.order == SampleOrder::Blocks {
+            if config.block_episodes == 0 {
+                return Err(Error::Config("the blocks order needs at least 1 episode per window".into()));
+            }
+            if config.weights.is_some() {
+                return Err(Error::Config(
+                    "the blocks order does not take sampling weights: use LeRobot's order with weights".into(),
+                ));
+            }
+        }
         let mut anchors = Vec::new();
         let mut part_ends = Vec::with_capacity(datasets.len());
+        let mut episode_spans = Vec::new();
         for episodes in datasets {
-            anchors.extend(Self::anchors_of(&config, episodes)?);
+            Self::anchors_of(&config, episodes, &mut anchors, &mut episode_spans)?;
             part_ends.push(anchors.len());
         }
         if anchors.is_empty() {
@@ -124,11 +190,16 @@ impl EpisodeSampler {
                 config.world_size
             )));
         }
-        Ok(Self { config, anchors, part_ends, quotas, shard_len })
+        Ok(Self { config, anchors, part_ends, episode_spans, quotas, shard_len })
     }
 
-    /// One dataset's anchors.
-    fn anchors_of(config: &SamplerConfig, episodes: &[std::ops::Range<usize>]) -> Result<Vec<usize>> {
+    /// Appends one dataset's anchors to `anchors`, and each episode's span of them to `spans`.
+    fn anchors_of(
+        config: &SamplerConfig,
+        episodes: &[std::ops::Range<usize>],
+        anchors: &mut Vec<usize>,
+        spans: &mut Vec<std::ops::Range<usize>>,
+    ) -> Result<()> {
         // As LeRobot: the episodes asked for, in dataset order, each once.
         let selected: Vec<usize> = match &config.episodes {
             Some(list) => {
@@ -142,7 +213,6 @@ impl EpisodeSampler {
             }
             None => (0..episodes.len()).collect(),
         };
-        let mut anchors = Vec::new();
         for e in selected {
             let range = &episodes[e];
             let start = range.start + config.drop_n_first_frames;
@@ -155,9 +225,10 @@ impl EpisodeSampler {
                 );
                 continue;
             }
+            spans.push(anchors.len()..anchors.len() + (end - start));
             anchors.extend(start..end);
         }
-        Ok(anchors)
+        Ok(())
     }
 
     /// The configuration.
@@ -201,18 +272,26 @@ impl EpisodeSampler {
     /// `e` taking the stream's elements `e·cᵢ .. (e+1)·cᵢ`: within a dataset no anchor repeats
     /// before all have come. The draws are then shuffled by LeRobot's order for `(seed, e)`. The
     /// order stays a pure function of the epoch, so resuming needs no more state.
+    ///
+    /// In the blocks order, the epoch's episodes (of every dataset) are permuted, cut into
+    /// windows of `block_episodes`, and the anchors of each window permuted among themselves;
+    /// with several trainers, each one's shard takes from every window.
     pub fn epoch_order(&self, epoch: u64) -> Vec<usize> {
-        let drawn: Vec<usize> = match &self.quotas {
-            Some(quotas) => self.weighted_draw(quotas, epoch),
-            None => (0..self.anchors.len()).collect(),
-        };
-        let order: Vec<usize> = if self.config.shuffle {
-            lerobot_permutation(drawn.len(), self.config.seed, epoch)
-                .into_iter()
-                .map(|k| self.anchors[drawn[k]])
-                .collect()
+        let order: Vec<usize> = if self.config.shuffle && self.config.order == SampleOrder::Blocks {
+            self.blocks_draw(epoch).into_iter().map(|k| self.anchors[k]).collect()
         } else {
-            drawn.into_iter().map(|k| self.anchors[k]).collect()
+            let drawn: Vec<usize> = match &self.quotas {
+                Some(quotas) => self.weighted_draw(quotas, epoch),
+                None => (0..self.anchors.len()).collect(),
+            };
+            if self.config.shuffle {
+                lerobot_permutation(drawn.len(), self.config.seed, epoch)
+                    .into_iter()
+                    .map(|k| self.anchors[drawn[k]])
+                    .collect()
+            } else {
+                drawn.into_iter().map(|k| self.anchors[k]).collect()
+            }
         };
         let total = self.shard_len * self.config.world_size;
         let wrapped: Vec<usize> = order.iter().copied().cycle().take(total).collect();
@@ -221,6 +300,22 @@ impl EpisodeSampler {
 }
 
 impl EpisodeSampler {
+    /// The positions in `anchors` of `epoch` in the blocks order, window after window.
+    fn blocks_draw(&self, epoch: u64) -> Vec<usize> {
+        let seed = self.config.seed;
+        let episodes = blocks_permutation(self.episode_spans.len(), seed, epoch, None);
+        let mut drawn = Vec::with_capacity(self.anchors.len());
+        let mut window = Vec::new();
+        for (w, episodes) in episodes.chunks(self.config.block_episodes).enumerate() {
+            window.clear();
+            for &e in episodes {
+                window.extend(self.episode_spans[e].clone());
+            }
+            drawn.extend(blocks_permutation(window.len(), seed, epoch, Some(w)).into_iter().map(|k| window[k]));
+        }
+        drawn
+    }
+
     /// The positions in `anchors` each dataset gives to `epoch`, dataset by dataset.
     fn weighted_draw(&self, quotas: &[usize], epoch: u64) -> Vec<usize> {
         let mut drawn = Vec::with_capacity(self.anchors.len());
@@ -504,6 +599,94 @@ mod tests {
                 assert_eq!(&resumed.next_plan().unwrap(), plan);
             }
         }
+    }
+
+    fn blocks(block_episodes: usize) -> SamplerConfig {
+        SamplerConfig { order: SampleOrder::Blocks, block_episodes, ..SamplerConfig::default() }
+    }
+
+    /// Five episodes of different lengths, 50 frames.
+    fn five_episodes() -> Vec<std::ops::Range<usize>> {
+        vec![0..10, 10..13, 13..30, 30..38, 38..50]
+    }
+
+    #[test]
+    fn the_blocks_order_takes_every_anchor_once_a_window_of_episodes_at_a_time() {
+        let episodes = five_episodes();
+        let episode_of = |i: usize| episodes.iter().position(|r| r.contains(&i)).unwrap();
+        let sampler = EpisodeSampler::new(blocks(2), &episodes).unwrap();
+        let mut interleaved = false;
+        for epoch in 0..4 {
+            let order = sampler.epoch_order(epoch);
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..50).collect::<Vec<_>>(), "epoch {epoch}");
+            // Each episode's first and last position in the order, and its length: taken in
+            // order of first position, every two episodes fill one contiguous run.
+            let mut spans: Vec<(usize, usize, usize)> = (0..episodes.len())
+                .map(|e| {
+                    let at: Vec<usize> = (0..order.len()).filter(|&p| episode_of(order[p]) == e).collect();
+                    (at[0], at[at.len() - 1], at.len())
+                })
+                .collect();
+            spans.sort_unstable();
+            let mut next = 0;
+            for window in spans.chunks(2) {
+                let len: usize = window.iter().map(|s| s.2).sum();
+                assert_eq!(window[0].0, next, "epoch {epoch}: a window starts where the last ended");
+                assert_eq!(window.iter().map(|s| s.1).max(), Some(next + len - 1), "epoch {epoch}: {spans:?}");
+                interleaved |= window.len() == 2 && window[1].0 < window[0].1;
+                next += len;
+            }
+        }
+        assert!(interleaved, "a window's samples are shuffled across its episodes");
+        assert_eq!(sampler.epoch_order(2), sampler.epoch_order(2));
+        assert_ne!(sampler.epoch_order(2), sampler.epoch_order(3));
+        assert_ne!(
+            sampler.epoch_order(0),
+            EpisodeSampler::new(SamplerConfig::default(), &episodes).unwrap().epoch_order(0)
+        );
+        // Unshuffled, every order is the dataset's.
+        let unshuffled = |order| SamplerConfig { shuffle: false, order, ..blocks(2) };
+        let plain = EpisodeSampler::new(unshuffled(SampleOrder::Blocks), &episodes).unwrap();
+        assert_eq!(
+            plain.epoch_order(1),
+            EpisodeSampler::new(unshuffled(SampleOrder::Lerobot), &episodes).unwrap().epoch_order(1)
+        );
+    }
+
+    #[test]
+    fn the_blocks_order_shards_and_resumes_exactly() {
+        let mut all = Vec::new();
+        for rank in 0..3 {
+            let config = SamplerConfig { rank, world_size: 3, drop_last: true, ..blocks(2) };
+            all.extend(EpisodeSampler::new(config, &five_episodes()).unwrap().epoch_order(1));
+        }
+        assert_eq!(all.len(), 48);
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), 48, "shards overlap");
+        let sampler = EpisodeSampler::new(SamplerConfig { batch_size: 7, ..blocks(3) }, &five_episodes()).unwrap();
+        let mut straight = Planner::new(sampler.clone(), SamplerState::default(), None);
+        let plans: Vec<BatchPlan> = (0..20).map(|_| straight.next_plan().unwrap()).collect();
+        for cut in [1, 6, 8, 13] {
+            let mut resumed = Planner::new(sampler.clone(), plans[cut - 1].after, None);
+            for plan in &plans[cut..] {
+                assert_eq!(&resumed.next_plan().unwrap(), plan);
+            }
+        }
+    }
+
+    #[test]
+    fn the_blocks_order_refuses_what_it_cannot_do() {
+        let err = EpisodeSampler::new(blocks(0), &five_episodes()).unwrap_err();
+        assert!(err.to_string().contains("at least 1 episode per window"), "{err}");
+        let weighted = SamplerConfig { weights: Some(vec![1.0, 1.0]), ..blocks(2) };
+        let err = EpisodeSampler::for_datasets(weighted, &two_datasets()).unwrap_err();
+        assert!(err.to_string().contains("does not take sampling weights"), "{err}");
+        assert_eq!("blocks".parse::<SampleOrder>(), Ok(SampleOrder::Blocks));
+        assert_eq!(SampleOrder::Lerobot.to_string().parse::<SampleOrder>(), Ok(SampleOrder::Lerobot));
+        assert!("random".parse::<SampleOrder>().unwrap_err().contains("lerobot (default) or blocks"));
     }
 
     #[test]

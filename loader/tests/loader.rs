@@ -1,6 +1,7 @@
 //! One expectation over every code path: the same batches, bit for bit, whatever the number of
 //! workers, the prefetch depth, or the camera source (video or frame cache); each sample equal
-//! to what `datasets sample` (Dataset::get) returns; errors delivered, never a hang.
+//! to what `datasets sample` (Dataset::get) returns; errors delivered, never a hang. The blocks
+//! order gives the same samples, decoding each frame once.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,7 +12,7 @@ use datasets::synth::{CameraSpec, SynthConfig, write_dataset};
 use datasets::{
     Batch as Collated, CodebaseVersion, Dataset, DecoderCache, DecoderCacheConfig, FrameFormat, Tensor, WindowSpec,
 };
-use loader::{Loader, LoaderBuilder, SamplerState};
+use loader::{Loader, LoaderBuilder, SampleOrder, SamplerState};
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -126,6 +127,65 @@ fn resuming_from_a_batch_state_continues_exactly() {
         let resumed = collect(builder(&f).num_workers(2).resume(state).build().unwrap(), 12 - cut);
         assert!(resumed[..] == straight[cut..], "resuming after batch {cut} differs");
     }
+}
+
+/// Checks every batch of `loader` against `Dataset::get`, and returns the indices it held.
+fn check_against_dataset(f: &Fixture, loader: &mut Loader) -> Vec<usize> {
+    let mut decoders = DecoderCache::default();
+    let mut seen = Vec::new();
+    for batch in loader.by_ref() {
+        let batch = batch.unwrap();
+        let samples: Vec<_> = batch
+            .indices()
+            .iter()
+            .map(|&i| f.dataset.get(i, &f.windows, &mut decoders, FrameFormat::Uint8).unwrap())
+            .collect();
+        let expected = Collated::collate(&samples).unwrap();
+        assert!(batch.to_tensors() == expected.tensors, "batch {} of epoch {}", batch.index_in_epoch(), batch.epoch());
+        seen.extend(batch.indices());
+    }
+    seen
+}
+
+#[test]
+fn the_blocks_order_gives_the_same_samples_decoding_each_frame_once() {
+    // Six episodes of 20-30 frames, two cameras, two episodes per video file.
+    let f = fixture(SynthConfig { episodes: 6, ..small() });
+    let anchors = builder(&f).build().unwrap().sampler().anchors().to_vec();
+    let frames = (f.dataset.len() * 2) as u64;
+    for workers in [0, 2] {
+        let mut blocks = builder(&f).order(SampleOrder::Blocks, 2).num_workers(workers).max_epochs(1).build().unwrap();
+        let mut seen = check_against_dataset(&f, &mut blocks);
+        seen.sort_unstable();
+        assert_eq!(seen, anchors, "every anchor once per epoch");
+        let decoded = blocks.decode_counters();
+        assert!(decoded.frames_converted <= frames, "{} frames converted of {frames}", decoded.frames_converted);
+        let mut lerobot = builder(&f).num_workers(workers).max_epochs(1).build().unwrap();
+        lerobot.by_ref().for_each(|b| drop(b.unwrap()));
+        let lerobot = lerobot.decode_counters();
+        assert!(
+            decoded.frames_decoded * 3 < lerobot.frames_decoded * 2,
+            "{workers} workers: blocks decoded {} frames, LeRobot's order {}",
+            decoded.frames_decoded,
+            lerobot.frames_decoded
+        );
+        assert!(blocks.frame_buffer_bytes() > 0);
+    }
+}
+
+#[test]
+fn the_blocks_order_resumes_exactly_and_reports_a_cut_video() {
+    let f = fixture(small());
+    let blocks = || builder(&f).order(SampleOrder::Blocks, 2).num_workers(2);
+    let straight = collect(blocks().build().unwrap(), 10);
+    for cut in [2, 7] {
+        let resumed = collect(blocks().resume(straight[cut - 1].2).build().unwrap(), 10 - cut);
+        assert!(resumed[..] == straight[cut..], "resuming after batch {cut} differs");
+    }
+    let video = break_last_video(&f);
+    let error = blocks().build().unwrap().find_map(Result::err).expect("the cut video fails a batch");
+    let text = format!("{error}: {}", std::error::Error::source(&error).map(ToString::to_string).unwrap_or_default());
+    assert!(text.contains(&*video.to_string_lossy()), "{text}");
 }
 
 /// Cuts the video holding the last episodes so that decoding them fails.

@@ -12,7 +12,7 @@ use pyo3::types::PyDict;
 
 use datasets::FrameFormat;
 use datasets::auto_cache::{self, AutoCache, FrameCacheChoice};
-use loader::{Polled, SamplerConfig, SamplerState};
+use loader::{Polled, SampleOrder, SamplerConfig, SamplerState};
 
 use crate::convert::{dataset_error, numpy_to_torch};
 use crate::dataset::Dataset;
@@ -73,9 +73,11 @@ impl Loader {
     /// (reused, or built first when the decoded frames fit its budget, by default the trainer's,
     /// or `frame_cache_budget_gb`; the `lerobot_rs` logger says which); batches of numpy
     /// arrays, or of torch tensors sharing their memory with `as_torch` (by default as the
-    /// dataset's samples; pinned with `pin_memory`).
+    /// dataset's samples; pinned with `pin_memory`). `order="blocks"` takes the decode-once
+    /// order: the episodes shuffled and taken `block_episodes` at a time, each window's samples
+    /// shuffled, each video frame decoded once per epoch.
     #[new]
-    #[pyo3(signature = (dataset, batch_size=8, *, num_workers=0, shuffle=true, seed=1000, drop_last=false, drop_n_first_frames=0, drop_n_last_frames=0, rank=0, world_size=1, prefetch=4, frame_cache=None, frame_cache_budget_gb=None, as_torch=None, pin_memory=false))]
+    #[pyo3(signature = (dataset, batch_size=8, *, num_workers=0, shuffle=true, seed=1000, drop_last=false, drop_n_first_frames=0, drop_n_last_frames=0, rank=0, world_size=1, prefetch=4, frame_cache=None, frame_cache_budget_gb=None, as_torch=None, pin_memory=false, order="lerobot", block_episodes=loader::DEFAULT_BLOCK_EPISODES))]
     #[allow(clippy::too_many_arguments, reason = "a DataLoader's keyword arguments")]
     fn new(
         py: Python<'_>,
@@ -94,7 +96,10 @@ impl Loader {
         frame_cache_budget_gb: Option<f64>,
         as_torch: Option<bool>,
         pin_memory: bool,
+        order: &str,
+        block_episodes: usize,
     ) -> PyResult<Self> {
+        let order: SampleOrder = order.parse().map_err(PyValueError::new_err)?;
         let as_torch = as_torch.unwrap_or(dataset.as_torch);
         if pin_memory && !as_torch {
             return Err(PyValueError::new_err("pin_memory pins torch tensors: set as_torch=True too"));
@@ -113,6 +118,8 @@ impl Loader {
             world_size,
             episodes: dataset.episodes.clone(),
             weights: None,
+            order,
+            block_episodes,
         };
         let frame_cache = match frame_cache {
             Some(choice) => {

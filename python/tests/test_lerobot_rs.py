@@ -105,6 +105,27 @@ def test_an_epoch_visits_every_anchor_once():
         assert len(seen) == len(set(seen)) == 836 - 8 * 7
 
 
+def test_the_blocks_order_gives_every_sample_once_with_the_same_frames():
+    dataset = pusht()
+
+    def frames_by_index(loader):
+        frames = {}
+        for batch in loader:
+            for k, index in enumerate(batch["index"].tolist()):
+                assert index not in frames
+                frames[index] = batch["observation.image"][k].copy()
+        return frames
+
+    blocks = frames_by_index(
+        lerobot_rs.Loader(dataset, 32, num_workers=2, drop_n_last_frames=7, order="blocks", block_episodes=2)
+    )
+    lerobot = frames_by_index(lerobot_rs.Loader(dataset, 32, num_workers=2, drop_n_last_frames=7))
+    assert blocks.keys() == lerobot.keys() and len(blocks) == 836 - 8 * 7
+    assert all(np.array_equal(blocks[i], lerobot[i]) for i in blocks)
+    with pytest.raises(ValueError, match=r"lerobot \(default\) or blocks"):
+        lerobot_rs.Loader(dataset, 32, order="random")
+
+
 def test_a_loader_resumed_from_its_state_dict_continues_exactly():
     dataset = pusht()
 

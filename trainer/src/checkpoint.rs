@@ -43,6 +43,10 @@ pub struct TrainingState {
     /// replica's position in its own shard (the shards are equally long, so it is the same).
     #[serde(default = "one")]
     pub world_size: usize,
+    /// The order of the samples (`--sampler.*`); LeRobot's in checkpoints older than the
+    /// blocks order.
+    #[serde(default)]
+    pub sampler_order: crate::run_config::SamplerSection,
 }
 
 fn one() -> usize {

@@ -48,7 +48,9 @@ pub use inputs::{HostObservation, InputPipeline, Mode, TrainInputs};
 pub use model::{DiffusionModel, Observation, Sampler, TrainingNoise};
 pub use noise::{BetaSchedule, NoiseSchedule, PredictionType, SchedulerKind};
 pub use precision::{LossScaler, Precision};
-pub use run_config::{DatasetConfig, DatasetRoots, PolicySection, TrainConfig, merge, parse_episode_list};
+pub use run_config::{
+    DatasetConfig, DatasetRoots, PolicySection, SamplerSection, TrainConfig, merge, parse_episode_list,
+};
 pub use seeds::{Purpose, step_seed};
 pub use step::{Learner, Prepared, StepOutput, TrainingBackend};
 pub use train::{Progress, TrainData, TrainOutcome, init_model, train, train_on};

@@ -8,6 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use transforms::{DeviceKind, ImageTransformsConfig};
 
 use datasets::auto_cache::FrameCacheChoice;
+use loader::{DEFAULT_BLOCK_EPISODES, SampleOrder};
 
 use crate::config::{DiffusionConfig, Preset};
 use crate::ema::EmaConfig;
@@ -119,6 +120,29 @@ impl<'de> Deserialize<'de> for DatasetRoots {
     }
 }
 
+/// The order of each epoch's samples (`--sampler.*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SamplerSection {
+    /// `lerobot` (default: LeRobot's order), or `blocks`: episodes shuffled and taken a window
+    /// of [`Self::block_episodes`] at a time, each window's samples shuffled, each video frame
+    /// decoded once per epoch ([`SampleOrder::Blocks`]).
+    #[serde(default)]
+    pub order: SampleOrder,
+    /// Episodes per window of the blocks order. Default 16.
+    #[serde(default = "default_block_episodes")]
+    pub block_episodes: usize,
+}
+
+impl Default for SamplerSection {
+    fn default() -> Self {
+        Self { order: SampleOrder::Lerobot, block_episodes: DEFAULT_BLOCK_EPISODES }
+    }
+}
+
+fn default_block_episodes() -> usize {
+    DEFAULT_BLOCK_EPISODES
+}
+
 /// The policy part: a preset and its (possibly overridden) hyper-parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PolicySection {
@@ -169,6 +193,9 @@ pub struct TrainConfig {
     /// `--ema.*`: an exponential moving average of the weights. Default off.
     #[serde(default)]
     pub ema: EmaConfig,
+    /// `--sampler.*`: the order of each epoch's samples. Default LeRobot's.
+    #[serde(default)]
+    pub sampler: SamplerSection,
 }
 
 fn one() -> usize {
@@ -269,6 +296,7 @@ impl TrainConfig {
             precision: Precision::F32,
             grad_accum: 1,
             ema: EmaConfig::default(),
+            sampler: SamplerSection::default(),
         }
     }
 

@@ -169,6 +169,7 @@ impl TrainData {
             .drop_frames(0, config.policy.config.drop_n_last_frames)
             .windows(self.windows.clone())
             .frame_caches(self.frame_caches.clone())
+            .order(config.sampler.order, config.sampler.block_episodes)
             .resume(resume);
         if let Some(episodes) = &config.dataset.episodes {
             builder = builder.episodes(episodes.clone());
@@ -474,6 +475,14 @@ fn train_replica<B: TrainingBackend>(
     let mut learner = learner.with_replica(replica.clone());
     learner.sync_weights()?;
     let mut loader = run.replica_loader(config, state.sampler, replica)?;
+    if let Some(bound) = loader.frame_buffer_bound() {
+        report(Progress::Line(&format!(
+            "sampler: blocks of {} episodes, each video frame decoded once per epoch; their decoded frames take up \
+             to {:.2} GB",
+            config.sampler.block_episodes,
+            bound as f64 / 1e9
+        )));
+    }
 
     let num_params = learner.model().num_learnable_params();
     report(Progress::Line(&format!("num_learnable_params={num_params} ({})", big_number(num_params as f64))));
@@ -560,6 +569,7 @@ fn start_fresh<B: TrainingBackend>(
         datasets: run.fingerprints()?,
         weights: config.dataset.weights.clone(),
         world_size,
+        sampler_order: config.sampler,
     };
     Ok(Start { learner, state, normalizer })
 }
@@ -606,6 +616,13 @@ fn resume_from<B: TrainingBackend>(
         return Err(Error::Config(format!(
             "the checkpoint was trained with dataset weights {:?}, this run has {:?}",
             state.weights, config.dataset.weights
+        )));
+    }
+    if state.sampler_order != config.sampler {
+        return Err(Error::Config(format!(
+            "the checkpoint was trained in the sampler order {:?}, this run asks for {:?}: its sampler \
+             position would mean other samples",
+            state.sampler_order, config.sampler
         )));
     }
     let normalizer: Normalizer = checkpoint::read_json(&dir, "normalizer.json")?;

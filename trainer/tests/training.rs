@@ -405,6 +405,34 @@ fn only_the_episodes_asked_for_are_sampled() {
     assert!(error.contains("episode 7"), "{error}");
 }
 
+#[test]
+fn the_blocks_order_reaches_the_loader_and_a_run_resumes_only_in_it() {
+    let out = scratch("blocks-order");
+    let blocks = json!({"sampler": {"order": "blocks", "block_episodes": 1}, "save_freq": 2});
+    let config = tiny(&out, 2, blocks);
+    let data = trainer::TrainData::open(&config).unwrap();
+    // Windows of one episode (13 anchors) in batches of 4: the first three batches of an epoch
+    // come from one episode, and no batch from more than two.
+    let episodes: Vec<std::collections::BTreeSet<usize>> = data
+        .loader(&config, Default::default())
+        .unwrap()
+        .take(10)
+        .map(|batch| {
+            batch.unwrap().indices().iter().map(|&i| data.datasets.parts()[0].episode_of(i).unwrap().index).collect()
+        })
+        .collect();
+    assert!(episodes[..3].iter().all(|e| e.len() == 1 && *e == episodes[0]), "{episodes:?}");
+    assert!(episodes.iter().all(|e| e.len() <= 2), "{episodes:?}");
+
+    train::<Backend>(&config, None, Default::default(), |_| {}).unwrap();
+    let state: TrainingState = checkpoint::read_json(&out.join("checkpoints/000002"), "training_state.json").unwrap();
+    assert_eq!(state.sampler_order, config.sampler);
+    let resumed_out = scratch("blocks-order-resumed");
+    let lerobot_order = tiny(&resumed_out, 4, json!({}));
+    let error = train::<Backend>(&lerobot_order, Some(&out), Default::default(), |_| {}).unwrap_err().to_string();
+    assert!(error.contains("sampler order"), "{error}");
+}
+
 /// A second small dataset beside [`dataset`]: 2 episodes of 25 frames, other trajectories.
 fn second_dataset(root: &Path) -> PathBuf {
     if root.exists() {

@@ -80,6 +80,14 @@ struct TrainArgs {
     /// of the memory available for /dev/shm)
     #[arg(long = "frame-cache-budget", alias = "dataset.frame_cache_budget_gb")]
     frame_cache_budget: Option<f64>,
+    /// The order of each epoch's samples: lerobot (default, LeRobot's) or blocks (decode-once:
+    /// episodes shuffled and taken --sampler.block_episodes at a time, each window's samples
+    /// shuffled, each video frame decoded once per epoch into a bounded buffer)
+    #[arg(long = "sampler.order")]
+    sampler_order: Option<loader::SampleOrder>,
+    /// Episodes per window of the blocks order (default 16)
+    #[arg(long = "sampler.block_episodes")]
+    block_episodes: Option<usize>,
     /// Replace the cameras' mean/std with ImageNet's (default true).
     #[arg(long = "dataset.use_imagenet_stats")]
     use_imagenet_stats: Option<bool>,
@@ -235,6 +243,8 @@ impl TrainArgs {
         opt!(self.frame_cache, ["dataset", "frame_cache"]);
         opt!(self.frame_cache_budget, ["dataset", "frame_cache_budget_gb"]);
         opt!(self.use_imagenet_stats, ["dataset", "use_imagenet_stats"]);
+        opt!(self.sampler_order, ["sampler", "order"]);
+        opt!(self.block_episodes, ["sampler", "block_episodes"]);
         if let Some(enable) = self.image_transforms {
             set(&["dataset", "image_transforms", "enable"], json!(enable));
         }

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use datasets::auto_cache::{self, AutoCache};
 use datasets::frame_cache::write_frame_cache;
-use datasets::{Dataset, DatasetSet, WindowSpec, diffusion_delta_timestamps};
+use datasets::{Dataset, DatasetSet, FrameEncoding, WindowSpec, diffusion_delta_timestamps};
 use loader::{DEFAULT_BLOCK_EPISODES, Loader, SampleOrder};
 use serde::Serialize;
 
@@ -41,6 +41,9 @@ pub struct LoaderArgs {
     /// Episodes per window of the blocks order.
     #[arg(long, default_value_t = DEFAULT_BLOCK_EPISODES)]
     pub block_episodes: usize,
+    /// How video frames are handed over: rgb (LeRobot's) or yuv420 (the decoder's planes).
+    #[arg(long, default_value_t = FrameEncoding::Rgb)]
+    pub frame_encoding: FrameEncoding,
     /// Worker counts to try.
     #[arg(long, value_delimiter = ',', default_value = "0,1,2,4")]
     pub workers: Vec<usize>,
@@ -109,6 +112,8 @@ pub struct LoaderReport {
     pub frame_cache: bool,
     /// The order of the samples, with the blocks order's episodes per window.
     pub order: String,
+    /// How video frames were handed over.
+    pub frame_encoding: FrameEncoding,
     /// Seconds to open the dataset.
     pub open_s: f64,
     /// Seconds to build the automatic frame cache (`--auto-frame-cache`; 0 when it was there).
@@ -177,7 +182,8 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
                 .drop_frames(0, args.drop_n_last_frames)
                 .windows(windows.clone())
                 .frame_caches(frame_caches.clone())
-                .order(args.order, args.block_episodes);
+                .order(args.order, args.block_episodes)
+                .frame_encoding(args.frame_encoding);
             if let Some(weights) = &args.weights {
                 builder = builder.weights(weights.clone());
             }
@@ -239,6 +245,7 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
             SampleOrder::Blocks => format!("blocks of {} episodes", args.block_episodes),
             SampleOrder::Lerobot => args.order.to_string(),
         },
+        frame_encoding: args.frame_encoding,
         open_s,
         cache_build_s,
         bytes_per_sample,
@@ -302,7 +309,7 @@ fn rows(report: &LoaderReport) -> Vec<Vec<String>> {
 /// The sweep as an aligned table, with its context line.
 pub fn render(report: &LoaderReport) -> String {
     format!(
-        "{}\n{} ({}, {} order), open {:.3}s, {} bytes/sample, memcpy {:.1} GB/s, {}\n{}",
+        "{}\n{} ({}, {} order, {} frames), open {:.3}s, {} bytes/sample, memcpy {:.1} GB/s, {}\n{}",
         report.machine,
         report.dataset,
         match (report.frame_cache, report.cache_build_s) {
@@ -311,6 +318,7 @@ pub fn render(report: &LoaderReport) -> String {
             (false, _) => "video".to_string(),
         },
         report.order,
+        report.frame_encoding,
         report.open_s,
         report.bytes_per_sample,
         report.memcpy_gb_s,
@@ -330,6 +338,10 @@ fn write_outputs(dir: &Path, report: &LoaderReport) -> Result<()> {
         (true, _) => "loader-frame-cache",
         (false, true) => "loader-video-blocks",
         (false, false) => "loader-video",
+    };
+    let stem = match report.frame_encoding {
+        FrameEncoding::Rgb => stem.to_string(),
+        other => format!("{stem}-{other}"),
     };
     write_json(&dir.join(format!("{stem}.json")), report)?;
     write_csv(&dir.join(format!("{stem}.csv")), &HEADER, &rows(report))?;

@@ -122,6 +122,7 @@ pub fn run(args: &SweepArgs) -> Result<SweepReport> {
             auto_frame_cache,
             order,
             block_episodes: DEFAULT_BLOCK_EPISODES,
+            frame_encoding: datasets::FrameEncoding::Rgb,
             workers: args.workers.clone(),
             batch_sizes: args.loader_batch.clone(),
             seconds: args.loader_seconds,

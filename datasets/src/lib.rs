@@ -47,7 +47,7 @@ pub use dataset::{DEFAULT_TOLERANCE_S, Dataset, FrameFormat, OpenOptions, pixels
 pub use error::{BoxError, Error, Result, error_message, panic_message};
 pub use hub::{DatasetRequest, HubEnv, RepoId};
 pub use meta::episodes::{Episode, EpisodeVideo, read_episodes};
-pub use meta::features::{Dtype, Feature, FeatureKey, FrameShape, MAX_FEATURE_VALUES};
+pub use meta::features::{Dtype, Feature, FeatureKey, FrameEncoding, FrameShape, MAX_FEATURE_VALUES};
 pub use meta::info::{DEFAULT_FEATURES, DatasetInfo, INFO_PATH};
 pub use meta::paths::{PathTemplate, TemplateArg, join_under};
 pub use meta::tasks::read_tasks;

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use datasets::frame_cache::FrameCache;
 use datasets::{
-    Column, ColumnValues, Dataset, DatasetSet, DecoderCache, DecoderCacheConfig, Error as DatasetError, decode_chw,
-    window_rows,
+    Column, ColumnValues, Dataset, DatasetSet, DecoderCache, DecoderCacheConfig, Error as DatasetError, FrameEncoding,
+    VideoDecoder, decode_chw, window_rows,
 };
 use rayon::prelude::*;
 
@@ -221,7 +221,7 @@ impl Assembler {
             .zip(fields)
             .zip(&scratch.rows)
             .map(|((buffer, field), rows)| match (buffer, field.frame) {
-                (Buffer::U8(v), Some(frame)) => v.chunks_mut(frame.len()).take(rows.len()).map(Some).collect(),
+                (Buffer::U8(v), Some(_)) => v.chunks_mut(field.step_len).take(rows.len()).map(Some).collect(),
                 _ => Vec::new(),
             })
             .collect();
@@ -311,8 +311,12 @@ impl Assembler {
                 .into());
             }
             let tolerance_s = dataset.options().tolerance_s;
+            let yuv = field.encoding == FrameEncoding::Yuv420;
+            let frame_at = |decoder: &mut VideoDecoder, t: f64, into: &mut [u8]| {
+                if yuv { decoder.yuv420_at(t, tolerance_s, into) } else { decoder.frame_at(t, tolerance_s, into) }
+            };
             let Some(buffer) = &self.episode_frames else {
-                decoder.frame_at(request.time_s, tolerance_s, out)?;
+                frame_at(decoder, request.time_s, out)?;
                 continue;
             };
             // The blocks order: the episode decoded front to back, once, as far as asked.
@@ -322,7 +326,7 @@ impl Assembler {
             let held = buffer.episode(key, episode.len(), out.len());
             let mut held = held.lock().unwrap_or_else(PoisonError::into_inner);
             let decode = |j: usize, into: &mut [u8]| {
-                decoder.frame_at(from_s + dataset.timestamp(episode.frames.start + j), tolerance_s, into).map(|_| ())
+                frame_at(decoder, from_s + dataset.timestamp(episode.frames.start + j), into).map(|_| ())
             };
             let frame = held.frame(request.frame, decode)?.expect("a sample's frames are inside its episode");
             out.copy_from_slice(frame);

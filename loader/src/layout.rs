@@ -3,7 +3,7 @@
 //! dataset, and its per-sample shape exactly as LeRobot returns it.
 
 use datasets::frame_cache::FrameCache;
-use datasets::{DatasetSet, Dtype, FrameShape, WindowSpec};
+use datasets::{DatasetSet, Dtype, FrameEncoding, FrameShape, WindowSpec};
 
 use crate::error::{Error, Result};
 
@@ -49,6 +49,8 @@ pub struct Field {
     pub offsets: Option<Vec<i64>>,
     /// The stored frame shape, for cameras.
     pub frame: Option<FrameShape>,
+    /// How a camera's frames are laid out (RGB, or YUV planes from video).
+    pub encoding: FrameEncoding,
     /// Values per window step (one frame, or the feature's width).
     pub step_len: usize,
     /// The shape of one sample's value, as LeRobot returns it (a video window of one step is
@@ -82,12 +84,14 @@ pub struct BatchLayout {
 
 impl BatchLayout {
     /// The layout for `datasets` read with `windows`, each dataset's cameras from its frame cache
-    /// when it has one (`caches`, one per dataset).
+    /// when it has one (`caches`, one per dataset), video frames in `encoding` (the other
+    /// sources hold RGB only, and refuse another encoding).
     pub fn new(
         datasets: &DatasetSet,
         windows: &WindowSpec,
         caches: &[Option<&FrameCache>],
         batch_size: usize,
+        encoding: FrameEncoding,
     ) -> Result<Self> {
         let mut fields = Vec::new();
         for feature in &datasets.info().features {
@@ -121,6 +125,17 @@ impl BatchLayout {
                             }
                             None => (Source::Image, declared),
                         };
+                        if encoding != FrameEncoding::Rgb && !matches!(source, Source::Video { .. }) {
+                            let from = match source {
+                                Source::FrameCache => "a frame cache",
+                                _ => "images in parquet",
+                            };
+                            return Err(Error::Config(format!(
+                                "camera `{key}` of {} is read from {from}, which holds RGB frames: the {encoding} \
+                                 encoding is decoded from video (read the videos, or use rgb)",
+                                datasets.name(part)
+                            )));
+                        }
                         let expected = *first.get_or_insert(frame);
                         if frame != expected {
                             return Err(Error::Config(format!(
@@ -132,7 +147,7 @@ impl BatchLayout {
                         sources.push(source);
                     }
                     let frame = first.expect("a set has a dataset");
-                    (sources, ValueType::U8, Some(frame), frame.len())
+                    (sources, ValueType::U8, Some(frame), frame.encoded_len(encoding))
                 }
                 Dtype::Float32 | Dtype::Float64 => column(ValueType::F32),
                 Dtype::Int(_) => column(ValueType::I64),
@@ -146,16 +161,29 @@ impl BatchLayout {
             };
             let item_shape = match frame {
                 Some(f) => {
-                    let chw = [f.channels, f.height, f.width];
+                    let chw = match encoding {
+                        FrameEncoding::Rgb => vec![f.channels, f.height, f.width],
+                        FrameEncoding::Yuv420 => vec![f.encoded_len(encoding)],
+                    };
                     let squeeze = feature.is_video() && steps == 1;
-                    if windowed && !squeeze { [vec![steps], chw.to_vec()].concat() } else { chw.to_vec() }
+                    if windowed && !squeeze { [vec![steps], chw].concat() } else { chw }
                 }
                 None => {
                     let item = if feature.is_scalar() { Vec::new() } else { feature.shape.clone() };
                     if windowed { [vec![steps], item].concat() } else { item }
                 }
             };
-            fields.push(Field { key: key.to_string(), sources, value_type, offsets, frame, step_len, item_shape });
+            let encoding = if frame.is_some() { encoding } else { FrameEncoding::Rgb };
+            fields.push(Field {
+                key: key.to_string(),
+                sources,
+                value_type,
+                offsets,
+                frame,
+                encoding,
+                step_len,
+                item_shape,
+            });
         }
         Ok(Self { batch_size, fields, num_datasets: datasets.parts().len() })
     }

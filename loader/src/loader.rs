@@ -9,7 +9,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use datasets::frame_cache::FrameCache;
 use datasets::video::DecodeCounters;
-use datasets::{DatasetSet, DecoderCacheConfig, WindowSpec};
+use datasets::{DatasetSet, DecoderCacheConfig, FrameEncoding, WindowSpec};
 
 use crate::assemble::{Assembler, Scratch};
 use crate::batch::{Batch, Buffers};
@@ -32,6 +32,7 @@ pub struct LoaderBuilder {
     decoder_cache: DecoderCacheConfig,
     resume: SamplerState,
     max_epochs: Option<u64>,
+    frame_encoding: FrameEncoding,
 }
 
 impl LoaderBuilder {
@@ -132,6 +133,14 @@ impl LoaderBuilder {
         self
     }
 
+    /// How video frames are handed over: RGB (default, LeRobot's frames) or the decoder's YUV
+    /// 4:2:0 planes, half the bytes, for the training device to convert
+    /// ([`FrameEncoding::Yuv420`]; video only: a frame cache or images are refused).
+    pub fn frame_encoding(mut self, encoding: FrameEncoding) -> Self {
+        self.frame_encoding = encoding;
+        self
+    }
+
     /// Limits of each worker's decoder cache.
     pub fn decoder_cache(mut self, config: DecoderCacheConfig) -> Self {
         self.decoder_cache = config;
@@ -168,7 +177,13 @@ impl LoaderBuilder {
             caches.push(dir.map(|dir| FrameCache::open(dir, dataset)).transpose()?.map(Arc::new));
         }
         let borrowed: Vec<Option<&FrameCache>> = caches.iter().map(Option::as_deref).collect();
-        let layout = Arc::new(BatchLayout::new(&self.datasets, &self.windows, &borrowed, self.sampler.batch_size)?);
+        let layout = Arc::new(BatchLayout::new(
+            &self.datasets,
+            &self.windows,
+            &borrowed,
+            self.sampler.batch_size,
+            self.frame_encoding,
+        )?);
         let frame_buffer_bound = frame_buffer_bound(&self.datasets, &layout, &self.sampler);
         let episode_frames = match frame_buffer_bound {
             Some(bound) => {
@@ -213,7 +228,7 @@ fn frame_buffer_bound(datasets: &DatasetSet, layout: &BatchLayout, sampler: &Sam
         return None;
     }
     let video = layout.fields.iter().filter(|f| f.sources.iter().any(|s| matches!(s, Source::Video { .. })));
-    let frame_bytes: u64 = video.filter_map(|f| f.frame).map(|shape| shape.len() as u64).sum();
+    let frame_bytes: u64 = video.filter(|f| f.frame.is_some()).map(|f| f.step_len as u64).sum();
     let longest = datasets.parts().iter().flat_map(|d| d.episodes()).map(|e| e.len() as u64).max().unwrap_or(0);
     (frame_bytes > 0).then(|| 2 * sampler.block_episodes as u64 * frame_bytes * longest)
 }
@@ -274,6 +289,7 @@ impl Loader {
             decoder_cache: DecoderCacheConfig::default(),
             resume: SamplerState::default(),
             max_epochs: None,
+            frame_encoding: FrameEncoding::Rgb,
         }
     }
 

@@ -170,7 +170,13 @@ impl<B: Backend> PolicyRunner<B> {
                 .zip(&frames)
                 .map(|((k, shape), f)| (k.clone(), f.as_slice(), *shape))
                 .collect();
-            let host = HostObservation { batch: 1, state: &state, env_state: env.as_deref(), cameras };
+            let host = HostObservation {
+                batch: 1,
+                state: &state,
+                env_state: env.as_deref(),
+                cameras,
+                encoding: datasets::FrameEncoding::Rgb,
+            };
             let chunk: Vec<f32> = self.predict_chunk(&host)?.into_data().convert::<f32>().to_vec().expect("f32 data");
             let a = self.features.action_dim;
             self.actions.extend(chunk.chunks_exact(a).map(<[f32]>::to_vec));

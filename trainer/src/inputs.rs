@@ -3,11 +3,12 @@
 //! training, centre in eval); state and actions normalised; pads as a mask.
 
 use burn::prelude::*;
+use datasets::FrameEncoding;
 use loader::Batch;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use transforms::geometry;
-use transforms::{ImageTransformsConfig, Normalizer, apply_plan, frames_to_float};
+use transforms::{ImageTransformsConfig, Normalizer, apply_plan, frames_to_float, yuv420_frames_to_float};
 
 use crate::config::{DiffusionConfig, PolicyFeatures};
 use crate::error::{Error, Result};
@@ -105,13 +106,17 @@ impl InputPipeline {
         let mut images = Vec::with_capacity(self.features.cameras.len());
         for (key, bytes, frame) in &host.cameras {
             let (h, w) = (frame.height, frame.width);
-            if bytes.len() != b * s * 3 * h * w {
+            if bytes.len() != b * s * frame.encoded_len(host.encoding) {
                 return Err(Error::Config(format!(
-                    "camera `{key}`: {} bytes, expected {b} samples × {s} steps × 3×{h}×{w}",
-                    bytes.len()
+                    "camera `{key}`: {} bytes, expected {b} samples × {s} steps × {h}×{w} frames in {}",
+                    bytes.len(),
+                    host.encoding
                 )));
             }
-            let mut x = frames_to_float::<B>(bytes, [b * s, 3, h, w], device);
+            let mut x = match host.encoding {
+                FrameEncoding::Rgb => frames_to_float::<B>(bytes, [b * s, 3, h, w], device),
+                FrameEncoding::Yuv420 => yuv420_frames_to_float::<B>(bytes, b * s, (h, w), device),
+            };
             if let Some(rng) = rng.as_mut()
                 && self.augment.is_active()
             {
@@ -194,21 +199,28 @@ pub struct HostObservation<'a> {
     pub state: &'a [f32],
     /// `observation.environment_state`, `[B, S, E]`.
     pub env_state: Option<&'a [f32]>,
-    /// Per camera (in the policy's order): key, uint8 frames `[B, S, 3, H, W]`, frame shape.
+    /// Per camera (in the policy's order): key, uint8 frames `[B, S, 3, H, W]` (or `[B, S]` of
+    /// YUV planes), frame shape.
     pub cameras: Vec<(String, &'a [u8], datasets::FrameShape)>,
+    /// How the cameras' frames are laid out.
+    pub encoding: FrameEncoding,
 }
 
 impl<'a> HostObservation<'a> {
     /// The observations of a loader batch.
     pub fn from_loader(batch: &'a Batch, features: &PolicyFeatures) -> Result<Self> {
         let missing = |k: &str| Error::Config(format!("the batch has no `{k}`"));
+        let mut encoding = FrameEncoding::Rgb;
         let cameras = features
             .cameras
             .iter()
             .map(|(key, shape)| {
                 let bytes = batch.u8(key).ok_or_else(|| missing(key))?;
-                let frame = batch.layout().field(key).and_then(|f| f.frame).unwrap_or(*shape);
-                Ok((key.clone(), bytes, frame))
+                let field = batch.layout().field(key);
+                if let Some(field) = field {
+                    encoding = field.encoding;
+                }
+                Ok((key.clone(), bytes, field.and_then(|f| f.frame).unwrap_or(*shape)))
             })
             .collect::<Result<_>>()?;
         Ok(Self {
@@ -224,6 +236,7 @@ impl<'a> HostObservation<'a> {
                 None
             },
             cameras,
+            encoding,
         })
     }
 }

@@ -52,6 +52,12 @@ pub struct DatasetConfig {
     /// has free (and of the memory available, for `/dev/shm`).
     #[serde(default)]
     pub frame_cache_budget_gb: Option<f64>,
+    /// How video frames travel to the training device: `rgb` (default: LeRobot's frames,
+    /// converted on the CPU), or `yuv420`, the decoder's own planes (half the bytes, no
+    /// conversion on the CPU), converted to RGB on the device within a level or two of
+    /// LeRobot's frames. `yuv420` reads the videos (no frame cache).
+    #[serde(default)]
+    pub frame_encoding: datasets::FrameEncoding,
     /// Replace the cameras' mean and std by ImageNet's. Default true.
     pub use_imagenet_stats: bool,
     /// Image augmentation (LeRobot's `image_transforms`). Default: disabled.
@@ -277,6 +283,7 @@ impl TrainConfig {
                 episodes: None,
                 frame_cache: FrameCacheChoice::Auto,
                 frame_cache_budget_gb: None,
+                frame_encoding: datasets::FrameEncoding::Rgb,
                 use_imagenet_stats: true,
                 image_transforms: ImageTransformsConfig::default(),
                 tolerance_s: datasets::DEFAULT_TOLERANCE_S,

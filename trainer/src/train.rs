@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use burn::module::{AutodiffModule, Module};
 use burn::prelude::*;
 use datasets::auto_cache::{self, AutoCache, FrameCacheChoice};
-use datasets::{Dataset, DatasetSet, OpenOptions, WindowSpec, diffusion_delta_timestamps, frame_cache};
+use datasets::{Dataset, DatasetSet, FrameEncoding, OpenOptions, WindowSpec, diffusion_delta_timestamps, frame_cache};
 use loader::{Loader, SamplerState};
 use transforms::{Normalizer, diffusion_mapping};
 
@@ -170,6 +170,7 @@ impl TrainData {
             .windows(self.windows.clone())
             .frame_caches(self.frame_caches.clone())
             .order(config.sampler.order, config.sampler.block_episodes)
+            .frame_encoding(config.dataset.frame_encoding)
             .resume(resume);
         if let Some(episodes) = &config.dataset.episodes {
             builder = builder.episodes(episodes.clone());
@@ -195,6 +196,13 @@ impl TrainData {
         on_progress: &mut impl FnMut(Progress<'_>),
     ) -> Result<()> {
         if config.dataset.frame_cache != FrameCacheChoice::Auto {
+            return Ok(());
+        }
+        if config.dataset.frame_encoding != FrameEncoding::Rgb {
+            let encoding = config.dataset.frame_encoding;
+            on_progress(Progress::Line(&format!(
+                "frame cache: off, the {encoding} frame encoding decodes the videos as the samples are read"
+            )));
             return Ok(());
         }
         let root = auto_cache::default_root(|name| std::env::var_os(name));

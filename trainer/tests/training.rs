@@ -193,6 +193,7 @@ fn select_action_runs_lerobots_queues() {
         state: &state,
         env_state: None,
         cameras: vec![("observation.image".into(), &frames, shape)],
+        encoding: datasets::FrameEncoding::Rgb,
     };
     let chunk: Vec<f32> = fresh.predict_chunk(&host).unwrap().into_data().to_vec().unwrap();
     assert_eq!(chunk.len(), 8 * 2);
@@ -431,6 +432,102 @@ fn the_blocks_order_reaches_the_loader_and_a_run_resumes_only_in_it() {
     let lerobot_order = tiny(&resumed_out, 4, json!({}));
     let error = train::<Backend>(&lerobot_order, Some(&out), Default::default(), |_| {}).unwrap_err().to_string();
     assert!(error.contains("sampler order"), "{error}");
+}
+
+/// Every camera frame of a loader's first epoch over `root` (batches of 16, Diffusion
+/// Policy's windows), as RGB levels: those it hands over, or its YUV planes converted on the
+/// device (Flex).
+fn epoch_frames(root: &Path, encoding: datasets::FrameEncoding) -> Vec<f32> {
+    use transforms::{frames_to_float, yuv420_frames_to_float};
+    let dataset = std::sync::Arc::new(datasets::Dataset::open(root).unwrap());
+    let deltas = datasets::diffusion_delta_timestamps(dataset.info(), 2, 16);
+    let windows = datasets::WindowSpec::from_delta_timestamps(&deltas, dataset.info(), 1e-4).unwrap();
+    let loader = loader::Loader::builder(dataset.clone())
+        .batch_size(16)
+        .windows(windows)
+        .shuffle(false)
+        .max_epochs(1)
+        .frame_encoding(encoding)
+        .build()
+        .unwrap();
+    let key = dataset.info().video_keys()[0].as_str().to_string();
+    let key = key.as_str();
+    let mut levels = Vec::new();
+    for batch in loader {
+        let batch = batch.unwrap();
+        let field = batch.layout().field(key).unwrap();
+        let (frame, n) = (field.frame.unwrap(), batch.len() * field.steps());
+        let (h, w) = (frame.height, frame.width);
+        let bytes = batch.u8(key).unwrap();
+        let rgb = match encoding {
+            datasets::FrameEncoding::Rgb => frames_to_float::<Flex>(bytes, [n, 3, h, w], &Default::default()),
+            datasets::FrameEncoding::Yuv420 => yuv420_frames_to_float::<Flex>(bytes, n, (h, w), &Default::default()),
+        };
+        levels.extend(rgb.mul_scalar(255.0).round().into_data().to_vec::<f32>().unwrap());
+    }
+    levels
+}
+
+#[test]
+fn the_devices_yuv_conversion_is_the_decoders_for_every_value() {
+    // 512x512 luma running through every value, under 256x256 chroma samples holding every
+    // (U, V) pair: each term of the conversion meets all its inputs.
+    let (h, w, c) = (512, 512, 256);
+    let mut planes = vec![0u8; h * w + 2 * c * c];
+    for (k, y) in planes[..h * w].iter_mut().enumerate() {
+        *y = ((k % w + 3 * (k / w)) % 256) as u8;
+    }
+    for k in 0..c * c {
+        planes[h * w + k] = (k % c) as u8;
+        planes[h * w + c * c + k] = (k / c) as u8;
+    }
+    let mut decoders = vec![0u8; 3 * h * w];
+    datasets::video::yuv420_to_chw(&planes, h, w, &mut decoders).unwrap();
+    let device = transforms::yuv420_frames_to_float::<Flex>(&planes, 1, (h, w), &Default::default());
+    let device: Vec<f32> = device.mul_scalar(255.0).round().into_data().to_vec().unwrap();
+    let differing = device.iter().zip(&decoders).filter(|(d, s)| **d != f32::from(**s)).count();
+    assert_eq!(differing, 0, "of {} values", device.len());
+}
+
+#[test]
+fn yuv_frames_converted_on_the_device_are_lerobots_to_the_bit() {
+    // A dataset LeRobot 0.6.1 wrote (PushT renders, AV1): our RGB frames are LeRobot's to the
+    // bit (datasets/tests/conformance.rs), and so are the YUV planes converted on the device.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/lerobot-0.6.1/pusht_mini");
+    let (rgb, yuv) =
+        (epoch_frames(&root, datasets::FrameEncoding::Rgb), epoch_frames(&root, datasets::FrameEncoding::Yuv420));
+    assert_eq!(rgb.len(), yuv.len());
+    let differences: Vec<f32> = rgb.iter().zip(&yuv).map(|(a, b)| (a - b).abs()).collect();
+    let largest = differences.iter().copied().fold(0.0, f32::max);
+    let differing = differences.iter().filter(|&&d| d > 0.0).count();
+    let share = differing as f64 / differences.len() as f64;
+    println!(
+        "yuv420 against LeRobot's frames: {differing} of {} values differ ({:.2}%), by at most {largest}",
+        differences.len(),
+        100.0 * share
+    );
+    assert_eq!(differing, 0, "{:.2}% of the values differ, by at most {largest}", 100.0 * share);
+}
+
+#[test]
+fn a_run_trains_on_yuv_frames_as_on_rgb_ones_and_refuses_a_frame_cache() {
+    let losses = |name: &str, encoding: &str| {
+        let out = scratch(name);
+        let config =
+            tiny(&out, 2, json!({"dataset": {"frame_encoding": encoding}, "save_checkpoint": false, "log_freq": 1}));
+        train::<Backend>(&config, None, Default::default(), |_| {}).unwrap().losses
+    };
+    let (rgb, yuv) = (losses("yuv-rgb", "rgb"), losses("yuv-yuv", "yuv420"));
+    assert_eq!(rgb.len(), 2);
+    // The same samples, noise and crops, and the same frames once on the device.
+    assert_eq!(rgb, yuv);
+    let cache = scratch("yuv-cache");
+    let dataset = datasets::Dataset::open(dataset()).unwrap();
+    datasets::frame_cache::write_frame_cache(&dataset, &cache, None, &|_| {}).unwrap();
+    let out = scratch("yuv-refused");
+    let config = tiny(&out, 1, json!({"dataset": {"frame_encoding": "yuv420", "frame_cache": &*cache}}));
+    let error = train::<Backend>(&config, None, Default::default(), |_| {}).unwrap_err().to_string();
+    assert!(error.contains("holds RGB frames"), "{error}");
 }
 
 /// A second small dataset beside [`dataset`]: 2 episodes of 25 frames, other trajectories.

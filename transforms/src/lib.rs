@@ -42,4 +42,4 @@ pub use normalize::{
     EPS, FeatureNorm, FeatureType, IMAGENET_MEAN, IMAGENET_STD, NormalizationMode, Normalizer, diffusion_mapping,
     normalize_channels,
 };
-pub use upload::{frames_to_float, frames_to_int};
+pub use upload::{frames_to_float, frames_to_int, yuv420_frames_to_float};

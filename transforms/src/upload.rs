@@ -1,5 +1,6 @@
 //! Camera frames onto the device: the loader's uint8 buffer goes over as uint8 (a quarter of
-//! the bytes of float32), and becomes float in [0, 1] there.
+//! the bytes of float32), and becomes float in [0, 1] there; YUV 4:2:0 planes (half the bytes
+//! of RGB) become RGB there too.
 
 use burn::prelude::*;
 use burn::tensor::DType;
@@ -13,6 +14,49 @@ pub fn frames_to_float<B: Backend>(bytes: &[u8], shape: [usize; 4], device: &B::
     frames_to_int(bytes, shape, device).float().div_scalar(255.0)
 }
 
+/// BT.601's limited-range YUV → RGB, as FFmpeg's swscale converts these streams (it is told no
+/// other matrix): `R = ⌊k(Y − 16)⌋ + ⌊r_v(V − 128)⌋`, `G = ⌊k(Y − 16)⌋ + ⌊−g_u(U − 128)⌋ +
+/// ⌊−g_v(V − 128)⌋`, `B = ⌊k(Y − 16)⌋ + ⌊b_u(U − 128)⌋`, clamped to [0, 255], with `k = 255/219`:
+/// each term truncated, as swscale's fixed-point converter truncates it.
+const LUMA: f32 = 255.0 / 219.0;
+const R_V: f32 = 1.402 * 255.0 / 224.0;
+/// BT.601's `0.344136 · 255/224` is 0.3917620; swscale's converter takes `97 · g_u` to be just
+/// under 38 (where 0.3917620 gives 38.0007), so a value a hair under 38/97 stands in for it.
+/// Every other product is the same either way; `trainer/tests/training.rs` checks every input
+/// against swscale.
+const G_U: f32 = 0.391_75;
+const G_V: f32 = 0.714_136 * 255.0 / 224.0;
+const B_U: f32 = 1.772 * 255.0 / 224.0;
+
+/// Uploads YUV 4:2:0 frames, `n` of `height × width` (each `H·W` bytes of Y, then the
+/// `⌈H/2⌉·⌈W/2⌉` bytes of U and of V), with one host-to-device copy, and converts them on the
+/// device to RGB float in [0, 1], `[n, 3, H, W]`: each chroma sample stands for its 2×2 block
+/// (as swscale's unscaled converter takes it), BT.601 limited range with swscale's truncations,
+/// so that the frames are the decoder's RGB frames (LeRobot's) to the bit.
+pub fn yuv420_frames_to_float<B: Backend>(
+    bytes: &[u8],
+    n: usize,
+    size: (usize, usize),
+    device: &B::Device,
+) -> Tensor<B, 4> {
+    let (h, w) = size;
+    let (ch, cw) = (h.div_ceil(2), w.div_ceil(2));
+    let (luma, chroma) = (h * w, ch * cw);
+    let planes: Tensor<B, 2> =
+        frames_to_int::<B>(bytes, [n, 1, 1, luma + 2 * chroma], device).float().reshape([n, luma + 2 * chroma]);
+    let y = planes.clone().slice(s![.., 0..luma]).reshape([n, 1, h, w]).sub_scalar(16.0).mul_scalar(LUMA).floor();
+    let upsampled = |from: usize| -> Tensor<B, 4> {
+        let plane: Tensor<B, 5> = planes.clone().slice(s![.., from..from + chroma]).reshape([n, ch, 1, cw, 1]);
+        let blocks = plane.repeat_dim(2, 2).repeat_dim(4, 2).reshape([n, 1, 2 * ch, 2 * cw]);
+        blocks.slice(s![.., .., 0..h, 0..w]).sub_scalar(128.0)
+    };
+    let (u, v) = (upsampled(luma), upsampled(luma + chroma));
+    let r = y.clone() + v.clone().mul_scalar(R_V).floor();
+    let g = y.clone() + u.clone().mul_scalar(-G_U).floor() + v.mul_scalar(-G_V).floor();
+    let b = y + u.mul_scalar(B_U).floor();
+    Tensor::cat(vec![r, g, b], 1).clamp(0.0, 255.0).div_scalar(255.0)
+}
+
 /// Uploads uint8 frames as an integer tensor, uint8 on the device where the backend supports it.
 pub fn frames_to_int<B: Backend>(bytes: &[u8], shape: [usize; 4], device: &B::Device) -> Tensor<B, 4, Int> {
     assert_eq!(bytes.len(), shape.iter().product::<usize>(), "frames of shape {shape:?}");
@@ -21,5 +65,52 @@ pub fn frames_to_int<B: Backend>(bytes: &[u8], shape: [usize; 4], device: &B::De
     } else {
         let wide: Vec<i32> = bytes.iter().map(|&b| i32::from(b)).collect();
         Tensor::from_data(TensorData::new(wide, shape), device)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::Flex;
+
+    /// One 3×3 frame (chroma planes of 2×2) of uniform colour `(y, u, v)`, as RGB levels.
+    fn convert(y: u8, u: u8, v: u8) -> Vec<f32> {
+        let mut bytes = vec![y; 9];
+        bytes.extend([u; 4]);
+        bytes.extend([v; 4]);
+        let rgb = yuv420_frames_to_float::<Flex>(&bytes, 1, (3, 3), &Default::default());
+        assert_eq!(rgb.dims(), [1, 3, 3, 3]);
+        rgb.mul_scalar(255.0).into_data().to_vec::<f32>().unwrap()
+    }
+
+    #[test]
+    fn limited_range_bt601_becomes_rgb_levels() {
+        let level = |y, u, v| {
+            let px = convert(y, u, v);
+            assert!(px.iter().all(|p| p.fract() == 0.0), "whole levels: {px:?}");
+            [px[0], px[9], px[18]]
+        };
+        assert_eq!(level(16, 128, 128), [0.0, 0.0, 0.0]);
+        assert_eq!(level(235, 128, 128), [255.0, 255.0, 255.0]);
+        assert_eq!(level(126, 128, 128), [128.0, 128.0, 128.0]);
+        // BT.601's red, green and blue at full saturation, clamped into [0, 255]: within two
+        // levels (their YUV is rounded to whole levels, and each term truncated, as swscale's).
+        let near = |got: [f32; 3], want: [f32; 3]| got.iter().zip(want).all(|(g, w)| (g - w).abs() <= 2.0);
+        assert!(near(level(81, 90, 240), [255.0, 0.0, 0.0]), "{:?}", level(81, 90, 240));
+        assert!(near(level(145, 54, 34), [0.0, 255.0, 0.0]), "{:?}", level(145, 54, 34));
+        assert!(near(level(41, 240, 110), [0.0, 0.0, 255.0]), "{:?}", level(41, 240, 110));
+    }
+
+    #[test]
+    fn each_chroma_sample_colours_its_two_by_two_block() {
+        // 3×3 luma at 126 (grey); U of the four chroma samples: only the top-left one is blue.
+        let mut bytes = vec![126u8; 9];
+        bytes.extend([240, 128, 128, 128]);
+        bytes.extend([128; 4]);
+        let rgb = yuv420_frames_to_float::<Flex>(&bytes, 1, (3, 3), &Default::default());
+        let blue: Vec<f32> = rgb.slice(s![0..1, 2..3, .., ..]).mul_scalar(255.0).into_data().to_vec().unwrap();
+        let bluer = |v: f32| v > 200.0;
+        let expected = [true, true, false, true, true, false, false, false, false];
+        assert_eq!(blue.iter().map(|&v| bluer(v)).collect::<Vec<_>>(), expected, "{blue:?}");
     }
 }

@@ -123,6 +123,50 @@ impl FrameShape {
     }
 }
 
+impl FrameShape {
+    /// Bytes of one frame in `encoding`.
+    pub fn encoded_len(&self, encoding: FrameEncoding) -> usize {
+        match encoding {
+            FrameEncoding::Rgb => self.len(),
+            FrameEncoding::Yuv420 => self.height * self.width + 2 * self.height.div_ceil(2) * self.width.div_ceil(2),
+        }
+    }
+}
+
+/// How a camera frame's bytes are laid out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FrameEncoding {
+    /// Channel-first RGB, `3·H·W` bytes: LeRobot's frames (default).
+    #[default]
+    Rgb,
+    /// The decoder's own YUV 4:2:0 planes: `H·W` bytes of luma, then the two `⌈H/2⌉·⌈W/2⌉`
+    /// chroma planes, U then V. Half the bytes of RGB and no colour conversion on the CPU; the
+    /// training device converts them (video only).
+    Yuv420,
+}
+
+impl fmt::Display for FrameEncoding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Rgb => "rgb",
+            Self::Yuv420 => "yuv420",
+        })
+    }
+}
+
+impl std::str::FromStr for FrameEncoding {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        match text {
+            "rgb" => Ok(Self::Rgb),
+            "yuv420" => Ok(Self::Yuv420),
+            other => Err(format!("{other:?} is not a frame encoding: rgb (default) or yuv420")),
+        }
+    }
+}
+
 impl fmt::Display for FrameShape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}x{}x{} (CxHxW)", self.channels, self.height, self.width)

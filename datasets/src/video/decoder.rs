@@ -157,6 +157,17 @@ impl VideoDecoder {
         Ok(held.pts_s)
     }
 
+    /// Writes the frame nearest `timestamp_s` into `out` as the decoder's YUV 4:2:0 planes
+    /// ([`FrameEncoding::Yuv420`](crate::FrameEncoding::Yuv420): no colour conversion), and
+    /// returns that frame's timestamp. Fails for a stream stored in another pixel format.
+    pub fn yuv420_at(&mut self, timestamp_s: f64, tolerance_s: f64, out: &mut [u8]) -> Result<f64> {
+        let held = self.locate(timestamp_s, tolerance_s)?;
+        let frame = &self.slots[held.slot];
+        rgb::write_yuv420(frame, out).map_err(|m| Error::video(&self.path, m))?;
+        self.counters.frames_converted += 1;
+        Ok(held.pts_s)
+    }
+
     /// Writes the frames nearest each of `timestamps_s` into consecutive `3·H·W` chunks of
     /// `out`, in the order given. Timestamps are visited in increasing order so that each frame
     /// is decoded once; a repeated timestamp copies the frame already written.

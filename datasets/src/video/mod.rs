@@ -18,8 +18,10 @@ pub use codec::{CRF, GOP, VideoCodec};
 pub use counters::DecodeCounters;
 #[cfg(feature = "video")]
 pub use decoder::{VideoDecoder, init_ffmpeg};
+#[cfg(feature = "video")]
+pub use rgb::yuv420_to_chw;
 #[cfg(not(feature = "video"))]
-pub use unsupported::{VideoDecoder, VideoWriter};
+pub use unsupported::{VideoDecoder, VideoWriter, yuv420_to_chw};
 #[cfg(feature = "video")]
 pub use writer::VideoWriter;
 

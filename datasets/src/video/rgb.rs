@@ -1,4 +1,5 @@
-//! Decoded frame (YUV, any layout) → RGB, channel-first uint8.
+//! Decoded frame (YUV, any layout) → RGB, channel-first uint8; or its YUV 4:2:0 planes as they
+//! are, for the transport that converts them on the training device.
 //!
 //! The conversion is FFmpeg's swscale to packed RGB24 with the flags video-rs uses, which gives
 //! the same pixels as PyAV's `to_ndarray("rgb24")` and torchcodec on LeRobot's files. A swscale
@@ -56,6 +57,49 @@ pub(crate) fn write_chw(frame: &ffmpeg::frame::Video, out: &mut [u8]) -> Result<
         hwc_to_chw(scaler.rgb.data(0), scaler.rgb.stride(0), hu, wu, out);
         Ok(())
     })
+}
+
+/// Writes a YUV 4:2:0 frame's three planes, without their row padding, into `out`: `H·W` bytes
+/// of Y, then `⌈H/2⌉·⌈W/2⌉` of U and of V.
+pub(crate) fn write_yuv420(frame: &ffmpeg::frame::Video, out: &mut [u8]) -> Result<(), String> {
+    let format = frame.format();
+    if !matches!(format, Pixel::YUV420P | Pixel::YUVJ420P) {
+        return Err(format!("frames are {format:?}; the YUV transport reads 8-bit YUV 4:2:0 (yuv420p) only"));
+    }
+    let (h, w) = (frame.height() as usize, frame.width() as usize);
+    let (ch, cw) = (h.div_ceil(2), w.div_ceil(2));
+    if out.len() != h * w + 2 * ch * cw {
+        return Err(format!("frame is {w}x{h} but the output holds {} bytes", out.len()));
+    }
+    let (y, chroma) = out.split_at_mut(h * w);
+    let (u, v) = chroma.split_at_mut(ch * cw);
+    for (plane, out, rows, cols) in [(0, y, h, w), (1, u, ch, cw), (2, v, ch, cw)] {
+        let (data, stride) = (frame.data(plane), frame.stride(plane));
+        for (row, dst) in out.chunks_exact_mut(cols).take(rows).enumerate() {
+            dst.copy_from_slice(&data[row * stride..row * stride + cols]);
+        }
+    }
+    Ok(())
+}
+
+/// Converts YUV 4:2:0 planes laid out as [`write_yuv420`] writes them (`height × width`) to
+/// channel-first RGB in `out` (`3·H·W` bytes) with the conversion the decoder applies to its own
+/// frames: the RGB frames a video would have given, to check a conversion made elsewhere.
+pub fn yuv420_to_chw(planes: &[u8], height: usize, width: usize, out: &mut [u8]) -> Result<(), String> {
+    let (ch, cw) = (height.div_ceil(2), width.div_ceil(2));
+    if planes.len() != height * width + 2 * ch * cw {
+        return Err(format!("{} bytes are not the YUV 4:2:0 planes of {width}x{height}", planes.len()));
+    }
+    let mut frame = ffmpeg::frame::Video::new(Pixel::YUV420P, width as u32, height as u32);
+    let (y, chroma) = planes.split_at(height * width);
+    let (u, v) = chroma.split_at(ch * cw);
+    for (plane, src, cols) in [(0, y, width), (1, u, cw), (2, v, cw)] {
+        let stride = frame.stride(plane);
+        for (row, line) in src.chunks_exact(cols).enumerate() {
+            frame.data_mut(plane)[row * stride..row * stride + cols].copy_from_slice(line);
+        }
+    }
+    write_chw(&frame, out)
 }
 
 /// Splits packed RGB rows (with a row stride) into three planes.

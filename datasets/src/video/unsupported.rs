@@ -10,6 +10,16 @@ use super::{DecodeCounters, VideoCodec};
 use crate::error::{Error, Result};
 use crate::meta::features::FrameShape;
 
+/// YUV 4:2:0 planes to RGB through FFmpeg, which this build lacks: always an error.
+pub fn yuv420_to_chw(
+    _planes: &[u8],
+    _height: usize,
+    _width: usize,
+    _out: &mut [u8],
+) -> std::result::Result<(), String> {
+    Err("converting YUV to RGB as the decoder does needs FFmpeg: build with the `video` feature".into())
+}
+
 /// An MP4 decoder, which this build cannot open.
 #[derive(Debug)]
 pub struct VideoDecoder {
@@ -49,6 +59,11 @@ impl VideoDecoder {
 
     /// The frame nearest a timestamp (never reached).
     pub fn frame_at(&mut self, _timestamp_s: f64, _tolerance_s: f64, _out: &mut [u8]) -> Result<f64> {
+        match self.never {}
+    }
+
+    /// The YUV planes of the frame nearest a timestamp (never reached).
+    pub fn yuv420_at(&mut self, _timestamp_s: f64, _tolerance_s: f64, _out: &mut [u8]) -> Result<f64> {
         match self.never {}
     }
 

@@ -80,6 +80,10 @@ struct TrainArgs {
     /// of the memory available for /dev/shm)
     #[arg(long = "frame-cache-budget", alias = "dataset.frame_cache_budget_gb")]
     frame_cache_budget: Option<f64>,
+    /// How video frames travel to the training device: rgb (default, LeRobot's frames) or yuv420
+    /// (the decoder's planes, half the bytes, converted to RGB on the device; reads the videos)
+    #[arg(long = "frame-encoding", alias = "dataset.frame_encoding")]
+    frame_encoding: Option<datasets::FrameEncoding>,
     /// The order of each epoch's samples: lerobot (default, LeRobot's) or blocks (decode-once:
     /// episodes shuffled and taken --sampler.block_episodes at a time, each window's samples
     /// shuffled, each video frame decoded once per epoch into a bounded buffer)
@@ -244,6 +248,7 @@ impl TrainArgs {
         opt!(self.frame_cache_budget, ["dataset", "frame_cache_budget_gb"]);
         opt!(self.use_imagenet_stats, ["dataset", "use_imagenet_stats"]);
         opt!(self.sampler_order, ["sampler", "order"]);
+        opt!(self.frame_encoding, ["dataset", "frame_encoding"]);
         opt!(self.block_episodes, ["sampler", "block_episodes"]);
         if let Some(enable) = self.image_transforms {
             set(&["dataset", "image_transforms", "enable"], json!(enable));
@@ -570,8 +575,13 @@ impl DeviceTask for Sample<'_> {
             .collect::<Result<Vec<_>>>()?;
         let env =
             if runner.features().env_state_dim.is_some() { Some(f32s("observation.environment_state")?) } else { None };
-        let host =
-            HostObservation { batch: args.indices.len(), state: f32s("observation.state")?, env_state: env, cameras };
+        let host = HostObservation {
+            batch: args.indices.len(),
+            state: f32s("observation.state")?,
+            env_state: env,
+            cameras,
+            encoding: datasets::FrameEncoding::Rgb,
+        };
         let initial = args.initial_noise.as_deref().map(read_noise).transpose()?;
         let actions = runner.predict_chunk_from(&host, initial)?;
         let dims = actions.dims();

@@ -82,9 +82,10 @@ pub(crate) fn write_yuv420(frame: &ffmpeg::frame::Video, out: &mut [u8]) -> Resu
     Ok(())
 }
 
-/// Converts YUV 4:2:0 planes laid out as [`write_yuv420`] writes them (`height × width`) to
-/// channel-first RGB in `out` (`3·H·W` bytes) with the conversion the decoder applies to its own
-/// frames: the RGB frames a video would have given, to check a conversion made elsewhere.
+/// Converts YUV 4:2:0 planes laid out as [`FrameEncoding::Yuv420`](crate::FrameEncoding::Yuv420)
+/// lays them out (`height × width`) to channel-first RGB in `out` (`3·H·W` bytes) with the
+/// conversion the decoder applies to its own frames: the RGB frames a video would have given, to
+/// check a conversion made elsewhere.
 pub fn yuv420_to_chw(planes: &[u8], height: usize, width: usize, out: &mut [u8]) -> Result<(), String> {
     let (ch, cw) = (height.div_ceil(2), width.div_ceil(2));
     if planes.len() != height * width + 2 * ch * cw {

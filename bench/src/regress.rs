@@ -110,7 +110,7 @@ fn prepare(work: &Path) -> Result<(PathBuf, PathBuf)> {
 }
 
 /// Episodes per window of the blocks order measured: the dataset's 6 episodes make 3 windows,
-/// more than the 2 its buffer holds, so every epoch decodes every frame once again.
+/// more than the 2 its buffer holds, so every epoch decodes again most of what it reads.
 const REGRESS_BLOCK_EPISODES: usize = 2;
 
 /// Loader samples/s × bytes per sample over memcpy bytes/s, for `seconds` of batches.

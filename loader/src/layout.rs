@@ -147,6 +147,12 @@ impl BatchLayout {
                         sources.push(source);
                     }
                     let frame = first.expect("a set has a dataset");
+                    if encoding == FrameEncoding::Yuv420 && frame.height % 2 == 1 {
+                        return Err(Error::Config(format!(
+                            "camera `{key}` is {frame}: the yuv420 encoding needs an even height (FFmpeg converts \
+                             odd heights to RGB by another path, which the device does not reproduce)"
+                        )));
+                    }
                     (sources, ValueType::U8, Some(frame), frame.encoded_len(encoding))
                 }
                 Dtype::Float32 | Dtype::Float64 => column(ValueType::F32),

@@ -3,6 +3,7 @@
 //! worker pool behind a prefetch channel.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
@@ -185,13 +186,13 @@ impl LoaderBuilder {
             self.frame_encoding,
         )?);
         let frame_buffer_bound = frame_buffer_bound(&self.datasets, &layout, &self.sampler);
-        let episode_frames = match frame_buffer_bound {
+        let (episode_frames, frame_buffer_reservation) = match frame_buffer_bound {
             Some(bound) => {
-                check_memory(bound, &self.sampler)?;
-                let cameras = layout.fields.iter().filter(|f| f.frame.is_some()).count();
-                Some(EpisodeFrames::new(2 * self.sampler.block_episodes * cameras))
+                let reservation = reserve_memory(bound, &self.sampler)?;
+                let cameras = video_cameras(&layout).count();
+                (Some(EpisodeFrames::new(2 * self.sampler.block_episodes * cameras)), Some(reservation))
             }
-            None => None,
+            None => (None, None),
         };
         let assembler = Arc::new(Assembler::new(
             self.datasets,
@@ -216,8 +217,22 @@ impl LoaderBuilder {
                     .map_err(|e| Error::Config(format!("cannot start the prefetch thread: {e}")))?;
             Engine::Pool(pipeline)
         };
-        Ok(Loader { layout, sampler, assembler, engine, recycle: recycle_tx, failed: false, frame_buffer_bound })
+        Ok(Loader {
+            layout,
+            sampler,
+            assembler,
+            engine,
+            recycle: recycle_tx,
+            failed: false,
+            frame_buffer_bound,
+            _frame_buffer_reservation: frame_buffer_reservation,
+        })
     }
+}
+
+/// The camera fields read from video in some dataset: those the blocks order's buffer holds.
+fn video_cameras(layout: &BatchLayout) -> impl Iterator<Item = &crate::layout::Field> {
+    layout.fields.iter().filter(|f| f.frame.is_some() && f.sources.iter().any(|s| matches!(s, Source::Video { .. })))
 }
 
 /// In the blocks order with video cameras, the most its buffer of decoded episodes can take:
@@ -227,29 +242,56 @@ fn frame_buffer_bound(datasets: &DatasetSet, layout: &BatchLayout, sampler: &Sam
     if sampler.order != SampleOrder::Blocks || !sampler.shuffle {
         return None;
     }
-    let video = layout.fields.iter().filter(|f| f.sources.iter().any(|s| matches!(s, Source::Video { .. })));
-    let frame_bytes: u64 = video.filter(|f| f.frame.is_some()).map(|f| f.step_len as u64).sum();
+    let frame_bytes: u64 = video_cameras(layout).map(|f| f.step_len as u64).sum();
     let longest = datasets.parts().iter().flat_map(|d| d.episodes()).map(|e| e.len() as u64).max().unwrap_or(0);
     (frame_bytes > 0).then(|| 2 * sampler.block_episodes as u64 * frame_bytes * longest)
 }
 
-/// Refuses a blocks-order buffer that could take more than half of the memory available,
-/// saying how many episodes per window would fit.
-fn check_memory(bound: u64, sampler: &SamplerConfig) -> Result<()> {
+/// The bounds of the blocks-order buffers of the loaders alive in this process (one per replica
+/// of a data-parallel run), checked together.
+static FRAME_BUFFERS_RESERVED: AtomicU64 = AtomicU64::new(0);
+
+/// A loader's share of [`FRAME_BUFFERS_RESERVED`], given back when the loader is dropped.
+struct FrameBufferReservation(u64);
+
+impl Drop for FrameBufferReservation {
+    fn drop(&mut self) {
+        FRAME_BUFFERS_RESERVED.fetch_sub(self.0, Ordering::Relaxed);
+    }
+}
+
+/// Reserves `bound` bytes for a blocks-order buffer, refusing it when, with the buffers of this
+/// process's other loaders, it could take more than half of the memory available.
+fn reserve_memory(bound: u64, sampler: &SamplerConfig) -> Result<FrameBufferReservation> {
+    let others = FRAME_BUFFERS_RESERVED.fetch_add(bound, Ordering::Relaxed);
+    // Given back if refused.
+    let reservation = FrameBufferReservation(bound);
+    check_memory(others, bound, sampler)?;
+    Ok(reservation)
+}
+
+/// Refuses a blocks-order buffer that, beside `others` bytes of other loaders' buffers, could
+/// take more than half of the memory available, saying how many episodes per window fit.
+fn check_memory(others: u64, bound: u64, sampler: &SamplerConfig) -> Result<()> {
     let Some(available) = datasets::auto_cache::memory_available() else { return Ok(()) };
-    if bound <= available / 2 {
+    if others + bound <= available / 2 {
         return Ok(());
     }
     let per_episode = bound / (2 * sampler.block_episodes as u64);
-    let fit = available / 2 / (2 * per_episode);
+    let fit = (available / 2).saturating_sub(others) / (2 * per_episode);
     let advice = if fit == 0 {
         "not even one episode per window fits: use LeRobot's order".to_string()
     } else {
         format!("lower block_episodes to {fit}")
     };
+    let beside = if others > 0 {
+        format!(" beside the {:.1} GB of this process's other loaders", others as f64 / 1e9)
+    } else {
+        String::new()
+    };
     Err(Error::Config(format!(
-        "the blocks order's buffer of decoded frames (two windows of {} episodes) may take {:.1} GB, more than \
-         half of the memory available ({:.1} GB): {advice}",
+        "the blocks order's buffer of decoded frames (two windows of {} episodes) may take {:.1} GB{beside}, \
+         more than half of the memory available ({:.1} GB): {advice}",
         sampler.block_episodes,
         bound as f64 / 1e9,
         available as f64 / 1e9
@@ -273,6 +315,7 @@ pub struct Loader {
     recycle: Sender<Box<Buffers>>,
     failed: bool,
     frame_buffer_bound: Option<u64>,
+    _frame_buffer_reservation: Option<FrameBufferReservation>,
 }
 
 impl Loader {
@@ -396,5 +439,29 @@ impl Iterator for Loader {
             Polled::Finished => None,
             Polled::Waiting => unreachable!("a wait without a timeout ends with a batch or the end"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_buffer_is_checked_beside_the_other_loaders_of_the_process() {
+        let config = SamplerConfig { order: SampleOrder::Blocks, block_episodes: 16, ..SamplerConfig::default() };
+        let kilobytes = 2 * 16 * 1000;
+        if datasets::auto_cache::memory_available().is_none() {
+            return; // Nothing to check against (not Linux).
+        }
+        check_memory(0, kilobytes, &config).unwrap();
+        let error = check_memory(u64::MAX / 4, kilobytes, &config).unwrap_err().to_string();
+        assert!(error.contains("beside the") && error.contains("other loaders"), "{error}");
+        assert!(error.contains("not even one episode per window fits"), "{error}");
+        // A reservation is given back when refused, and when its loader goes.
+        let before = FRAME_BUFFERS_RESERVED.load(Ordering::Relaxed);
+        let held = reserve_memory(kilobytes, &config).unwrap();
+        assert!(reserve_memory(u64::MAX / 4, &config).is_err());
+        drop(held);
+        assert_eq!(FRAME_BUFFERS_RESERVED.load(Ordering::Relaxed), before);
     }
 }

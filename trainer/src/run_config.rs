@@ -54,7 +54,7 @@ pub struct DatasetConfig {
     pub frame_cache_budget_gb: Option<f64>,
     /// How video frames travel to the training device: `rgb` (default: LeRobot's frames,
     /// converted on the CPU), or `yuv420`, the decoder's own planes (half the bytes, no
-    /// conversion on the CPU), converted to RGB on the device within a level or two of
+    /// conversion on the CPU), converted to RGB on the device with FFmpeg's arithmetic, so still
     /// LeRobot's frames. `yuv420` reads the videos (no frame cache).
     #[serde(default)]
     pub frame_encoding: datasets::FrameEncoding,
@@ -137,6 +137,14 @@ pub struct SamplerSection {
     /// Episodes per window of the blocks order. Default 16.
     #[serde(default = "default_block_episodes")]
     pub block_episodes: usize,
+}
+
+impl SamplerSection {
+    /// Whether a run in `self` continues the order of a run in `other` (the episodes per window
+    /// matter only in the blocks order).
+    pub fn same_order(&self, other: &Self) -> bool {
+        self.order == other.order && (self.order != SampleOrder::Blocks || self.block_episodes == other.block_episodes)
+    }
 }
 
 impl Default for SamplerSection {
@@ -373,6 +381,16 @@ mod tests {
         for bad in ["", "[]", "a", "1..x", "-1", "5..5", "9..3", "0..=18446744073709551615"] {
             assert!(parse_episode_list(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn episodes_per_window_matter_to_a_resume_only_in_the_blocks_order() {
+        let lerobot = SamplerSection::default();
+        let blocks = SamplerSection { order: SampleOrder::Blocks, ..lerobot };
+        let wider = |s: SamplerSection| SamplerSection { block_episodes: s.block_episodes + 1, ..s };
+        assert!(lerobot.same_order(&wider(lerobot)));
+        assert!(!blocks.same_order(&wider(blocks)));
+        assert!(!blocks.same_order(&lerobot) && blocks.same_order(&blocks));
     }
 
     #[test]

@@ -626,7 +626,7 @@ fn resume_from<B: TrainingBackend>(
             state.weights, config.dataset.weights
         )));
     }
-    if state.sampler_order != config.sampler {
+    if !state.sampler_order.same_order(&config.sampler) {
         return Err(Error::Config(format!(
             "the checkpoint was trained in the sampler order {:?}, this run asks for {:?}: its sampler \
              position would mean other samples",

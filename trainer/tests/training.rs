@@ -470,23 +470,26 @@ fn epoch_frames(root: &Path, encoding: datasets::FrameEncoding) -> Vec<f32> {
 
 #[test]
 fn the_devices_yuv_conversion_is_the_decoders_for_every_value() {
-    // 512x512 luma running through every value, under 256x256 chroma samples holding every
-    // (U, V) pair: each term of the conversion meets all its inputs.
-    let (h, w, c) = (512, 512, 256);
-    let mut planes = vec![0u8; h * w + 2 * c * c];
-    for (k, y) in planes[..h * w].iter_mut().enumerate() {
-        *y = ((k % w + 3 * (k / w)) % 256) as u8;
+    // Luma running through every value, under 256 rows of chroma samples holding every (U, V)
+    // pair: each term of the conversion meets all its inputs. A width that is a multiple of 8
+    // (FFmpeg's vector converter) and one that is not.
+    for (h, w) in [(512, 512), (512, 508)] {
+        let (ch, cw) = (h / 2, w / 2);
+        let mut planes = vec![0u8; h * w + 2 * ch * cw];
+        for (k, y) in planes[..h * w].iter_mut().enumerate() {
+            *y = ((k % w + 3 * (k / w)) % 256) as u8;
+        }
+        for k in 0..ch * cw {
+            planes[h * w + k] = (k % cw) as u8;
+            planes[h * w + ch * cw + k] = (k / cw) as u8;
+        }
+        let mut decoders = vec![0u8; 3 * h * w];
+        datasets::video::yuv420_to_chw(&planes, h, w, &mut decoders).unwrap();
+        let device = transforms::yuv420_frames_to_float::<Flex>(&planes, 1, (h, w), &Default::default());
+        let device: Vec<f32> = device.mul_scalar(255.0).round().into_data().to_vec().unwrap();
+        let differing = device.iter().zip(&decoders).filter(|(d, s)| **d != f32::from(**s)).count();
+        assert_eq!(differing, 0, "{h}x{w}: of {} values", device.len());
     }
-    for k in 0..c * c {
-        planes[h * w + k] = (k % c) as u8;
-        planes[h * w + c * c + k] = (k / c) as u8;
-    }
-    let mut decoders = vec![0u8; 3 * h * w];
-    datasets::video::yuv420_to_chw(&planes, h, w, &mut decoders).unwrap();
-    let device = transforms::yuv420_frames_to_float::<Flex>(&planes, 1, (h, w), &Default::default());
-    let device: Vec<f32> = device.mul_scalar(255.0).round().into_data().to_vec().unwrap();
-    let differing = device.iter().zip(&decoders).filter(|(d, s)| **d != f32::from(**s)).count();
-    assert_eq!(differing, 0, "of {} values", device.len());
 }
 
 #[test]

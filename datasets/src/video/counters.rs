@@ -7,6 +7,6 @@ pub struct DecodeCounters {
     pub frames_decoded: u64,
     /// Seeks performed.
     pub seeks: u64,
-    /// Frames converted to RGB.
+    /// Frames written out: converted to RGB, or copied as YUV planes.
     pub frames_converted: u64,
 }

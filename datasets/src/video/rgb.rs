@@ -63,8 +63,10 @@ pub(crate) fn write_chw(frame: &ffmpeg::frame::Video, out: &mut [u8]) -> Result<
 /// of Y, then `⌈H/2⌉·⌈W/2⌉` of U and of V.
 pub(crate) fn write_yuv420(frame: &ffmpeg::frame::Video, out: &mut [u8]) -> Result<(), String> {
     let format = frame.format();
-    if !matches!(format, Pixel::YUV420P | Pixel::YUVJ420P) {
-        return Err(format!("frames are {format:?}; the YUV transport reads 8-bit YUV 4:2:0 (yuv420p) only"));
+    if format != Pixel::YUV420P {
+        return Err(format!(
+            "frames are {format:?}; the yuv420 encoding reads 8-bit limited-range YUV 4:2:0 (yuv420p) only"
+        ));
     }
     let (h, w) = (frame.height() as usize, frame.width() as usize);
     let (ch, cw) = (h.div_ceil(2), w.div_ceil(2));
@@ -88,7 +90,7 @@ pub(crate) fn write_yuv420(frame: &ffmpeg::frame::Video, out: &mut [u8]) -> Resu
 /// check a conversion made elsewhere.
 pub fn yuv420_to_chw(planes: &[u8], height: usize, width: usize, out: &mut [u8]) -> Result<(), String> {
     let (ch, cw) = (height.div_ceil(2), width.div_ceil(2));
-    if planes.len() != height * width + 2 * ch * cw {
+    if height == 0 || width == 0 || planes.len() != height * width + 2 * ch * cw {
         return Err(format!("{} bytes are not the YUV 4:2:0 planes of {width}x{height}", planes.len()));
     }
     let mut frame = ffmpeg::frame::Video::new(Pixel::YUV420P, width as u32, height as u32);

@@ -110,8 +110,10 @@ pub struct LoaderReport {
     pub dataset: String,
     /// Frames read from a frame cache rather than video.
     pub frame_cache: bool,
-    /// The order of the samples, with the blocks order's episodes per window.
-    pub order: String,
+    /// The order of the samples.
+    pub order: SampleOrder,
+    /// Episodes per window, in the blocks order.
+    pub block_episodes: usize,
     /// How video frames were handed over.
     pub frame_encoding: FrameEncoding,
     /// Seconds to open the dataset.
@@ -124,6 +126,16 @@ pub struct LoaderReport {
     pub memcpy_gb_s: f64,
     /// The cells.
     pub cells: Vec<Cell>,
+}
+
+impl LoaderReport {
+    /// The order, as the tables name it (`blocks of 16 episodes`, `lerobot`).
+    pub fn order_label(&self) -> String {
+        match self.order {
+            SampleOrder::Blocks => format!("blocks of {} episodes", self.block_episodes),
+            SampleOrder::Lerobot => self.order.to_string(),
+        }
+    }
 }
 
 /// The trainer's automatic frame cache of `dataset` (its folder), built first when missing; with
@@ -241,10 +253,8 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
         revision: git_revision(),
         dataset: roots.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>().join(" + "),
         frame_cache: !frame_caches.is_empty(),
-        order: match args.order {
-            SampleOrder::Blocks => format!("blocks of {} episodes", args.block_episodes),
-            SampleOrder::Lerobot => args.order.to_string(),
-        },
+        order: args.order,
+        block_episodes: args.block_episodes,
         frame_encoding: args.frame_encoding,
         open_s,
         cache_build_s,
@@ -317,7 +327,7 @@ pub fn render(report: &LoaderReport) -> String {
             (true, None) => "frame cache".to_string(),
             (false, _) => "video".to_string(),
         },
-        report.order,
+        report.order_label(),
         report.frame_encoding,
         report.open_s,
         report.bytes_per_sample,
@@ -334,10 +344,10 @@ pub fn markdown(report: &LoaderReport) -> String {
 
 fn write_outputs(dir: &Path, report: &LoaderReport) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let stem = match (report.frame_cache, report.order.starts_with("blocks")) {
+    let stem = match (report.frame_cache, report.order) {
         (true, _) => "loader-frame-cache",
-        (false, true) => "loader-video-blocks",
-        (false, false) => "loader-video",
+        (false, SampleOrder::Blocks) => "loader-video-blocks",
+        (false, SampleOrder::Lerobot) => "loader-video",
     };
     let stem = match report.frame_encoding {
         FrameEncoding::Rgb => stem.to_string(),

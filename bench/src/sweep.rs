@@ -295,7 +295,7 @@ pub fn markdown(report: &SweepReport) -> String {
     };
     text += &loader("from the dataset's files (video or images in parquet)", &report.loader_video);
     let blocks = &report.loader_video_blocks;
-    text += &loader(&format!("from the dataset's files, {} order", blocks.order), blocks);
+    text += &loader(&format!("from the dataset's files, {} order", blocks.order_label()), blocks);
     if let Some(cache) = &report.loader_frame_cache {
         text += &loader("frame cache", cache);
     }

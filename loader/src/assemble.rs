@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use datasets::frame_cache::FrameCache;
 use datasets::{
-    Column, ColumnValues, Dataset, DatasetSet, DecoderCache, DecoderCacheConfig, Error as DatasetError, FrameEncoding,
-    VideoDecoder, decode_chw, window_rows,
+    Column, ColumnValues, Dataset, DatasetSet, DecoderCache, DecoderCacheConfig, Error as DatasetError, decode_chw,
+    window_rows,
 };
 use rayon::prelude::*;
 
@@ -310,13 +310,9 @@ impl Assembler {
                 )
                 .into());
             }
-            let tolerance_s = dataset.options().tolerance_s;
-            let yuv = field.encoding == FrameEncoding::Yuv420;
-            let frame_at = |decoder: &mut VideoDecoder, t: f64, into: &mut [u8]| {
-                if yuv { decoder.yuv420_at(t, tolerance_s, into) } else { decoder.frame_at(t, tolerance_s, into) }
-            };
+            let (tolerance_s, encoding) = (dataset.options().tolerance_s, field.encoding);
             let Some(buffer) = &self.episode_frames else {
-                frame_at(decoder, request.time_s, out)?;
+                decoder.encoded_frame_at(request.time_s, tolerance_s, encoding, out)?;
                 continue;
             };
             // The blocks order: the episode decoded front to back, once, as far as asked.
@@ -326,7 +322,8 @@ impl Assembler {
             let held = buffer.episode(key, episode.len(), out.len());
             let mut held = held.lock().unwrap_or_else(PoisonError::into_inner);
             let decode = |j: usize, into: &mut [u8]| {
-                frame_at(decoder, from_s + dataset.timestamp(episode.frames.start + j), into).map(|_| ())
+                let t = from_s + dataset.timestamp(episode.frames.start + j);
+                decoder.encoded_frame_at(t, tolerance_s, encoding, into).map(|_| ())
             };
             let frame = held.frame(request.frame, decode)?.expect("a sample's frames are inside its episode");
             out.copy_from_slice(frame);

@@ -82,20 +82,12 @@ fn every_path_gives_the_same_batches() {
 #[test]
 fn samples_are_what_datasets_sample_returns() {
     let f = fixture(small());
-    let mut decoders = DecoderCache::default();
-    for batch in builder(&f).num_workers(2).max_epochs(1).build().unwrap() {
-        let batch = batch.unwrap();
-        let samples: Vec<_> = batch
-            .indices()
-            .iter()
-            .map(|&i| f.dataset.get(i, &f.windows, &mut decoders, FrameFormat::Uint8).unwrap())
-            .collect();
-        let expected = Collated::collate(&samples).unwrap();
-        assert_eq!(batch.to_tensors(), expected.tensors, "batch {} of epoch {}", batch.index_in_epoch(), batch.epoch());
+    let mut loader = builder(&f).num_workers(2).max_epochs(1).build().unwrap();
+    check_against_dataset(&f, &mut loader, |batch| {
         let shape = batch.shape("observation.images.side").unwrap();
         assert_eq!(shape, vec![batch.len(), 2, 3, 64, 96]);
         assert_eq!(batch.pad("action").unwrap().len(), batch.len() * 16);
-    }
+    });
 }
 
 #[test]
@@ -129,8 +121,9 @@ fn resuming_from_a_batch_state_continues_exactly() {
     }
 }
 
-/// Checks every batch of `loader` against `Dataset::get`, and returns the indices it held.
-fn check_against_dataset(f: &Fixture, loader: &mut Loader) -> Vec<usize> {
+/// Checks every batch of `loader` against `Dataset::get` (and with `also`), and returns the
+/// indices it held.
+fn check_against_dataset(f: &Fixture, loader: &mut Loader, mut also: impl FnMut(&loader::Batch)) -> Vec<usize> {
     let mut decoders = DecoderCache::default();
     let mut seen = Vec::new();
     for batch in loader.by_ref() {
@@ -142,6 +135,7 @@ fn check_against_dataset(f: &Fixture, loader: &mut Loader) -> Vec<usize> {
             .collect();
         let expected = Collated::collate(&samples).unwrap();
         assert!(batch.to_tensors() == expected.tensors, "batch {} of epoch {}", batch.index_in_epoch(), batch.epoch());
+        also(&batch);
         seen.extend(batch.indices());
     }
     seen
@@ -155,7 +149,7 @@ fn the_blocks_order_gives_the_same_samples_decoding_each_frame_once() {
     let frames = (f.dataset.len() * 2) as u64;
     for workers in [0, 2] {
         let mut blocks = builder(&f).order(SampleOrder::Blocks, 2).num_workers(workers).max_epochs(1).build().unwrap();
-        let mut seen = check_against_dataset(&f, &mut blocks);
+        let mut seen = check_against_dataset(&f, &mut blocks, |_| {});
         seen.sort_unstable();
         assert_eq!(seen, anchors, "every anchor once per epoch");
         let decoded = blocks.decode_counters();

@@ -210,19 +210,21 @@ impl<'a> HostObservation<'a> {
     /// The observations of a loader batch.
     pub fn from_loader(batch: &'a Batch, features: &PolicyFeatures) -> Result<Self> {
         let missing = |k: &str| Error::Config(format!("the batch has no `{k}`"));
-        let mut encoding = FrameEncoding::Rgb;
         let cameras = features
             .cameras
             .iter()
             .map(|(key, shape)| {
                 let bytes = batch.u8(key).ok_or_else(|| missing(key))?;
-                let field = batch.layout().field(key);
-                if let Some(field) = field {
-                    encoding = field.encoding;
-                }
-                Ok((key.clone(), bytes, field.and_then(|f| f.frame).unwrap_or(*shape)))
+                let frame = batch.layout().field(key).and_then(|f| f.frame).unwrap_or(*shape);
+                Ok((key.clone(), bytes, frame))
             })
             .collect::<Result<_>>()?;
+        // One encoding for every camera: the loader's.
+        let encoding = features
+            .cameras
+            .first()
+            .and_then(|(key, _)| batch.layout().field(key))
+            .map_or(FrameEncoding::Rgb, |f| f.encoding);
         Ok(Self {
             batch: batch.len(),
             state: batch.f32("observation.state").ok_or_else(|| missing("observation.state"))?,

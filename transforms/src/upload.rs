@@ -4,6 +4,7 @@
 
 use burn::prelude::*;
 use burn::tensor::DType;
+use datasets::FrameShape;
 
 /// Uploads channel-first uint8 frames, `[N, C, H, W]` (any leading dimensions flattened into
 /// `N`), with one host-to-device copy, and converts them to float in [0, 1] on the device
@@ -40,7 +41,7 @@ pub fn yuv420_frames_to_float<B: Backend>(
     device: &B::Device,
 ) -> Tensor<B, 4> {
     let (h, w) = size;
-    let (ch, cw) = (h.div_ceil(2), w.div_ceil(2));
+    let [_, (ch, cw), _] = FrameShape { channels: 3, height: h, width: w }.yuv420_planes();
     let (luma, chroma) = (h * w, ch * cw);
     let planes: Tensor<B, 2> =
         frames_to_int::<B>(bytes, [n, 1, 1, luma + 2 * chroma], device).float().reshape([n, luma + 2 * chroma]);

@@ -128,8 +128,15 @@ impl FrameShape {
     pub fn encoded_len(&self, encoding: FrameEncoding) -> usize {
         match encoding {
             FrameEncoding::Rgb => self.len(),
-            FrameEncoding::Yuv420 => self.height * self.width + 2 * self.height.div_ceil(2) * self.width.div_ceil(2),
+            FrameEncoding::Yuv420 => self.yuv420_planes().iter().map(|(rows, cols)| rows * cols).sum(),
         }
+    }
+
+    /// The rows and columns of each plane of a YUV 4:2:0 frame of this size, in the order
+    /// [`FrameEncoding::Yuv420`] lays them out: Y, then U and V (`⌈H/2⌉ × ⌈W/2⌉`).
+    pub fn yuv420_planes(&self) -> [(usize, usize); 3] {
+        let chroma = (self.height.div_ceil(2), self.width.div_ceil(2));
+        [(self.height, self.width), chroma, chroma]
     }
 }
 

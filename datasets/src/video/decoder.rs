@@ -16,7 +16,7 @@ use video_rs::ffmpeg::util::error::EAGAIN;
 use super::counters::DecodeCounters;
 use super::rgb;
 use crate::error::{Error, Result};
-use crate::meta::features::FrameShape;
+use crate::meta::features::{FrameEncoding, FrameShape};
 
 /// One decoded frame held in a slot.
 #[derive(Debug, Clone, Copy)]
@@ -152,19 +152,27 @@ impl VideoDecoder {
     /// as channel-first RGB, and returns that frame's timestamp. Fails with
     /// [`Error::FrameTimestamp`] unless `|frame − query| < tolerance_s`, as LeRobot does.
     pub fn frame_at(&mut self, timestamp_s: f64, tolerance_s: f64, out: &mut [u8]) -> Result<f64> {
-        let held = self.locate(timestamp_s, tolerance_s)?;
-        self.convert(held, out)?;
-        Ok(held.pts_s)
+        self.encoded_frame_at(timestamp_s, tolerance_s, FrameEncoding::Rgb, out)
     }
 
-    /// Writes the frame nearest `timestamp_s` into `out` as the decoder's YUV 4:2:0 planes
-    /// ([`FrameEncoding::Yuv420`](crate::FrameEncoding::Yuv420): no colour conversion), and
-    /// returns that frame's timestamp. Fails for a stream stored in another pixel format.
-    pub fn yuv420_at(&mut self, timestamp_s: f64, tolerance_s: f64, out: &mut [u8]) -> Result<f64> {
+    /// [`Self::frame_at`] in `encoding`: RGB, or the decoder's YUV 4:2:0 planes as they are
+    /// ([`FrameEncoding::Yuv420`]: no colour conversion; a stream stored in another pixel
+    /// format fails).
+    pub fn encoded_frame_at(
+        &mut self,
+        timestamp_s: f64,
+        tolerance_s: f64,
+        encoding: FrameEncoding,
+        out: &mut [u8],
+    ) -> Result<f64> {
         let held = self.locate(timestamp_s, tolerance_s)?;
-        let frame = &self.slots[held.slot];
-        rgb::write_yuv420(frame, out).map_err(|m| Error::video(&self.path, m))?;
-        self.counters.frames_converted += 1;
+        match encoding {
+            FrameEncoding::Rgb => self.convert(held, out)?,
+            FrameEncoding::Yuv420 => {
+                rgb::write_yuv420(&self.slots[held.slot], out).map_err(|m| Error::video(&self.path, m))?;
+                self.counters.frames_converted += 1;
+            }
+        }
         Ok(held.pts_s)
     }
 

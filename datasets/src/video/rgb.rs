@@ -12,7 +12,7 @@ use video_rs::ffmpeg;
 use video_rs::ffmpeg::format::Pixel;
 use video_rs::ffmpeg::software::scaling;
 
-use crate::meta::features::FrameShape;
+use crate::meta::features::{FrameEncoding, FrameShape};
 
 /// One scaler and its RGB24 output frame.
 struct Scaler {
@@ -68,16 +68,16 @@ pub(crate) fn write_yuv420(frame: &ffmpeg::frame::Video, out: &mut [u8]) -> Resu
             "frames are {format:?}; the yuv420 encoding reads 8-bit limited-range YUV 4:2:0 (yuv420p) only"
         ));
     }
-    let (h, w) = (frame.height() as usize, frame.width() as usize);
-    let (ch, cw) = (h.div_ceil(2), w.div_ceil(2));
-    if out.len() != h * w + 2 * ch * cw {
-        return Err(format!("frame is {w}x{h} but the output holds {} bytes", out.len()));
+    let shape = shape_of(frame);
+    if out.len() != shape.encoded_len(FrameEncoding::Yuv420) {
+        return Err(format!("frame is {}x{} but the output holds {} bytes", shape.width, shape.height, out.len()));
     }
-    let (y, chroma) = out.split_at_mut(h * w);
-    let (u, v) = chroma.split_at_mut(ch * cw);
-    for (plane, out, rows, cols) in [(0, y, h, w), (1, u, ch, cw), (2, v, ch, cw)] {
+    let mut rest = out;
+    for (plane, (rows, cols)) in shape.yuv420_planes().into_iter().enumerate() {
+        let (out, after) = std::mem::take(&mut rest).split_at_mut(rows * cols);
+        rest = after;
         let (data, stride) = (frame.data(plane), frame.stride(plane));
-        for (row, dst) in out.chunks_exact_mut(cols).take(rows).enumerate() {
+        for (row, dst) in out.chunks_exact_mut(cols).enumerate() {
             dst.copy_from_slice(&data[row * stride..row * stride + cols]);
         }
     }
@@ -89,14 +89,15 @@ pub(crate) fn write_yuv420(frame: &ffmpeg::frame::Video, out: &mut [u8]) -> Resu
 /// conversion the decoder applies to its own frames: the RGB frames a video would have given, to
 /// check a conversion made elsewhere.
 pub fn yuv420_to_chw(planes: &[u8], height: usize, width: usize, out: &mut [u8]) -> Result<(), String> {
-    let (ch, cw) = (height.div_ceil(2), width.div_ceil(2));
-    if height == 0 || width == 0 || planes.len() != height * width + 2 * ch * cw {
+    let shape = FrameShape { channels: 3, height, width };
+    if height == 0 || width == 0 || planes.len() != shape.encoded_len(FrameEncoding::Yuv420) {
         return Err(format!("{} bytes are not the YUV 4:2:0 planes of {width}x{height}", planes.len()));
     }
     let mut frame = ffmpeg::frame::Video::new(Pixel::YUV420P, width as u32, height as u32);
-    let (y, chroma) = planes.split_at(height * width);
-    let (u, v) = chroma.split_at(ch * cw);
-    for (plane, src, cols) in [(0, y, width), (1, u, cw), (2, v, cw)] {
+    let mut rest = planes;
+    for (plane, (rows, cols)) in shape.yuv420_planes().into_iter().enumerate() {
+        let (src, after) = rest.split_at(rows * cols);
+        rest = after;
         let stride = frame.stride(plane);
         for (row, line) in src.chunks_exact(cols).enumerate() {
             frame.data_mut(plane)[row * stride..row * stride + cols].copy_from_slice(line);

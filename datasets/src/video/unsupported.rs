@@ -62,8 +62,14 @@ impl VideoDecoder {
         match self.never {}
     }
 
-    /// The YUV planes of the frame nearest a timestamp (never reached).
-    pub fn yuv420_at(&mut self, _timestamp_s: f64, _tolerance_s: f64, _out: &mut [u8]) -> Result<f64> {
+    /// The frame nearest a timestamp, in an encoding (never reached).
+    pub fn encoded_frame_at(
+        &mut self,
+        _timestamp_s: f64,
+        _tolerance_s: f64,
+        _encoding: crate::FrameEncoding,
+        _out: &mut [u8],
+    ) -> Result<f64> {
         match self.never {}
     }
 

@@ -4,16 +4,47 @@
 use burn::backend::Flex;
 use burn::backend::flex::FlexTensor;
 use burn::tensor::DType;
-use burn::tensor::ops::FloatTensor;
+use burn::tensor::ops::{ConvOptions, FloatTensor, ModuleOps};
 use rayon::prelude::*;
 
-use crate::{AdamConstants, AdamStep, FlatBuffers, Kernels, portable};
+use crate::{AdamConstants, AdamStep, FlatBuffers, Kernels, flex_conv, portable};
 
 /// Elements per task: large enough that a task's overhead is noise, small enough to spread a
 /// ResNet layer's weights over the cores.
 const CHUNK: usize = 1 << 15;
 
 impl Kernels for Flex {
+    fn conv2d_no_bias(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
+        match flex_conv::conv2d(&x, &weight, &options) {
+            Some(y) => y,
+            None => flex_conv::burn_conv2d(x, weight, options),
+        }
+    }
+
+    fn conv2d_input_grad(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Self> {
+        match flex_conv::conv2d_input_grad(&x, &weight, &output_grad, &options) {
+            Some(dx) => dx,
+            None => <Self as ModuleOps<Self>>::conv2d_x_backward(x, weight, output_grad, options),
+        }
+    }
+
+    fn conv2d_weight_grad(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Self> {
+        match flex_conv::conv2d_weight_grad(&x, &weight, &output_grad, &options) {
+            Some(dw) => dw,
+            None => <Self as ModuleOps<Self>>::conv2d_weight_backward(x, weight, output_grad, options),
+        }
+    }
+
     fn sum_of_squares(x: FloatTensor<Self>) -> FloatTensor<Self> {
         let Some(values) = f32_slice(&x) else { return portable::sum_of_squares::<Self>(x) };
         // Per-chunk sums added in chunk order, so that the norm does not depend on how rayon

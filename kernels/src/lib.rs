@@ -27,11 +27,14 @@
 //! updated.into_data().assert_approx_eq::<f32>(&TensorData::from([0.9, -2.1]), Default::default());
 //! ```
 
+mod autodiff;
 mod flex;
+mod flex_conv;
 pub mod portable;
 
 use burn::prelude::*;
-use burn::tensor::ops::FloatTensor;
+use burn::tensor::TensorPrimitive;
+use burn::tensor::ops::{ConvOptions, FloatTensor, ModuleOps};
 
 /// One fused optimiser update's numbers, for every parameter of the step: torch's `Adam` with
 /// L2 weight decay (`weight_decay`), as LeRobot trains with it, after clipping.
@@ -150,6 +153,53 @@ pub trait Kernels: Backend {
         step: &AdamStep,
     ) -> FloatTensor<Self> {
         portable::adam_update::<Self>(weights, flat, offset, scale, step)
+    }
+
+    /// A 2-D convolution without bias, `x` `[N, C, H, W]` by `weight` `[O, C, kh, kw]`, as
+    /// burn's `conv2d` computes it (its implementation, unless the backend has a faster one).
+    fn conv2d_no_bias(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
+        <Self as ModuleOps<Self>>::conv2d(x, weight, None, options)
+    }
+
+    /// The gradient of [`Kernels::conv2d_no_bias`] with respect to `x`, given the output's.
+    fn conv2d_input_grad(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Self> {
+        <Self as ModuleOps<Self>>::conv2d_x_backward(x, weight, output_grad, options)
+    }
+
+    /// The gradient of [`Kernels::conv2d_no_bias`] with respect to `weight`, given the output's.
+    fn conv2d_weight_grad(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Self> {
+        <Self as ModuleOps<Self>>::conv2d_weight_backward(x, weight, output_grad, options)
+    }
+}
+
+/// A 2-D convolution, `x` `[N, C, H, W]` by `weight` `[O, C, kh, kw]`, plus `bias` `[O]`: burn's
+/// `conv2d`, computed by the backend's [`Kernels::conv2d_no_bias`] and, under autodiff, its
+/// gradients by [`Kernels::conv2d_input_grad`] and [`Kernels::conv2d_weight_grad`] (on the CPU,
+/// three large matrix products instead of burn's single-threaded transposed convolution).
+pub fn conv2d<B: Kernels>(
+    x: Tensor<B, 4>,
+    weight: Tensor<B, 4>,
+    bias: Option<Tensor<B, 1>>,
+    options: ConvOptions<2>,
+) -> Tensor<B, 4> {
+    let y = B::conv2d_no_bias(x.into_primitive().tensor(), weight.into_primitive().tensor(), options);
+    let y = Tensor::from_primitive(TensorPrimitive::Float(y));
+    match bias {
+        Some(bias) => {
+            let [outputs] = bias.dims();
+            y + bias.reshape([1, outputs, 1, 1])
+        }
+        None => y,
     }
 }
 

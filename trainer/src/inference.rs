@@ -9,6 +9,7 @@ use std::path::Path;
 use burn::module::Module;
 use burn::prelude::*;
 use datasets::FrameShape;
+use kernels::Kernels;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
@@ -34,7 +35,7 @@ pub struct StepObservation {
 }
 
 /// A trained policy on a device, with LeRobot's queues.
-pub struct PolicyRunner<B: Backend> {
+pub struct PolicyRunner<B: Kernels> {
     model: DiffusionModel<B>,
     config: DiffusionConfig,
     features: PolicyFeatures,
@@ -46,7 +47,7 @@ pub struct PolicyRunner<B: Backend> {
     actions: VecDeque<Vec<f32>>,
 }
 
-impl<B: Backend> PolicyRunner<B> {
+impl<B: Kernels> PolicyRunner<B> {
     /// A runner around `model`, drawing its noise from `seed`.
     pub fn new(
         model: DiffusionModel<B>,

@@ -27,9 +27,9 @@ use crate::seeds::{Purpose, step_seed};
 
 /// A backend a [`Learner`] trains on: burn's autodiff over a backend that has our fused
 /// kernels (Flex, and wgpu or CUDA when built with them).
-pub trait TrainingBackend: AutodiffBackend<InnerBackend: Kernels> {}
+pub trait TrainingBackend: AutodiffBackend<InnerBackend: Kernels> + Kernels {}
 
-impl<B: AutodiffBackend<InnerBackend: Kernels>> TrainingBackend for B {}
+impl<B: AutodiffBackend<InnerBackend: Kernels> + Kernels> TrainingBackend for B {}
 
 /// A batch ready for the model, inputs and diffusion noise on the device: what
 /// [`Learner::prepare`] returns and [`Learner::loss`] takes when a step is run phase by phase

@@ -14,6 +14,7 @@ use burn::module::{AutodiffModule, Module};
 use burn::prelude::*;
 use datasets::auto_cache::{self, AutoCache, FrameCacheChoice};
 use datasets::{Dataset, DatasetSet, FrameEncoding, OpenOptions, WindowSpec, diffusion_delta_timestamps, frame_cache};
+use kernels::Kernels;
 use loader::{Loader, SamplerState};
 use transforms::{Normalizer, diffusion_mapping};
 
@@ -61,7 +62,7 @@ pub enum Progress<'a> {
 
 /// The model for `features`, seeded so that two runs start from the same weights, with the
 /// pretrained backbone when the configuration names one.
-pub fn init_model<B: Backend>(
+pub fn init_model<B: Kernels>(
     config: &DiffusionConfig,
     features: &PolicyFeatures,
     seed: u64,

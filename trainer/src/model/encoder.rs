@@ -7,6 +7,7 @@ use burn::nn::{Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::FloatDType;
 use burn::tensor::activation::{relu, softmax};
+use kernels::Kernels;
 
 use super::resnet::ResNet18;
 
@@ -67,7 +68,7 @@ pub struct RgbEncoder<B: Backend> {
     pub out: Linear<B>,
 }
 
-impl<B: Backend> RgbEncoder<B> {
+impl<B: Kernels> RgbEncoder<B> {
     /// An encoder for `(height, width)` inputs (after any resize and crop).
     pub fn new(input: (usize, usize), keypoints: usize, group_norm: bool, device: &B::Device) -> Self {
         let feature_map = ResNet18::<B>::output_size(input.0, input.1);

@@ -10,6 +10,7 @@ pub mod unet;
 
 use burn::module::{ModuleVisitor, Param};
 use burn::prelude::*;
+use kernels::Kernels;
 
 use crate::config::{DiffusionConfig, PolicyFeatures};
 use crate::noise::{NoiseSchedule, PredictionType, SchedulerKind};
@@ -93,7 +94,7 @@ impl<B: Backend> TrainingNoise<B> {
     }
 }
 
-impl<B: Backend> DiffusionModel<B> {
+impl<B: Kernels> DiffusionModel<B> {
     /// A freshly initialised model for `features`.
     pub fn new(config: &DiffusionConfig, features: &PolicyFeatures, device: &B::Device) -> Self {
         let keypoints = config.spatial_softmax_num_keypoints;

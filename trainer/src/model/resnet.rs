@@ -2,11 +2,14 @@
 //! BatchNorm or, as LeRobot's `use_group_norm` does, every `BatchNorm2d(c)` replaced by
 //! `GroupNorm(c / 16, c)`.
 
+use burn::module::Param;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, GroupNorm, GroupNormConfig, Initializer, PaddingConfig2d};
 use burn::prelude::*;
 use burn::tensor::activation::relu;
+use burn::tensor::ops::ConvOptions;
+use kernels::Kernels;
 
 /// BatchNorm or GroupNorm over 2-D feature maps.
 #[derive(Module, Debug)]
@@ -49,6 +52,19 @@ fn conv(channels: [usize; 2], kernel: usize, stride: usize, padding: usize) -> C
         .with_initializer(Initializer::KaimingNormal { gain: std::f64::consts::SQRT_2, fan_out_only: true })
 }
 
+/// `conv.forward(x)`, computed by the backend's convolution kernels ([`kernels::conv2d`]): on
+/// the CPU, three large matrix products on every core, where burn's backward pass runs a
+/// transposed convolution on one thread. Asymmetric padding takes burn's module.
+fn convolve<B: Kernels>(conv: &Conv2d<B>, x: Tensor<B, 4>) -> Tensor<B, 4> {
+    match conv.padding {
+        PaddingConfig2d::Explicit(top, left, bottom, right) if top == bottom && left == right => {
+            let options = ConvOptions::new(conv.stride, [top, left], conv.dilation, conv.groups);
+            kernels::conv2d(x, conv.weight.val(), conv.bias.as_ref().map(Param::val), options)
+        }
+        _ => conv.forward(x),
+    }
+}
+
 /// The 1×1 projection of a block that changes resolution or width.
 #[derive(Module, Debug)]
 pub struct Downsample<B: Backend> {
@@ -87,14 +103,16 @@ impl<B: Backend> BasicBlock<B> {
             downsample,
         }
     }
+}
 
+impl<B: Kernels> BasicBlock<B> {
     fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let identity = match &self.downsample {
-            Some(d) => d.norm.forward(d.conv.forward(x.clone())),
+            Some(d) => d.norm.forward(convolve(&d.conv, x.clone())),
             None => x.clone(),
         };
-        let out = relu(self.bn1.forward(self.conv1.forward(x)));
-        let out = self.bn2.forward(self.conv2.forward(out));
+        let out = relu(self.bn1.forward(convolve(&self.conv1, x)));
+        let out = self.bn2.forward(convolve(&self.conv2, out));
         relu(out + identity)
     }
 }
@@ -142,12 +160,6 @@ impl<B: Backend> ResNet18<B> {
         }
     }
 
-    /// The feature map of `[N, 3, H, W]` images.
-    pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let x = self.maxpool.forward(relu(self.bn1.forward(self.conv1.forward(x))));
-        self.layers.iter().flatten().fold(x, |x, block| block.forward(x))
-    }
-
     /// The feature-map size for `(height, width)` inputs.
     pub fn output_size(height: usize, width: usize) -> (usize, usize) {
         let conv = |s: usize, k: usize, stride: usize, p: usize| (s + 2 * p - k) / stride + 1;
@@ -157,5 +169,13 @@ impl<B: Backend> ResNet18<B> {
             hw = (conv(hw.0, 3, 2, 1), conv(hw.1, 3, 2, 1));
         }
         hw
+    }
+}
+
+impl<B: Kernels> ResNet18<B> {
+    /// The feature map of `[N, 3, H, W]` images.
+    pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let x = self.maxpool.forward(relu(self.bn1.forward(convolve(&self.conv1, x))));
+        self.layers.iter().flatten().fold(x, |x, block| block.forward(x))
     }
 }

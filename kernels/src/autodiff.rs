@@ -1,0 +1,51 @@
+//! [`Kernels`] under autodiff: the convolution recorded as one operation of the graph, whose
+//! backward pass calls the inner backend's gradient kernels (burn's own `conv2d` would call
+//! burn's). The optimiser's methods keep their portable implementations: they run on the inner
+//! backend.
+
+use burn::backend::Autodiff;
+use burn::backend::autodiff::NodeId;
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::tensor::ops::{ConvOptions, FloatTensor};
+
+use crate::Kernels;
+
+/// The convolution's node: the gradients of its input and weight.
+#[derive(Debug)]
+struct Conv2dNoBias;
+
+impl<B: Kernels> Backward<B, 2> for Conv2dNoBias {
+    type State = (NodeId, NodeId, ConvOptions<2>);
+
+    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+        let [node_x, node_weight] = ops.parents;
+        let output_grad = grads.consume::<B>(&ops.node);
+        let (x, weight, options) = ops.state;
+        let x = checkpointer.retrieve_node_output::<FloatTensor<B>>(x);
+        let weight = checkpointer.retrieve_node_output::<FloatTensor<B>>(weight);
+        if let Some(node) = node_x {
+            let dx = B::conv2d_input_grad(x.clone(), weight.clone(), output_grad.clone(), options.clone());
+            grads.register::<B>(node.id, dx);
+        }
+        if let Some(node) = node_weight {
+            grads.register::<B>(node.id, B::conv2d_weight_grad(x, weight, output_grad, options));
+        }
+    }
+}
+
+impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
+    fn conv2d_no_bias(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
+        match Conv2dNoBias.prepare::<C>([x.node.clone(), weight.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let x_state = prep.checkpoint(&x);
+                let weight_state = prep.checkpoint(&weight);
+                let y = B::conv2d_no_bias(x.primitive, weight.primitive, options.clone());
+                prep.finish((x_state, weight_state, options), y)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::conv2d_no_bias(x.primitive, weight.primitive, options)),
+        }
+    }
+}

@@ -13,6 +13,14 @@
 //! Each product's reduction runs in one fixed order whatever the thread count, so a step repeats
 //! to the bit (resume stays exact). Other shapes than these (groups, dilation, non-f32 dtypes)
 //! take burn's own operations.
+//!
+//! # Safety
+//! Two kinds of unsafe code, both local: the gemm crate's raw pointers and strides (checked
+//! against the slices' lengths before each call), and output buffers left uninitialised until
+//! written whole ([`written_by`]: each caller says why every element is written).
+#![expect(unsafe_code, reason = "gemm takes raw pointers; whole-written buffers are not zeroed first")]
+
+use std::mem::MaybeUninit;
 
 use burn::backend::Flex;
 use burn::backend::flex::FlexTensor;
@@ -44,7 +52,7 @@ impl Geometry {
         }
         let [batch, channels, height, width] = dims4(x)?;
         let [outputs, weight_channels, kh, kw] = dims4(weight)?;
-        if weight_channels != channels {
+        if weight_channels != channels || [batch, channels, height, width, outputs, kh, kw].contains(&0) {
             return None;
         }
         let out = |size: usize, axis: usize, k: usize| {
@@ -113,32 +121,55 @@ fn tensor(values: Vec<f32>, shape: impl Into<Shape>) -> FlexTensor {
     FlexTensor::from_data(TensorData::new(values, shape.into()))
 }
 
+/// A vector of `len` values, each written by `fill`: buffers that are written whole are not
+/// zeroed first (at batch 16, ResNet-18's unfolded inputs are 136 MB a pass).
+///
+/// # Safety
+/// `fill` must initialise every element of the slice it is given.
+unsafe fn written_by(len: usize, fill: impl FnOnce(&mut [MaybeUninit<f32>])) -> Vec<f32> {
+    let mut values = Vec::with_capacity(len);
+    fill(&mut values.spare_capacity_mut()[..len]);
+    // SAFETY: `fill` initialised the first `len` elements (the caller's promise).
+    unsafe { values.set_len(len) };
+    values
+}
+
 /// The unfolded input `[C·kh·kw, N·Ho·Wo]`: row `(c, i, j)` holds, for every image and output
 /// position, the input value under kernel offset `(i, j)` of channel `c` (0 in the padding).
 fn im2col(x: &[f32], g: &Geometry) -> Vec<f32> {
     let (columns, positions, [kh, kw], [out_h, out_w]) = (g.columns(), g.positions(), g.kernel, g.out);
-    let mut cols = vec![0f32; g.rows() * columns];
-    cols.par_chunks_mut(columns).enumerate().for_each(|(row, out)| {
-        let (c, i, j) = (row / (kh * kw), row / kw % kh, row % kw);
-        let (lo, hi) = g.inside_columns(j);
-        for n in 0..g.batch {
-            let plane = &x[(n * g.channels + c) * g.height * g.width..][..g.height * g.width];
-            for oy in 0..out_h {
-                let Some(y) = g.input_row(oy, i) else { continue };
-                let line = &plane[y * g.width..][..g.width];
-                let dst = &mut out[n * positions + oy * out_w..][..out_w];
-                if g.stride[1] == 1 {
-                    let first = lo + j - g.padding[1];
-                    dst[lo..hi].copy_from_slice(&line[first..first + (hi - lo)]);
-                } else {
-                    for (ox, d) in dst.iter_mut().enumerate().take(hi).skip(lo) {
-                        *d = line[ox * g.stride[1] + j - g.padding[1]];
+    let zero = MaybeUninit::new(0f32);
+    let fill = |cols: &mut [MaybeUninit<f32>]| {
+        cols.par_chunks_mut(columns).enumerate().for_each(|(row, out)| {
+            let (c, i, j) = (row / (kh * kw), row / kw % kh, row % kw);
+            let (lo, hi) = g.inside_columns(j);
+            for n in 0..g.batch {
+                let plane = &x[(n * g.channels + c) * g.height * g.width..][..g.height * g.width];
+                for oy in 0..out_h {
+                    let dst = &mut out[n * positions + oy * out_w..][..out_w];
+                    let Some(y) = g.input_row(oy, i) else {
+                        dst.fill(zero);
+                        continue;
+                    };
+                    let line = &plane[y * g.width..][..g.width];
+                    dst[..lo].fill(zero);
+                    dst[hi..].fill(zero);
+                    let first = lo * g.stride[1] + j - g.padding[1];
+                    if g.stride[1] == 1 {
+                        dst[lo..hi].write_copy_of_slice(&line[first..first + (hi - lo)]);
+                    } else {
+                        let inside = line[first..].iter().step_by(g.stride[1]);
+                        for (d, &v) in dst[lo..hi].iter_mut().zip(inside) {
+                            d.write(v);
+                        }
                     }
                 }
             }
-        }
-    });
-    cols
+        });
+    };
+    // SAFETY: every (image, output row) segment of every row is written above: zeros outside
+    // the input, its values inside (`lo..hi` holds exactly `hi − lo` values of the line).
+    unsafe { written_by(g.rows() * columns, fill) }
 }
 
 /// Adds the unfolded gradient `dcols` (`[C·kh·kw, N·Ho·Wo]`) back onto the input's positions:
@@ -169,21 +200,23 @@ fn col2im(dcols: &[f32], g: &Geometry) -> Vec<f32> {
 /// `[N, O, P]` → `[O, N·P]`: the output gradient with every image's positions side by side.
 fn images_side_by_side(dy: &[f32], g: &Geometry) -> Vec<f32> {
     let (positions, columns) = (g.positions(), g.columns());
-    let mut out = vec![0f32; g.outputs * columns];
-    out.par_chunks_mut(columns).enumerate().for_each(|(o, row)| {
-        for n in 0..g.batch {
-            row[n * positions..][..positions].copy_from_slice(&dy[(n * g.outputs + o) * positions..][..positions]);
-        }
-    });
-    out
+    let fill = |out: &mut [MaybeUninit<f32>]| {
+        out.par_chunks_mut(columns).enumerate().for_each(|(o, row)| {
+            for n in 0..g.batch {
+                let from = &dy[(n * g.outputs + o) * positions..][..positions];
+                row[n * positions..][..positions].write_copy_of_slice(from);
+            }
+        });
+    };
+    // SAFETY: each row is `batch` segments of `positions` values, all written.
+    unsafe { written_by(g.outputs * columns, fill) }
 }
 
 /// `dst (m × n) = lhs (m × k) · rhs (k × n)`, each operand given by its row and column strides,
-/// on all the cores.
-#[allow(unsafe_code, reason = "the gemm crate takes raw pointers and strides; the asserts bound them")]
+/// on all the cores; every element of `dst` is written (for `k ≥ 1`).
 fn matmul(
     [m, n, k]: [usize; 3],
-    dst: &mut [f32],
+    dst: &mut [MaybeUninit<f32>],
     lhs: &[f32],
     [lhs_rs, lhs_cs]: [usize; 2],
     rhs: &[f32],
@@ -194,13 +227,14 @@ fn matmul(
     assert!(m == 0 || n == 0 || k == 0 || lhs.len() >= reach(lhs_rs, lhs_cs, m, k), "lhs holds m × k values");
     assert!(m == 0 || n == 0 || k == 0 || rhs.len() >= reach(rhs_rs, rhs_cs, k, n), "rhs holds k × n values");
     // SAFETY: the asserts above keep every index the strides reach inside the three slices, and
-    // `dst` does not alias the operands (a `&mut` beside two `&`).
+    // `dst` does not alias the operands (a `&mut` beside two `&`). With `read_dst` false the
+    // kernel writes every element of `dst` and reads none.
     unsafe {
         gemm::gemm(
             m,
             n,
             k,
-            dst.as_mut_ptr(),
+            dst.as_mut_ptr().cast::<f32>(),
             1,
             n as isize,
             false,
@@ -225,14 +259,20 @@ pub(crate) fn conv2d(x: &FlexTensor, weight: &FlexTensor, options: &ConvOptions<
     let g = Geometry::of(x, weight, options)?;
     let cols = im2col(&contiguous(x), &g);
     let (rows, columns, positions) = (g.rows(), g.columns(), g.positions());
-    let mut y_side_by_side = vec![0f32; g.outputs * columns];
-    matmul([g.outputs, columns, rows], &mut y_side_by_side, &contiguous(weight), [rows, 1], &cols, [columns, 1]);
+    let weight = contiguous(weight);
+    let product =
+        |y: &mut [MaybeUninit<f32>]| matmul([g.outputs, columns, rows], y, &weight, [rows, 1], &cols, [columns, 1]);
+    // SAFETY: the product writes all of its output (`rows` ≥ 1: no dimension is empty).
+    let y_side_by_side = unsafe { written_by(g.outputs * columns, product) };
     // [O, N·P] → [N, O, P]
-    let mut y = vec![0f32; g.batch * g.outputs * positions];
-    y.par_chunks_mut(positions).enumerate().for_each(|(index, out)| {
-        let (n, o) = (index / g.outputs, index % g.outputs);
-        out.copy_from_slice(&y_side_by_side[o * columns + n * positions..][..positions]);
-    });
+    let scatter = |y: &mut [MaybeUninit<f32>]| {
+        y.par_chunks_mut(positions).enumerate().for_each(|(index, out)| {
+            let (n, o) = (index / g.outputs, index % g.outputs);
+            out.write_copy_of_slice(&y_side_by_side[o * columns + n * positions..][..positions]);
+        });
+    };
+    // SAFETY: every chunk of `positions` values is written whole.
+    let y = unsafe { written_by(g.batch * g.outputs * positions, scatter) };
     Some(tensor(y, [g.batch, g.outputs, g.out[0], g.out[1]]))
 }
 
@@ -250,8 +290,12 @@ pub(crate) fn conv2d_input_grad(
     let (rows, columns) = (g.rows(), g.columns());
     let dy = images_side_by_side(&contiguous(output_grad), &g);
     // dcols = Wᵀ · dY: Wᵀ[r, o] = W[o · rows + r].
-    let mut dcols = vec![0f32; rows * columns];
-    matmul([rows, columns, g.outputs], &mut dcols, &contiguous(weight), [1, rows], &dy, [columns, 1]);
+    let weight = contiguous(weight);
+    let product = |dcols: &mut [MaybeUninit<f32>]| {
+        matmul([rows, columns, g.outputs], dcols, &weight, [1, rows], &dy, [columns, 1]);
+    };
+    // SAFETY: the product writes all of its output (`outputs` ≥ 1).
+    let dcols = unsafe { written_by(rows * columns, product) };
     Some(tensor(col2im(&dcols, &g), [g.batch, g.channels, g.height, g.width]))
 }
 
@@ -270,8 +314,10 @@ pub(crate) fn conv2d_weight_grad(
     let dy = images_side_by_side(&contiguous(output_grad), &g);
     let cols = im2col(&contiguous(x), &g);
     // dW = dY · colsᵀ: colsᵀ[l, r] = cols[r · columns + l].
-    let mut dw = vec![0f32; g.outputs * rows];
-    matmul([g.outputs, rows, columns], &mut dw, &dy, [columns, 1], &cols, [1, columns]);
+    let product =
+        |dw: &mut [MaybeUninit<f32>]| matmul([g.outputs, rows, columns], dw, &dy, [columns, 1], &cols, [1, columns]);
+    // SAFETY: the product writes all of its output (`columns` ≥ 1: no dimension is empty).
+    let dw = unsafe { written_by(g.outputs * rows, product) };
     Some(tensor(dw, [g.outputs, g.channels, g.kernel[0], g.kernel[1]]))
 }
 

@@ -1,7 +1,7 @@
-//! [`Kernels`] under autodiff: the convolution recorded as one operation of the graph, whose
-//! backward pass calls the inner backend's gradient kernels (burn's own `conv2d` would call
-//! burn's). The optimiser's methods keep their portable implementations: they run on the inner
-//! backend.
+//! [`Kernels`] under autodiff: the convolution and GroupNorm each recorded as one operation of
+//! the graph, whose backward pass calls the inner backend's gradient kernels (burn's own
+//! `conv2d` would call burn's; a composed GroupNorm records some twenty operations). The
+//! optimiser's methods keep their portable implementations: they run on the inner backend.
 
 use burn::backend::Autodiff;
 use burn::backend::autodiff::NodeId;
@@ -9,6 +9,7 @@ use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::{ConvOptions, FloatTensor};
 
 use crate::Kernels;
@@ -36,7 +37,56 @@ impl<B: Kernels> Backward<B, 2> for Conv2dNoBias {
     }
 }
 
+/// GroupNorm's node: the gradients of its input, γ and β, from the statistics of its forward
+/// pass.
+#[derive(Debug)]
+struct GroupNorm;
+
+impl<B: Kernels> Backward<B, 3> for GroupNorm {
+    /// The input's and γ's checkpoints, the forward pass's statistics, the number of groups.
+    type State = (NodeId, NodeId, FloatTensor<B>, usize);
+
+    fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+        let output_grad = grads.consume::<B>(&ops.node);
+        let (x, gamma, stats, groups) = ops.state;
+        let x = checkpointer.retrieve_node_output::<FloatTensor<B>>(x);
+        let gamma = checkpointer.retrieve_node_output::<FloatTensor<B>>(gamma);
+        let gradients = B::group_norm_backward(x, gamma, stats, output_grad, groups);
+        for (parent, gradient) in ops.parents.into_iter().zip(gradients) {
+            if let Some(node) = parent {
+                grads.register::<B>(node.id, gradient);
+            }
+        }
+    }
+}
+
 impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
+    fn group_norm_forward(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        groups: usize,
+        epsilon: f64,
+    ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
+        let (y, stats) = B::group_norm_forward(
+            x.primitive.clone(),
+            gamma.primitive.clone(),
+            beta.primitive.clone(),
+            groups,
+            epsilon,
+        )?;
+        let parents = [x.node.clone(), gamma.node.clone(), beta.node.clone()];
+        let y = match GroupNorm.prepare::<C>(parents).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let x_state = prep.checkpoint(&x);
+                let gamma_state = prep.checkpoint(&gamma);
+                prep.finish((x_state, gamma_state, stats.clone(), groups), y)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(y),
+        };
+        Some((y, Self::from_inner(stats)))
+    }
+
     fn conv2d_no_bias(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
         match Conv2dNoBias.prepare::<C>([x.node.clone(), weight.node.clone()]).compute_bound().stateful() {
             OpsKind::Tracked(mut prep) => {

@@ -7,13 +7,36 @@ use burn::tensor::DType;
 use burn::tensor::ops::{ConvOptions, FloatTensor, ModuleOps};
 use rayon::prelude::*;
 
-use crate::{AdamConstants, AdamStep, FlatBuffers, Kernels, flex_conv, portable};
+use crate::{AdamConstants, AdamStep, FlatBuffers, Kernels, flex_conv, flex_norm, portable};
 
 /// Elements per task: large enough that a task's overhead is noise, small enough to spread a
 /// ResNet layer's weights over the cores.
 const CHUNK: usize = 1 << 15;
 
 impl Kernels for Flex {
+    fn group_norm_forward(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        groups: usize,
+        epsilon: f64,
+    ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
+        flex_norm::forward(&x, &gamma, &beta, groups, epsilon)
+    }
+
+    fn group_norm_backward(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        stats: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+        groups: usize,
+    ) -> [FloatTensor<Self>; 3] {
+        match flex_norm::backward(&x, &gamma, &stats, &output_grad, groups) {
+            Some(grads) => grads,
+            None => portable::group_norm_backward::<Self>(x, gamma, stats, output_grad, groups),
+        }
+    }
+
     fn conv2d_no_bias(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
         match flex_conv::conv2d(&x, &weight, &options) {
             Some(y) => y,

@@ -30,6 +30,7 @@
 mod autodiff;
 mod flex;
 mod flex_conv;
+mod flex_norm;
 pub mod portable;
 
 use burn::prelude::*;
@@ -180,6 +181,51 @@ pub trait Kernels: Backend {
     ) -> FloatTensor<Self> {
         <Self as ModuleOps<Self>>::conv2d_weight_backward(x, weight, output_grad, options)
     }
+
+    /// GroupNorm of `x` `[N, C, S]` (f32) in `groups` groups of channels, scaled by `gamma` and
+    /// shifted by `beta` (`[C]`), in one fused pass where the backend has one: the output and,
+    /// for the backward pass, each group's mean and `1/√(σ² + ε)` (`[N, groups, 2]`). `None`
+    /// where it has none (the caller composes burn's operations).
+    fn group_norm_forward(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        groups: usize,
+        epsilon: f64,
+    ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
+        let _ = (x, gamma, beta, groups, epsilon);
+        None
+    }
+
+    /// The gradients of [`Kernels::group_norm_forward`] with respect to `x`, `gamma` and `beta`,
+    /// given the output's and the statistics the forward pass returned.
+    fn group_norm_backward(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        stats: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+        groups: usize,
+    ) -> [FloatTensor<Self>; 3] {
+        portable::group_norm_backward::<Self>(x, gamma, stats, output_grad, groups)
+    }
+}
+
+/// GroupNorm of `x` `[N, C, S]` (f32) in `groups` groups, scaled by `gamma` and shifted by
+/// `beta` (`[C]`), as PyTorch computes it (`(x − μ) / √(σ² + ε) · γ + β`, biased variance), in
+/// the backend's fused pass and, under autodiff, its fused backward pass
+/// ([`Kernels::group_norm_forward`], [`Kernels::group_norm_backward`]). `None` where the backend
+/// has none: compose burn's operations then.
+pub fn group_norm<B: Kernels>(
+    x: Tensor<B, 3>,
+    gamma: Tensor<B, 1>,
+    beta: Tensor<B, 1>,
+    groups: usize,
+    epsilon: f64,
+) -> Option<Tensor<B, 3>> {
+    let (x, gamma, beta) =
+        (x.into_primitive().tensor(), gamma.into_primitive().tensor(), beta.into_primitive().tensor());
+    let (y, _stats) = B::group_norm_forward(x, gamma, beta, groups, epsilon)?;
+    Some(Tensor::from_primitive(TensorPrimitive::Float(y)))
 }
 
 /// A 2-D convolution, `x` `[N, C, H, W]` by `weight` `[O, C, kh, kw]`, plus `bias` `[O]`: burn's

@@ -75,3 +75,34 @@ pub fn adam_update<B: Backend>(
     }
     primitive(w)
 }
+
+/// The gradients of GroupNorm (`x` `[N, C, S]`, `gamma` `[C]`, `stats` each group's mean and
+/// `1/√(σ² + ε)`, `[N, groups, 2]`) with respect to `x`, `gamma` and `beta`: with
+/// `x̂ = (x − μ)·r` and `g = dy·γ`, `dx = r·(g − mean(g) − x̂·mean(g·x̂))` over each group,
+/// `dγ = Σ dy·x̂` and `dβ = Σ dy` over samples and positions.
+pub fn group_norm_backward<B: Backend>(
+    x: FloatTensor<B>,
+    gamma: FloatTensor<B>,
+    stats: FloatTensor<B>,
+    output_grad: FloatTensor<B>,
+    groups: usize,
+) -> [FloatTensor<B>; 3] {
+    let float = |t: FloatTensor<B>| TensorPrimitive::Float(t);
+    let x = Tensor::<B, 3>::from_primitive(float(x));
+    let dy = Tensor::<B, 3>::from_primitive(float(output_grad));
+    let gamma = Tensor::<B, 1>::from_primitive(float(gamma));
+    let stats = Tensor::<B, 3>::from_primitive(float(stats));
+    let [n, c, s] = x.dims();
+    let per_group = c / groups * s;
+    let mean = stats.clone().slice(s![.., .., 0..1]);
+    let inv_std = stats.slice(s![.., .., 1..2]);
+    let x_hat = (x.reshape([n, groups, per_group]) - mean) * inv_std.clone();
+    let x_hat_channels = x_hat.clone().reshape([n, c, s]);
+    let dgamma = (dy.clone() * x_hat_channels).sum_dim(2).sum_dim(0).reshape([c]);
+    let dbeta = dy.clone().sum_dim(2).sum_dim(0).reshape([c]);
+    let g = (dy * gamma.reshape([1, c, 1])).reshape([n, groups, per_group]);
+    let mean_g = g.clone().mean_dim(2);
+    let mean_g_x_hat = (g.clone() * x_hat.clone()).mean_dim(2);
+    let dx = (g - mean_g - x_hat * mean_g_x_hat) * inv_std;
+    [dx.reshape([n, c, s]).into_primitive().tensor(), primitive(dgamma), primitive(dbeta)]
+}

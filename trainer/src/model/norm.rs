@@ -7,13 +7,21 @@
 use burn::nn::GroupNorm;
 use burn::prelude::*;
 use burn::tensor::FloatDType;
+use kernels::Kernels;
 
-/// `norm` applied to `x` `[N, C, ...]`.
-pub fn group_norm<B: Backend, const D: usize>(norm: &GroupNorm<B>, x: Tensor<B, D>) -> Tensor<B, D> {
+/// `norm` applied to `x` `[N, C, ...]`: in the backend's fused pass where it has one
+/// ([`kernels::group_norm`], the CPU's), otherwise composed of burn's operations.
+pub fn group_norm<B: Kernels, const D: usize>(norm: &GroupNorm<B>, x: Tensor<B, D>) -> Tensor<B, D> {
     let dtype = x.dtype();
     let x = x.cast(FloatDType::F32);
     let shape = x.shape();
     let (n, c, g) = (shape[0], shape[1], norm.num_groups);
+    if let (Some(gamma), Some(beta)) = (&norm.gamma, &norm.beta) {
+        let flat = x.clone().reshape([n, c, shape.num_elements() / (n * c)]);
+        if let Some(y) = kernels::group_norm(flat, gamma.val(), beta.val(), g, norm.epsilon) {
+            return y.reshape(shape).cast(dtype);
+        }
+    }
     let per_group = shape.num_elements() / (n * g);
     let grouped = x.reshape([n, g, per_group]);
     let mean = grouped.clone().mean_dim(2);

@@ -20,7 +20,7 @@ pub enum Norm2d<B: Backend> {
     Group(GroupNorm<B>),
 }
 
-impl<B: Backend> Norm2d<B> {
+impl<B: Kernels> Norm2d<B> {
     /// A norm over `channels`, grouped in 16s when `group_norm`.
     pub fn new(channels: usize, group_norm: bool, device: &B::Device) -> Self {
         if group_norm {
@@ -89,7 +89,7 @@ pub struct BasicBlock<B: Backend> {
     pub downsample: Option<Downsample<B>>,
 }
 
-impl<B: Backend> BasicBlock<B> {
+impl<B: Kernels> BasicBlock<B> {
     fn new(inputs: usize, outputs: usize, stride: usize, group_norm: bool, device: &B::Device) -> Self {
         let downsample = (stride != 1 || inputs != outputs).then(|| Downsample {
             conv: conv([inputs, outputs], 1, stride, 0).init(device),
@@ -103,9 +103,7 @@ impl<B: Backend> BasicBlock<B> {
             downsample,
         }
     }
-}
 
-impl<B: Kernels> BasicBlock<B> {
     fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let identity = match &self.downsample {
             Some(d) => d.norm.forward(convolve(&d.conv, x.clone())),
@@ -131,7 +129,7 @@ pub struct ResNet18<B: Backend> {
     pub layers: Vec<Vec<BasicBlock<B>>>,
 }
 
-impl<B: Backend> ResNet18<B> {
+impl<B: Kernels> ResNet18<B> {
     /// A freshly initialised trunk.
     pub fn new(group_norm: bool, device: &B::Device) -> Self {
         let widths = [64, 128, 256, 512];
@@ -160,6 +158,12 @@ impl<B: Backend> ResNet18<B> {
         }
     }
 
+    /// The feature map of `[N, 3, H, W]` images.
+    pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let x = self.maxpool.forward(relu(self.bn1.forward(convolve(&self.conv1, x))));
+        self.layers.iter().flatten().fold(x, |x, block| block.forward(x))
+    }
+
     /// The feature-map size for `(height, width)` inputs.
     pub fn output_size(height: usize, width: usize) -> (usize, usize) {
         let conv = |s: usize, k: usize, stride: usize, p: usize| (s + 2 * p - k) / stride + 1;
@@ -169,13 +173,5 @@ impl<B: Backend> ResNet18<B> {
             hw = (conv(hw.0, 3, 2, 1), conv(hw.1, 3, 2, 1));
         }
         hw
-    }
-}
-
-impl<B: Kernels> ResNet18<B> {
-    /// The feature map of `[N, 3, H, W]` images.
-    pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let x = self.maxpool.forward(relu(self.bn1.forward(convolve(&self.conv1, x))));
-        self.layers.iter().flatten().fold(x, |x, block| block.forward(x))
     }
 }

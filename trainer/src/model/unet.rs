@@ -6,6 +6,7 @@ use burn::nn::{GroupNorm, GroupNormConfig, Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::FloatDType;
 use burn::tensor::activation::relu;
+use kernels::Kernels;
 
 use super::conv1d::GemmConv1d;
 
@@ -40,7 +41,7 @@ pub struct Conv1dBlock<B: Backend> {
     pub norm: GroupNorm<B>,
 }
 
-impl<B: Backend> Conv1dBlock<B> {
+impl<B: Kernels> Conv1dBlock<B> {
     fn new(inputs: usize, outputs: usize, kernel: usize, groups: usize, device: &B::Device) -> Self {
         Self {
             conv: GemmConv1d::new(inputs, outputs, kernel, 1, kernel / 2, device),
@@ -71,7 +72,7 @@ pub struct ResidualBlock<B: Backend> {
     pub film_scale: bool,
 }
 
-impl<B: Backend> ResidualBlock<B> {
+impl<B: Kernels> ResidualBlock<B> {
     fn new(inputs: usize, outputs: usize, cond_dim: usize, cfg: &UnetShape, device: &B::Device) -> Self {
         let cond_channels = if cfg.film_scale { 2 * outputs } else { outputs };
         Self {
@@ -158,7 +159,7 @@ pub struct ConditionalUnet1d<B: Backend> {
     pub step_embed_dim: usize,
 }
 
-impl<B: Backend> ConditionalUnet1d<B> {
+impl<B: Kernels> ConditionalUnet1d<B> {
     /// A freshly initialised U-Net.
     pub fn new(shape: &UnetShape, device: &B::Device) -> Self {
         let e = shape.step_embed_dim;

@@ -1,0 +1,220 @@
+//! The CPU backend's GroupNorm: one pass for the statistics and one for the output, forward;
+//! one for the sums and one for the input gradient, backward; each group on one task of
+//! rayon's pool. Composed of burn's operations, GroupNorm is about ten passes forward and twenty
+//! backward over the activations, each on one thread.
+//!
+//! Sums are accumulated in f64 in a fixed order (each group's by one task, `dγ` and `dβ` over
+//! the samples in sample order), so a step repeats to the bit.
+
+use burn::backend::flex::FlexTensor;
+use burn::tensor::{DType, TensorData};
+use rayon::prelude::*;
+
+/// The shape of one GroupNorm this module computes.
+#[derive(Debug, Clone, Copy)]
+struct Groups {
+    /// Samples.
+    samples: usize,
+    /// Channels.
+    channels: usize,
+    /// Positions per channel.
+    positions: usize,
+    /// Groups of channels.
+    groups: usize,
+}
+
+impl Groups {
+    /// The shape of `x` `[N, C, S]` with `gamma` `[C]`, when this module computes it: f32, the
+    /// channels a whole number of groups, nothing empty.
+    fn of(x: &FlexTensor, gamma: &FlexTensor, groups: usize) -> Option<Self> {
+        let [samples, channels, positions]: [usize; 3] = x.layout().shape().as_slice().try_into().ok()?;
+        let f32s = x.dtype() == DType::F32 && gamma.dtype() == DType::F32;
+        let fits = groups > 0 && channels % groups == 0 && gamma.layout().num_elements() == channels;
+        (f32s && fits && samples * channels * positions > 0).then_some(Self { samples, channels, positions, groups })
+    }
+
+    /// Channels per group.
+    fn channels_per_group(&self) -> usize {
+        self.channels / self.groups
+    }
+
+    /// Values per group.
+    fn group_len(&self) -> usize {
+        self.channels_per_group() * self.positions
+    }
+}
+
+/// A tensor's f32 elements in row-major order (copied only if it is a view).
+fn contiguous(t: &FlexTensor) -> std::borrow::Cow<'_, [f32]> {
+    match t.as_slice::<f32>() {
+        Some(values) => values.into(),
+        None => t.to_contiguous().as_slice::<f32>().expect("contiguous f32").to_vec().into(),
+    }
+}
+
+/// A contiguous f32 tensor of `shape` holding `values`.
+fn tensor<const D: usize>(values: Vec<f32>, shape: [usize; D]) -> FlexTensor {
+    FlexTensor::from_data(TensorData::new(values, shape))
+}
+
+/// GroupNorm's output and statistics (`[N, groups, 2]`: mean, `1/√(σ² + ε)`), or `None` where
+/// burn's operations must compute it.
+pub(crate) fn forward(
+    x: &FlexTensor,
+    gamma: &FlexTensor,
+    beta: &FlexTensor,
+    groups: usize,
+    epsilon: f64,
+) -> Option<(FlexTensor, FlexTensor)> {
+    let shape = Groups::of(x, gamma, groups)?;
+    if beta.dtype() != DType::F32 || beta.layout().num_elements() != shape.channels {
+        return None;
+    }
+    let (x, gamma, beta) = (contiguous(x), contiguous(gamma), contiguous(beta));
+    let (len, per_group, positions) = (shape.group_len(), shape.channels_per_group(), shape.positions);
+    let mut y = vec![0f32; x.len()];
+    let mut stats = vec![0f32; 2 * shape.samples * groups];
+    y.par_chunks_mut(len).zip(stats.par_chunks_mut(2)).enumerate().for_each(|(block, (out, stat))| {
+        let values = &x[block * len..][..len];
+        let mean = values.iter().map(|&v| f64::from(v)).sum::<f64>() / len as f64;
+        let variance = values.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / len as f64;
+        let (mean, inv_std) = (mean as f32, (1.0 / (variance + epsilon).sqrt()) as f32);
+        let first_channel = block % groups * per_group;
+        for (k, (out, values)) in out.chunks_mut(positions).zip(values.chunks(positions)).enumerate() {
+            let (scale, shift) = (inv_std * gamma[first_channel + k], beta[first_channel + k]);
+            for (o, &v) in out.iter_mut().zip(values) {
+                *o = (v - mean) * scale + shift;
+            }
+        }
+        stat.copy_from_slice(&[mean, inv_std]);
+    });
+    let [n, c, s] = [shape.samples, shape.channels, positions];
+    Some((tensor(y, [n, c, s]), tensor(stats, [n, groups, 2])))
+}
+
+/// The gradients of GroupNorm with respect to `x`, `gamma` and `beta` (see
+/// [`crate::portable::group_norm_backward`] for the formula), or `None` (burn's operations).
+pub(crate) fn backward(
+    x: &FlexTensor,
+    gamma: &FlexTensor,
+    stats: &FlexTensor,
+    output_grad: &FlexTensor,
+    groups: usize,
+) -> Option<[FlexTensor; 3]> {
+    let shape = Groups::of(x, gamma, groups)?;
+    let same_shape = output_grad.layout().shape() == x.layout().shape();
+    if output_grad.dtype() != DType::F32 || stats.dtype() != DType::F32 || !same_shape {
+        return None;
+    }
+    let (x, gamma, stats, dy) = (contiguous(x), contiguous(gamma), contiguous(stats), contiguous(output_grad));
+    let (len, per_group, positions) = (shape.group_len(), shape.channels_per_group(), shape.positions);
+    let mut dx = vec![0f32; x.len()];
+    // Per sample and channel: Σ dy·x̂ and Σ dy.
+    let mut sums = vec![[0f64; 2]; shape.samples * shape.channels];
+    dx.par_chunks_mut(len).zip(sums.par_chunks_mut(per_group)).enumerate().for_each(|(block, (dx, sums))| {
+        let (mean, inv_std) = (stats[2 * block], stats[2 * block + 1]);
+        let (values, dy) = (&x[block * len..][..len], &dy[block * len..][..len]);
+        let first_channel = block % groups * per_group;
+        let (mut mean_g, mut mean_g_x_hat) = (0f64, 0f64);
+        for (k, sum) in sums.iter_mut().enumerate() {
+            let (values, dy) = (&values[k * positions..][..positions], &dy[k * positions..][..positions]);
+            let (mut dy_x_hat, mut dy_sum) = (0f64, 0f64);
+            for (&v, &d) in values.iter().zip(dy) {
+                dy_x_hat += f64::from(d * ((v - mean) * inv_std));
+                dy_sum += f64::from(d);
+            }
+            *sum = [dy_x_hat, dy_sum];
+            let gamma = f64::from(gamma[first_channel + k]);
+            mean_g += gamma * dy_sum;
+            mean_g_x_hat += gamma * dy_x_hat;
+        }
+        let (mean_g, mean_g_x_hat) = ((mean_g / len as f64) as f32, (mean_g_x_hat / len as f64) as f32);
+        for (k, dx) in dx.chunks_mut(positions).enumerate() {
+            let (values, dy) = (&values[k * positions..][..positions], &dy[k * positions..][..positions]);
+            let gamma = gamma[first_channel + k];
+            for ((o, &v), &d) in dx.iter_mut().zip(values).zip(dy) {
+                let x_hat = (v - mean) * inv_std;
+                *o = inv_std * (d * gamma - mean_g - x_hat * mean_g_x_hat);
+            }
+        }
+    });
+    let per_channel = |i: usize| {
+        (0..shape.channels)
+            .map(|c| (0..shape.samples).map(|n| sums[n * shape.channels + c][i]).sum::<f64>() as f32)
+            .collect::<Vec<f32>>()
+    };
+    let [n, c, s] = [shape.samples, shape.channels, positions];
+    Some([tensor(dx, [n, c, s]), tensor(per_channel(0), [c]), tensor(per_channel(1), [c])])
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::{Autodiff, Flex};
+    use burn::module::Param;
+    use burn::nn::GroupNormConfig;
+    use burn::prelude::*;
+    use burn::tensor::Distribution;
+
+    type Ad = Autodiff<Flex>;
+
+    fn max_relative<const D: usize>(a: Tensor<Flex, D>, b: Tensor<Flex, D>) -> f32 {
+        let scale = b.clone().abs().max().into_scalar().max(1e-6);
+        (a - b).abs().max().into_scalar() / scale
+    }
+
+    /// The fused forward and backward passes equal burn's `GroupNorm` module and its autodiff
+    /// gradients (input, γ, β), for one group, several, and one channel per group.
+    #[test]
+    fn matches_burns_group_norm_and_its_gradients() {
+        let device = Default::default();
+        for (samples, channels, positions, groups) in [(3, 8, 10, 2), (2, 16, 49, 1), (2, 6, 5, 6), (1, 32, 3, 8)] {
+            let mut norm = GroupNormConfig::new(groups, channels).init::<Ad>(&device);
+            let gamma = Tensor::<Ad, 1>::random([channels], Distribution::Uniform(0.5, 1.5), &device);
+            let beta = Tensor::<Ad, 1>::random([channels], Distribution::Default, &device);
+            norm.gamma = Some(Param::from_tensor(gamma.clone()));
+            norm.beta = Some(Param::from_tensor(beta.clone()));
+            let x = Tensor::<Ad, 3>::random([samples, channels, positions], Distribution::Default, &device);
+            let x = (x * 3.0 + 0.5).detach().require_grad();
+            let reference = norm.forward(x.clone());
+            let gamma = norm.gamma.as_ref().unwrap().val();
+            let beta = norm.beta.as_ref().unwrap().val();
+            let ours = crate::group_norm(x.clone(), gamma.clone(), beta.clone(), groups, norm.epsilon)
+                .expect("Flex has a fused GroupNorm");
+            let weights = Tensor::<Ad, 3>::random(reference.dims(), Distribution::Default, &device);
+            let grads_ref = (reference.clone() * weights.clone()).sum().backward();
+            let grads_ours = (ours.clone() * weights).sum().backward();
+            let case = format!("{samples}x{channels}x{positions} in {groups} groups");
+            assert!(max_relative(ours.inner(), reference.inner()) < 1e-5, "{case}: forward");
+            let (dx, dx_ref) = (x.grad(&grads_ours).unwrap(), x.grad(&grads_ref).unwrap());
+            assert!(max_relative(dx, dx_ref) < 1e-4, "{case}: input gradient");
+            for (p, what) in [(&gamma, "gamma"), (&beta, "beta")] {
+                let (a, b) = (p.grad(&grads_ours).unwrap(), p.grad(&grads_ref).unwrap());
+                assert!(max_relative(a, b) < 1e-4, "{case}: {what} gradient");
+            }
+        }
+    }
+
+    /// The portable backward pass (what the GPU backends would run) equals the fused one.
+    #[test]
+    fn the_portable_backward_equals_the_fused_one() {
+        let device = Default::default();
+        let (samples, channels, positions, groups) = (2, 8, 7, 4);
+        let x = Tensor::<Flex, 3>::random([samples, channels, positions], Distribution::Default, &device);
+        let gamma = Tensor::<Flex, 1>::random([channels], Distribution::Default, &device);
+        let beta = Tensor::<Flex, 1>::random([channels], Distribution::Default, &device);
+        let dy = Tensor::<Flex, 3>::random([samples, channels, positions], Distribution::Default, &device);
+        let prim3 = |t: &Tensor<Flex, 3>| t.clone().into_primitive().tensor();
+        let prim1 = |t: &Tensor<Flex, 1>| t.clone().into_primitive().tensor();
+        let (_, stats) = super::forward(&prim3(&x), &prim1(&gamma), &prim1(&beta), groups, 1e-5).unwrap();
+        let fused = super::backward(&prim3(&x), &prim1(&gamma), &stats, &prim3(&dy), groups).unwrap();
+        let portable =
+            crate::portable::group_norm_backward::<Flex>(prim3(&x), prim1(&gamma), stats, prim3(&dy), groups);
+        for (a, b) in fused.iter().zip(&portable) {
+            let (a, b) = (a.to_contiguous(), b.to_contiguous());
+            let (a, b) = (a.as_slice::<f32>().unwrap(), b.as_slice::<f32>().unwrap());
+            let scale = b.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
+            let worst = a.iter().zip(b).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+            assert!(worst / scale < 1e-5, "{worst} of {scale}");
+        }
+    }
+}

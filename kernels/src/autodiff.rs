@@ -1,7 +1,7 @@
 //! [`Kernels`] under autodiff: the convolution and GroupNorm each recorded as one operation of
 //! the graph, whose backward pass calls the inner backend's gradient kernels (burn's own
 //! `conv2d` would call burn's; a composed GroupNorm records some twenty operations). The
-//! optimiser's methods keep their portable implementations: they run on the inner backend.
+//! optimiser's methods keep their defaults here: the trainer calls them on the inner backend.
 
 use burn::backend::Autodiff;
 use burn::backend::autodiff::NodeId;

@@ -10,8 +10,10 @@
 //! - weight gradient: `dW = dY · colsᵀ`;
 //! - input gradient: `dcols = Wᵀ · dY`, folded back onto the input (col2im).
 //!
-//! Each product's reduction runs in one fixed order whatever the thread count, so a step repeats
-//! to the bit (resume stays exact). Other shapes than these (groups, dilation, non-f32 dtypes)
+//! Each product's reduction runs in one fixed order whatever the thread count (gemm splits the
+//! output's tiles among threads, never the sum over `k`), so on one machine a step repeats to
+//! the bit and a resume stays exact. Another CPU model may block the sums differently (gemm
+//! sizes them from the caches). Other shapes than these (groups, dilation, non-f32 dtypes)
 //! take burn's own operations.
 //!
 //! # Safety
@@ -44,10 +46,10 @@ struct Geometry {
 
 impl Geometry {
     /// The geometry of `x` by `weight` under `options`, when this module computes it: f32,
-    /// one group, no dilation.
+    /// one group, no dilation, nothing empty.
     fn of(x: &FlexTensor, weight: &FlexTensor, options: &ConvOptions<2>) -> Option<Self> {
-        if x.dtype() != DType::F32 || weight.dtype() != DType::F32 || options.groups != 1 || options.dilation != [1, 1]
-        {
+        let plain = options.groups == 1 && options.dilation == [1, 1] && !options.stride.contains(&0);
+        if x.dtype() != DType::F32 || weight.dtype() != DType::F32 || !plain {
             return None;
         }
         let [batch, channels, height, width] = dims4(x)?;
@@ -70,6 +72,12 @@ impl Geometry {
             padding: options.padding,
             out,
         })
+    }
+
+    /// Whether `output_grad` has this convolution's output shape, `[N, O, Ho, Wo]`, in f32.
+    fn is_output(&self, output_grad: &FlexTensor) -> bool {
+        output_grad.dtype() == DType::F32
+            && dims4(output_grad) == Some([self.batch, self.outputs, self.out[0], self.out[1]])
     }
 
     /// Output positions per image.
@@ -108,11 +116,14 @@ fn dims4(t: &FlexTensor) -> Option<[usize; 4]> {
     t.layout().shape().as_slice().try_into().ok()
 }
 
-/// A tensor's f32 elements in row-major order (copied only if it is a view).
-fn contiguous(t: &FlexTensor) -> std::borrow::Cow<'_, [f32]> {
+/// An f32 tensor's elements in row-major order (copied only if it is a view).
+pub(crate) fn contiguous(t: &FlexTensor) -> std::borrow::Cow<'_, [f32]> {
     match t.as_slice::<f32>() {
         Some(values) => values.into(),
-        None => t.to_contiguous().as_slice::<f32>().expect("contiguous f32").to_vec().into(),
+        None => {
+            let copy = t.to_contiguous();
+            copy.as_slice::<f32>().expect("a contiguous copy of an f32 tensor").to_vec().into()
+        }
     }
 }
 
@@ -151,9 +162,13 @@ fn im2col(x: &[f32], g: &Geometry) -> Vec<f32> {
                         dst.fill(zero);
                         continue;
                     };
-                    let line = &plane[y * g.width..][..g.width];
                     dst[..lo].fill(zero);
                     dst[hi..].fill(zero);
+                    if lo == hi {
+                        // The whole output row reads the padding.
+                        continue;
+                    }
+                    let line = &plane[y * g.width..][..g.width];
                     let first = lo * g.stride[1] + j - g.padding[1];
                     if g.stride[1] == 1 {
                         dst[lo..hi].write_copy_of_slice(&line[first..first + (hi - lo)]);
@@ -228,7 +243,8 @@ fn matmul(
     assert!(m == 0 || n == 0 || k == 0 || rhs.len() >= reach(rhs_rs, rhs_cs, k, n), "rhs holds k × n values");
     // SAFETY: the asserts above keep every index the strides reach inside the three slices, and
     // `dst` does not alias the operands (a `&mut` beside two `&`). With `read_dst` false the
-    // kernel writes every element of `dst` and reads none.
+    // kernels write every element of `dst` and read none (all but Apple's AMX kernel, behind a
+    // gemm feature this workspace does not enable).
     unsafe {
         gemm::gemm(
             m,
@@ -283,10 +299,7 @@ pub(crate) fn conv2d_input_grad(
     output_grad: &FlexTensor,
     options: &ConvOptions<2>,
 ) -> Option<FlexTensor> {
-    let g = Geometry::of(x, weight, options)?;
-    if output_grad.dtype() != DType::F32 {
-        return None;
-    }
+    let g = Geometry::of(x, weight, options).filter(|g| g.is_output(output_grad))?;
     let (rows, columns) = (g.rows(), g.columns());
     let dy = images_side_by_side(&contiguous(output_grad), &g);
     // dcols = Wᵀ · dY: Wᵀ[r, o] = W[o · rows + r].
@@ -306,10 +319,7 @@ pub(crate) fn conv2d_weight_grad(
     output_grad: &FlexTensor,
     options: &ConvOptions<2>,
 ) -> Option<FlexTensor> {
-    let g = Geometry::of(x, weight, options)?;
-    if output_grad.dtype() != DType::F32 {
-        return None;
-    }
+    let g = Geometry::of(x, weight, options).filter(|g| g.is_output(output_grad))?;
     let (rows, columns) = (g.rows(), g.columns());
     let dy = images_side_by_side(&contiguous(output_grad), &g);
     let cols = im2col(&contiguous(x), &g);
@@ -354,17 +364,21 @@ mod tests {
     fn matches_burns_convolution_and_its_gradients() {
         let device = Default::default();
         let cases = [
-            // (batch, in, out, size, kernel, stride, padding)
-            (2, 3, 8, 19, 7, 2, 3),
-            (3, 8, 8, 9, 3, 1, 1),
-            (2, 8, 16, 9, 3, 2, 1),
-            (2, 8, 16, 10, 1, 2, 0),
-            (1, 4, 5, 6, 3, 1, 0),
-            (2, 4, 4, 5, 3, 3, 2),
+            // (batch, in, out, height, width, kernel, stride, padding)
+            (2, 3, 8, 19, 20, 7, 2, 3),
+            (3, 8, 8, 9, 10, 3, 1, 1),
+            (2, 8, 16, 9, 10, 3, 2, 1),
+            (2, 8, 16, 10, 11, 1, 2, 0),
+            (1, 4, 5, 6, 7, 3, 1, 0),
+            (2, 4, 4, 5, 6, 3, 3, 2),
+            // Padding as wide as the input: some output columns read only padding.
+            (1, 2, 3, 3, 1, 5, 1, 2),
+            (1, 3, 4, 4, 2, 7, 2, 3),
+            (2, 2, 2, 3, 1, 3, 3, 1),
         ];
-        for (batch, cin, cout, size, k, stride, padding) in cases {
+        for (batch, cin, cout, height, width, k, stride, padding) in cases {
             let options = ConvOptions::new([stride, stride], [padding, padding], [1, 1], 1);
-            let x = Tensor::<Ad, 4>::random([batch, cin, size, size + 1], Distribution::Default, &device);
+            let x = Tensor::<Ad, 4>::random([batch, cin, height, width], Distribution::Default, &device);
             let w = Tensor::<Ad, 4>::random([cout, cin, k, k], Distribution::Default, &device);
             let (x, w) = (x.require_grad(), w.require_grad());
             let reference = burn_conv2d(x.clone(), w.clone(), None, options.clone());
@@ -372,7 +386,7 @@ mod tests {
             let weights = Tensor::<Ad, 4>::random(reference.dims(), Distribution::Default, &device);
             let grads_ref = (reference.clone() * weights.clone()).sum().backward();
             let grads_ours = (ours.clone() * weights).sum().backward();
-            let case = format!("case {batch}x{cin}x{size} k{k} s{stride} p{padding}");
+            let case = format!("case {batch}x{cin}x{height}x{width} k{k} s{stride} p{padding}");
             assert!(max_relative(ours.inner(), reference.inner()) < 1e-5, "{case}: forward");
             let dx = |g: &<Ad as burn::tensor::backend::AutodiffBackend>::Gradients| x.grad(g).expect("x grad");
             let dw = |g: &<Ad as burn::tensor::backend::AutodiffBackend>::Gradients| w.grad(g).expect("w grad");
@@ -394,10 +408,10 @@ mod tests {
         assert_eq!(ours.into_data(), reference.into_data());
     }
 
-    /// Two runs give the same bits (rayon's split does not change a sum's order), on a layer
-    /// large enough for the products to run on several threads.
+    /// One thread and two give the same bits (rayon's split does not change a sum's order), on
+    /// a layer large enough for the products to run on several threads.
     #[test]
-    fn repeats_to_the_bit() {
+    fn repeats_to_the_bit_whatever_the_threads() {
         let device = Default::default();
         let values = |n: usize, seed: f32| (0..n).map(|i| (i as f32 * 0.618 + seed).sin()).collect::<Vec<f32>>();
         let run = || {
@@ -410,6 +424,7 @@ mod tests {
             let grads = (y.clone() * y.clone()).sum().backward();
             (y.inner().into_data(), x.grad(&grads).unwrap().into_data(), w.grad(&grads).unwrap().into_data())
         };
-        assert_eq!(run(), run());
+        let on = |threads: usize| rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(run);
+        assert_eq!(on(1), on(2));
     }
 }

@@ -1,6 +1,6 @@
-//! The CPU backend's GroupNorm: one pass for the statistics and one for the output, forward;
-//! one for the sums and one for the input gradient, backward; each group on one task of
-//! rayon's pool. Composed of burn's operations, GroupNorm is about ten passes forward and twenty
+//! The CPU backend's GroupNorm: two passes for the statistics (mean, then variance) and one for
+//! the output, forward; one for the sums and one for the input gradient, backward; each group
+//! on one task of rayon's pool. Composed of burn's operations, GroupNorm is about ten passes forward and twenty
 //! backward over the activations, each on one thread.
 //!
 //! Sums are accumulated in f64 in a fixed order (each group's by one task, `dγ` and `dβ` over
@@ -9,6 +9,8 @@
 use burn::backend::flex::FlexTensor;
 use burn::tensor::{DType, TensorData};
 use rayon::prelude::*;
+
+use crate::flex_conv::contiguous;
 
 /// The shape of one GroupNorm this module computes.
 #[derive(Debug, Clone, Copy)]
@@ -41,14 +43,6 @@ impl Groups {
     /// Values per group.
     fn group_len(&self) -> usize {
         self.channels_per_group() * self.positions
-    }
-}
-
-/// A tensor's f32 elements in row-major order (copied only if it is a view).
-fn contiguous(t: &FlexTensor) -> std::borrow::Cow<'_, [f32]> {
-    match t.as_slice::<f32>() {
-        Some(values) => values.into(),
-        None => t.to_contiguous().as_slice::<f32>().expect("contiguous f32").to_vec().into(),
     }
 }
 
@@ -194,7 +188,8 @@ mod tests {
         }
     }
 
-    /// The portable backward pass (what the GPU backends would run) equals the fused one.
+    /// The portable backward pass (the trait's default, for a backend that adds only a fused
+    /// forward pass) equals the fused one.
     #[test]
     fn the_portable_backward_equals_the_fused_one() {
         let device = Default::default();

@@ -1,8 +1,9 @@
-//! GroupNorm's forward pass, arranged so every large elementwise operation is a per-row scalar
-//! broadcast (`[N·C, L] ∘ [N·C, 1]`), which the CPU backend runs vectorised in place; burn's own
-//! version broadcasts `γ` and `β` as `[1, C, 1…]`, which falls back to a scalar strided walk
-//! on the CPU. Same formula as PyTorch: `(x − μ) / √(σ² + ε) · γ + β`, biased variance.
-//! Computed in f32 whatever the input's dtype (mixed precision), returned in the input's dtype.
+//! GroupNorm's forward pass: the backend's fused pass where it has one ([`kernels::group_norm`];
+//! the CPU's, forward and backward), otherwise burn's operations, arranged so every large
+//! elementwise operation is a per-row scalar broadcast (`[N·C, L] ∘ [N·C, 1]`); burn's own
+//! module broadcasts `γ` and `β` as `[1, C, 1…]`, which falls back to a scalar strided walk on
+//! the CPU. Same formula as PyTorch: `(x − μ) / √(σ² + ε) · γ + β`, biased variance. Computed in
+//! f32 whatever the input's dtype (mixed precision), returned in the input's dtype.
 
 use burn::nn::GroupNorm;
 use burn::prelude::*;

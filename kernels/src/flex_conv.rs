@@ -139,6 +139,10 @@ fn tensor(values: Vec<f32>, shape: impl Into<Shape>) -> FlexTensor {
 /// `fill` must initialise every element of the slice it is given.
 unsafe fn written_by(len: usize, fill: impl FnOnce(&mut [MaybeUninit<f32>])) -> Vec<f32> {
     let mut values = Vec::with_capacity(len);
+    // In this crate's tests the buffer starts as NaN, so that an element `fill` missed shows in
+    // the results (fresh pages are zeros, which would hide a missed element of the padding).
+    #[cfg(test)]
+    values.spare_capacity_mut()[..len].fill(MaybeUninit::new(f32::NAN));
     fill(&mut values.spare_capacity_mut()[..len]);
     // SAFETY: `fill` initialised the first `len` elements (the caller's promise).
     unsafe { values.set_len(len) };

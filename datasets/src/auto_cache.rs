@@ -2,9 +2,9 @@
 //! a folder, and whether they fit.
 //!
 //! A run with `--frame-cache auto` (the trainer's default) looks for a cache of its dataset in
-//! [`default_root`]`/{fingerprint}` (the fingerprint of [`crate::frame_cache::fingerprint`]: a
-//! changed dataset gets a new folder, never stale frames), reuses it when it opens, and otherwise
-//! builds it there when the decoded frames fit the budget: by default half of what the folder's
+//! [`default_root`]`/{fingerprint}` (the fingerprint of [`crate::frame_cache::cache_fingerprint`]:
+//! a changed or rewritten dataset gets a new folder, never stale frames), reuses it when it
+//! opens, and otherwise builds it there when the decoded frames fit the budget: by default half of what the folder's
 //! filesystem has free, and on a memory-backed one (`/dev/shm`) also half of the memory available.
 //! Otherwise it reads the dataset's own files, as without a cache.
 
@@ -15,7 +15,7 @@ use std::str::FromStr;
 
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::frame_cache::{FrameCache, decoded_bytes, fingerprint};
+use crate::frame_cache::{FrameCache, cache_fingerprint, decoded_bytes};
 
 /// The variable that names the folder automatic frame caches go in.
 pub const FRAME_CACHE_VAR: &str = "LEROBOT_RS_FRAME_CACHE";
@@ -140,7 +140,7 @@ pub fn plan(dataset: &Dataset, root: &Path, budget: Option<u64>) -> Result<AutoC
     if bytes == 0 {
         return Ok(AutoCache::NoCameras);
     }
-    let dir = root.join(format!("{:016x}", fingerprint(dataset)?));
+    let dir = root.join(format!("{:016x}", cache_fingerprint(dataset)?));
     if FrameCache::open(&dir, dataset).is_ok() {
         return Ok(AutoCache::Ready { dir });
     }

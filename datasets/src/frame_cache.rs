@@ -100,8 +100,9 @@ impl CacheHeader {
     }
 }
 
-/// A fingerprint of everything the cached frames depend on: `info.json`, the episode table
-/// (frame ranges, files, time offsets) and every row's timestamp.
+/// A fingerprint of a dataset's layout: `info.json`, the episode table (frame ranges, files,
+/// time offsets) and every row's timestamp. A checkpoint records it, so that a resumed run reads
+/// the same samples; a copy of the dataset elsewhere has the same one.
 pub fn fingerprint(dataset: &Dataset) -> Result<u64> {
     let info_path = dataset.root().join(INFO_PATH);
     let mut bytes = std::fs::read(&info_path).map_err(|e| Error::io(&info_path, e))?;
@@ -113,6 +114,28 @@ pub fn fingerprint(dataset: &Dataset) -> Result<u64> {
     }
     for row in 0..dataset.len() {
         bytes.extend_from_slice(&(dataset.timestamp(row) as f32).to_le_bytes());
+    }
+    Ok(twox_hash::XxHash64::oneshot(0, &bytes))
+}
+
+/// A fingerprint of everything a frame cache's frames depend on: the layout ([`fingerprint`])
+/// and the size and modification time of every data and video file, so that a dataset written
+/// again in place with other frames but the same layout (a synthetic dataset rewritten with
+/// another seed) is not served the frames of its previous writing. A copy that does not keep
+/// the files' times gets a cache of its own.
+pub fn cache_fingerprint(dataset: &Dataset) -> Result<u64> {
+    let mut bytes = fingerprint(dataset)?.to_le_bytes().to_vec();
+    let mut files = std::collections::BTreeSet::new();
+    for e in dataset.episodes() {
+        files.insert(&e.data_file);
+        files.extend(e.videos.iter().map(|v| &v.file));
+    }
+    for file in files {
+        let path = dataset.root().join(file);
+        let meta = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?;
+        let modified = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        bytes.extend_from_slice(&meta.len().to_le_bytes());
+        bytes.extend_from_slice(&modified.map_or(0, |d| d.as_nanos()).to_le_bytes());
     }
     Ok(twox_hash::XxHash64::oneshot(0, &bytes))
 }
@@ -132,7 +155,7 @@ pub fn write_frame_cache(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let fingerprint = fingerprint(dataset)?;
+    let fingerprint = cache_fingerprint(dataset)?;
     let done = AtomicU64::new(0);
     let mut written = Vec::new();
     for key in dataset.info().camera_keys() {
@@ -316,7 +339,7 @@ impl FrameCache {
     /// Opens the cache in `dir` for `dataset`, refusing files of another format version, of
     /// another dataset (or an older state of this one), or of the wrong size.
     pub fn open(dir: &Path, dataset: &Dataset) -> Result<Self> {
-        let fingerprint = fingerprint(dataset)?;
+        let fingerprint = cache_fingerprint(dataset)?;
         let mut cameras = Vec::new();
         for key in dataset.info().camera_keys() {
             let path = cache_file(dir, key.as_str());

@@ -128,7 +128,7 @@ pub(crate) fn contiguous(t: &FlexTensor) -> std::borrow::Cow<'_, [f32]> {
 }
 
 /// A contiguous f32 tensor of `shape` holding `values`.
-fn tensor(values: Vec<f32>, shape: impl Into<Shape>) -> FlexTensor {
+pub(crate) fn tensor(values: Vec<f32>, shape: impl Into<Shape>) -> FlexTensor {
     FlexTensor::from_data(TensorData::new(values, shape.into()))
 }
 

@@ -7,10 +7,10 @@
 //! the samples in sample order), so a step repeats to the bit.
 
 use burn::backend::flex::FlexTensor;
-use burn::tensor::{DType, TensorData};
+use burn::tensor::DType;
 use rayon::prelude::*;
 
-use crate::flex_conv::contiguous;
+use crate::flex_conv::{contiguous, tensor};
 
 /// The shape of one GroupNorm this module computes.
 #[derive(Debug, Clone, Copy)]
@@ -44,11 +44,6 @@ impl Groups {
     fn group_len(&self) -> usize {
         self.channels_per_group() * self.positions
     }
-}
-
-/// A contiguous f32 tensor of `shape` holding `values`.
-fn tensor<const D: usize>(values: Vec<f32>, shape: [usize; D]) -> FlexTensor {
-    FlexTensor::from_data(TensorData::new(values, shape))
 }
 
 /// GroupNorm's output and statistics (`[N, groups, 2]`: mean, `1/√(σ² + ε)`), or `None` where

@@ -1,5 +1,5 @@
-//! [`Kernels`] under autodiff: the convolution and GroupNorm each recorded as one operation of
-//! the graph, whose backward pass calls the inner backend's gradient kernels (burn's own
+//! [`Kernels`] under autodiff: the convolution, GroupNorm and max pooling each recorded as one
+//! operation of the graph, whose backward pass calls the inner backend's gradient kernels (burn's own
 //! `conv2d` would call burn's; a composed GroupNorm records some twenty operations). The
 //! optimiser's methods keep their defaults here: the trainer calls them on the inner backend.
 
@@ -9,8 +9,9 @@ use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::tensor::DType;
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::ops::{ConvOptions, FloatTensor};
+use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndices};
 
 use crate::Kernels;
 
@@ -60,7 +61,50 @@ impl<B: Kernels> Backward<B, 3> for GroupNorm {
     }
 }
 
+/// Max pooling's node: the input's gradient, from the indices of the forward pass's maxima.
+#[derive(Debug)]
+struct MaxPool2d;
+
+impl<B: Kernels> Backward<B, 1> for MaxPool2d {
+    /// The input's checkpoint, the indices, the kernel, stride and padding.
+    type State = (NodeId, IntTensor<B>, [[usize; 2]; 3]);
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+        let [parent] = ops.parents;
+        let output_grad = grads.consume::<B>(&ops.node);
+        let (x, indices, [kernel, stride, padding]) = ops.state;
+        let x = checkpointer.retrieve_node_output::<FloatTensor<B>>(x);
+        if let Some(node) = parent {
+            grads.register::<B>(node.id, B::max_pool2d_input_grad(x, kernel, stride, padding, output_grad, indices));
+        }
+    }
+}
+
 impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
+    fn has_conv2d_products(dtype: DType) -> bool {
+        B::has_conv2d_products(dtype)
+    }
+
+    fn max_pool2d_indexed(
+        x: FloatTensor<Self>,
+        kernel: [usize; 2],
+        stride: [usize; 2],
+        padding: [usize; 2],
+    ) -> MaxPool2dWithIndices<Self> {
+        match MaxPool2d.prepare::<C>([x.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let x_state = prep.checkpoint(&x);
+                let pooled = B::max_pool2d_indexed(x.primitive, kernel, stride, padding);
+                let state = (x_state, pooled.indices.clone(), [kernel, stride, padding]);
+                MaxPool2dWithIndices::new(prep.finish(state, pooled.output), pooled.indices)
+            }
+            OpsKind::UnTracked(prep) => {
+                let pooled = B::max_pool2d_indexed(x.primitive, kernel, stride, padding);
+                MaxPool2dWithIndices::new(prep.finish(pooled.output), pooled.indices)
+            }
+        }
+    }
+
     fn group_norm_forward(
         x: FloatTensor<Self>,
         gamma: FloatTensor<Self>,

@@ -4,10 +4,10 @@
 use burn::backend::Flex;
 use burn::backend::flex::FlexTensor;
 use burn::tensor::DType;
-use burn::tensor::ops::{ConvOptions, FloatTensor, ModuleOps};
+use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndices, ModuleOps};
 use rayon::prelude::*;
 
-use crate::{AdamConstants, AdamStep, FlatBuffers, Kernels, flex_conv, flex_norm, portable};
+use crate::{AdamConstants, AdamStep, FlatBuffers, Kernels, flex_conv, flex_norm, flex_pool, portable};
 
 /// Elements per task: large enough that a task's overhead is noise, small enough to spread a
 /// ResNet layer's weights over the cores.
@@ -35,6 +35,49 @@ impl Kernels for Flex {
             Some(grads) => grads,
             None => portable::group_norm_backward::<Self>(x, gamma, stats, output_grad, groups),
         }
+    }
+
+    fn max_pool2d_indexed(
+        x: FloatTensor<Self>,
+        kernel: [usize; 2],
+        stride: [usize; 2],
+        padding: [usize; 2],
+    ) -> MaxPool2dWithIndices<Self> {
+        match flex_pool::max_pool2d(&x, kernel, stride, padding) {
+            Some((output, indices)) => MaxPool2dWithIndices::new(output, indices),
+            None => <Self as ModuleOps<Self>>::max_pool2d_with_indices(x, kernel, stride, padding, [1, 1], false),
+        }
+    }
+
+    fn max_pool2d_input_grad(
+        x: FloatTensor<Self>,
+        kernel: [usize; 2],
+        stride: [usize; 2],
+        padding: [usize; 2],
+        output_grad: FloatTensor<Self>,
+        indices: IntTensor<Self>,
+    ) -> FloatTensor<Self> {
+        match flex_pool::max_pool2d_backward(&x, kernel, stride, padding, &output_grad, &indices) {
+            Some(dx) => dx,
+            None => {
+                let (dilation, ceil_mode) = ([1, 1], false);
+                <Self as ModuleOps<Self>>::max_pool2d_with_indices_backward(
+                    x,
+                    kernel,
+                    stride,
+                    padding,
+                    dilation,
+                    ceil_mode,
+                    output_grad,
+                    indices,
+                )
+                .x_grad
+            }
+        }
+    }
+
+    fn has_conv2d_products(dtype: DType) -> bool {
+        dtype == DType::F32
     }
 
     fn conv2d_no_bias(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {

@@ -1,19 +1,26 @@
-//! The CPU backend's 2-D convolution as three matrix products over the unfolded input of the
-//! whole batch (im2col), each one large product on all the cores.
+//! The CPU backend's 2-D convolution as matrix products over the unfolded input (im2col), cut
+//! into chunks of whole images that the cores take in turn.
 //!
 //! burn-flex computes the input gradient as a transposed convolution whose batch loop and matrix
 //! products run on one thread, and the weight gradient as a convolution of swapped inputs whose
 //! product is `C_out × 9` wide; on ResNet-18's layers both take several times the forward
-//! pass. Here, with `cols` the unfolded input (`[C·kh·kw, N·Ho·Wo]`) and `dY` the output
-//! gradient laid out `[C_out, N·Ho·Wo]`:
+//! pass. Here, for each chunk of images, with `cols` its unfolded input (`[C·kh·kw, n·Ho·Wo]`)
+//! and `dY` its output gradient laid out `[C_out, n·Ho·Wo]`:
 //! - forward: `Y = W · cols`;
-//! - weight gradient: `dW = dY · colsᵀ`;
-//! - input gradient: `dcols = Wᵀ · dY`, folded back onto the input (col2im).
+//! - weight gradient: `dW = Σ dY · colsᵀ`, the chunks' products summed in chunk order;
+//! - input gradient: `dcols = Wᵀ · dY`, folded back onto the chunk's images (col2im).
 //!
-//! Each product's reduction runs in one fixed order whatever the thread count (gemm splits the
-//! output's tiles among threads, never the sum over `k`), so on one machine a step repeats to
-//! the bit and a resume stays exact. Another CPU model may block the sums differently (gemm
-//! sizes them from the caches). Other shapes than these (groups, dilation, non-f32 dtypes)
+//! A chunk holds enough images for a product of at least [`MIN_CHUNK_COLUMNS`] columns, so its
+//! unfolded input (a few MB at most) is still in the caches when the product reads it, where
+//! the whole batch's (136 MB a pass at ResNet-18's batch of 16) would go through memory twice;
+//! each chunk's product runs on one core. A layer whose batch makes one chunk runs its product
+//! on all the cores instead.
+//!
+//! Every sum runs in one fixed order whatever the thread count: the chunks depend on the shapes
+//! only, a product's reduction is never split among threads (gemm splits the output's tiles), and
+//! the weight gradient's partial products are added in chunk order. So on one machine a step
+//! repeats to the bit and a resume stays exact. Another CPU model may block the sums differently
+//! (gemm sizes them from the caches). Other shapes than these (groups, dilation, non-f32 dtypes)
 //! take burn's own operations.
 //!
 //! # Safety
@@ -22,13 +29,24 @@
 //! written whole ([`written_by`]: each caller says why every element is written).
 #![expect(unsafe_code, reason = "gemm takes raw pointers; whole-written buffers are not zeroed first")]
 
+use std::borrow::Cow;
 use std::mem::MaybeUninit;
+use std::ops::Range;
 
 use burn::backend::Flex;
 use burn::backend::flex::FlexTensor;
 use burn::tensor::ops::{ConvOptions, FloatTensor, ModuleOps};
 use burn::tensor::{DType, Shape, TensorData};
+use gemm::Parallelism;
 use rayon::prelude::*;
+
+/// The fewest columns a chunk's products are given: smaller products run below the matrix
+/// kernels' rate on the late layers' few positions (9 per image in ResNet-18's last stage).
+const MIN_CHUNK_COLUMNS: usize = 256;
+
+/// The most chunks a batch is cut into, which bounds the weight gradient's partial products held
+/// at once.
+const MAX_CHUNKS: usize = 32;
 
 /// The geometry of one convolution this module computes.
 #[derive(Debug, Clone, Copy)]
@@ -85,14 +103,46 @@ impl Geometry {
         self.out[0] * self.out[1]
     }
 
-    /// Columns of the unfolded input: every output position of every image.
-    fn columns(&self) -> usize {
-        self.batch * self.positions()
+    /// Values per input image.
+    fn input_size(&self) -> usize {
+        self.channels * self.height * self.width
+    }
+
+    /// Values per output image.
+    fn output_size(&self) -> usize {
+        self.outputs * self.positions()
     }
 
     /// Rows of the unfolded input: every input channel at every kernel offset.
     fn rows(&self) -> usize {
         self.channels * self.kernel[0] * self.kernel[1]
+    }
+
+    /// Images per chunk: enough for [`MIN_CHUNK_COLUMNS`] columns and for as many columns as
+    /// the weight has rows (each chunk reads the whole weight, and the weight gradient adds one
+    /// product of its size per chunk: where the weight outweighs the input, as in the U-Net's
+    /// convolutions, the batch stays one chunk), and few enough chunks ([`MAX_CHUNKS`]).
+    /// Depends on the shapes only, so the sums' order does too.
+    fn chunk_images(&self) -> usize {
+        let for_columns = MIN_CHUNK_COLUMNS.max(self.outputs).div_ceil(self.positions());
+        for_columns.max(self.batch.div_ceil(MAX_CHUNKS)).min(self.batch)
+    }
+
+    /// The images of chunk `index`.
+    fn chunk(&self, index: usize) -> Range<usize> {
+        let per = self.chunk_images();
+        index * per..((index + 1) * per).min(self.batch)
+    }
+
+    /// How many chunks the batch is cut into.
+    fn chunk_count(&self) -> usize {
+        self.batch.div_ceil(self.chunk_images())
+    }
+
+    /// How each chunk's products use the cores: all of them for a batch of one chunk, otherwise
+    /// one (the chunks run side by side).
+    fn parallelism(&self) -> Parallelism {
+        if self.chunk_count() == 1 { Parallelism::Rayon(0) } else { Parallelism::None }
     }
 
     /// For kernel row offset `i` and output row `oy`, the input row it reads, if inside.
@@ -117,7 +167,7 @@ fn dims4(t: &FlexTensor) -> Option<[usize; 4]> {
 }
 
 /// An f32 tensor's elements in row-major order (copied only if it is a view).
-pub(crate) fn contiguous(t: &FlexTensor) -> std::borrow::Cow<'_, [f32]> {
+pub(crate) fn contiguous(t: &FlexTensor) -> Cow<'_, [f32]> {
     match t.as_slice::<f32>() {
         Some(values) => values.into(),
         None => {
@@ -133,7 +183,7 @@ pub(crate) fn tensor(values: Vec<f32>, shape: impl Into<Shape>) -> FlexTensor {
 }
 
 /// A vector of `len` values, each written by `fill`: buffers that are written whole are not
-/// zeroed first (at batch 16, ResNet-18's unfolded inputs are 136 MB a pass).
+/// zeroed first.
 ///
 /// # Safety
 /// `fill` must initialise every element of the slice it is given.
@@ -149,90 +199,116 @@ unsafe fn written_by(len: usize, fill: impl FnOnce(&mut [MaybeUninit<f32>])) -> 
     values
 }
 
-/// The unfolded input `[C·kh·kw, N·Ho·Wo]`: row `(c, i, j)` holds, for every image and output
-/// position, the input value under kernel offset `(i, j)` of channel `c` (0 in the padding).
-fn im2col(x: &[f32], g: &Geometry) -> Vec<f32> {
-    let (columns, positions, [kh, kw], [out_h, out_w]) = (g.columns(), g.positions(), g.kernel, g.out);
+/// The unfolded input of `images`, `[C·kh·kw, images·Ho·Wo]`: row `(c, i, j)` holds, for every
+/// image and output position, the input value under kernel offset `(i, j)` of channel `c` (0 in
+/// the padding).
+fn im2col(x: &[f32], g: &Geometry, images: Range<usize>) -> Vec<f32> {
+    let (positions, [kh, kw], [out_h, out_w]) = (g.positions(), g.kernel, g.out);
+    let columns = images.len() * positions;
     let zero = MaybeUninit::new(0f32);
-    let fill = |cols: &mut [MaybeUninit<f32>]| {
-        cols.par_chunks_mut(columns).enumerate().for_each(|(row, out)| {
-            let (c, i, j) = (row / (kh * kw), row / kw % kh, row % kw);
-            let (lo, hi) = g.inside_columns(j);
-            for n in 0..g.batch {
-                let plane = &x[(n * g.channels + c) * g.height * g.width..][..g.height * g.width];
-                for oy in 0..out_h {
-                    let dst = &mut out[n * positions + oy * out_w..][..out_w];
-                    let Some(y) = g.input_row(oy, i) else {
-                        dst.fill(zero);
-                        continue;
-                    };
-                    dst[..lo].fill(zero);
-                    dst[hi..].fill(zero);
-                    if lo == hi {
-                        // The whole output row reads the padding.
-                        continue;
-                    }
-                    let line = &plane[y * g.width..][..g.width];
-                    let first = lo * g.stride[1] + j - g.padding[1];
-                    if g.stride[1] == 1 {
-                        dst[lo..hi].write_copy_of_slice(&line[first..first + (hi - lo)]);
-                    } else {
-                        let inside = line[first..].iter().step_by(g.stride[1]);
-                        for (d, &v) in dst[lo..hi].iter_mut().zip(inside) {
-                            d.write(v);
-                        }
+    let unfold_row = |(row, out): (usize, &mut [MaybeUninit<f32>])| {
+        let (c, i, j) = (row / (kh * kw), row / kw % kh, row % kw);
+        let (lo, hi) = g.inside_columns(j);
+        for (slot, n) in images.clone().enumerate() {
+            let plane = &x[(n * g.channels + c) * g.height * g.width..][..g.height * g.width];
+            for oy in 0..out_h {
+                let dst = &mut out[slot * positions + oy * out_w..][..out_w];
+                let Some(y) = g.input_row(oy, i) else {
+                    dst.fill(zero);
+                    continue;
+                };
+                dst[..lo].fill(zero);
+                dst[hi..].fill(zero);
+                if lo == hi {
+                    // The whole output row reads the padding.
+                    continue;
+                }
+                let line = &plane[y * g.width..][..g.width];
+                let first = lo * g.stride[1] + j - g.padding[1];
+                if g.stride[1] == 1 {
+                    dst[lo..hi].write_copy_of_slice(&line[first..first + (hi - lo)]);
+                } else {
+                    let inside = line[first..].iter().step_by(g.stride[1]);
+                    for (d, &v) in dst[lo..hi].iter_mut().zip(inside) {
+                        d.write(v);
                     }
                 }
             }
-        });
+        }
+    };
+    let fill = |cols: &mut [MaybeUninit<f32>]| {
+        if g.chunk_count() == 1 {
+            cols.par_chunks_mut(columns).enumerate().for_each(unfold_row);
+        } else {
+            cols.chunks_mut(columns).enumerate().for_each(unfold_row);
+        }
     };
     // SAFETY: every (image, output row) segment of every row is written above: zeros outside
     // the input, its values inside (`lo..hi` holds exactly `hi − lo` values of the line).
     unsafe { written_by(g.rows() * columns, fill) }
 }
 
-/// Adds the unfolded gradient `dcols` (`[C·kh·kw, N·Ho·Wo]`) back onto the input's positions:
-/// `[N, C, H, W]`, each plane summed by one task in a fixed order.
-fn col2im(dcols: &[f32], g: &Geometry) -> Vec<f32> {
-    let (columns, positions, [kh, kw], [out_h, out_w]) = (g.columns(), g.positions(), g.kernel, g.out);
-    let mut dx = vec![0f32; g.batch * g.channels * g.height * g.width];
-    dx.par_chunks_mut(g.height * g.width).enumerate().for_each(|(plane_index, plane)| {
-        let (n, c) = (plane_index / g.channels, plane_index % g.channels);
+/// Adds the unfolded gradient `dcols` of `images` (`[C·kh·kw, images·Ho·Wo]`) onto their input
+/// positions in `dx` (`[images, C, H, W]`, zeros on entry), in a fixed order.
+fn col2im(dcols: &[f32], g: &Geometry, images: Range<usize>, dx: &mut [f32]) {
+    let (positions, [kh, kw], [out_h, out_w]) = (g.positions(), g.kernel, g.out);
+    let (columns, plane_size) = (images.len() * positions, g.height * g.width);
+    let fold_plane = |(index, plane): (usize, &mut [f32])| {
+        let (slot, c) = (index / g.channels, index % g.channels);
         for i in 0..kh {
             for j in 0..kw {
-                let row = &dcols[((c * kh + i) * kw + j) * columns + n * positions..][..positions];
+                let row = &dcols[((c * kh + i) * kw + j) * columns + slot * positions..][..positions];
                 let (lo, hi) = g.inside_columns(j);
+                if lo == hi {
+                    continue;
+                }
+                let first = lo * g.stride[1] + j - g.padding[1];
                 for oy in 0..out_h {
                     let Some(y) = g.input_row(oy, i) else { continue };
-                    let line = &mut plane[y * g.width..][..g.width];
-                    let src = &row[oy * out_w..][..out_w];
-                    for (ox, v) in src.iter().enumerate().take(hi).skip(lo) {
-                        line[ox * g.stride[1] + j - g.padding[1]] += v;
+                    let line = &mut plane[y * g.width + first..(y + 1) * g.width];
+                    let src = &row[oy * out_w + lo..oy * out_w + hi];
+                    if g.stride[1] == 1 {
+                        for (d, v) in line.iter_mut().zip(src) {
+                            *d += v;
+                        }
+                    } else {
+                        for (d, v) in line.iter_mut().step_by(g.stride[1]).zip(src) {
+                            *d += v;
+                        }
                     }
                 }
             }
         }
-    });
-    dx
+    };
+    if g.chunk_count() == 1 {
+        dx.par_chunks_mut(plane_size).enumerate().for_each(fold_plane);
+    } else {
+        dx.chunks_mut(plane_size).enumerate().for_each(fold_plane);
+    }
 }
 
-/// `[N, O, P]` → `[O, N·P]`: the output gradient with every image's positions side by side.
-fn images_side_by_side(dy: &[f32], g: &Geometry) -> Vec<f32> {
-    let (positions, columns) = (g.positions(), g.columns());
+/// The output gradient of `images`, `[O, images·P]`, each image's positions side by side
+/// (borrowed for one image, whose `[O, P]` block is that already).
+fn side_by_side<'a>(dy: &'a [f32], g: &Geometry, images: Range<usize>) -> Cow<'a, [f32]> {
+    let (positions, image) = (g.positions(), g.output_size());
+    if images.len() == 1 {
+        return dy[images.start * image..][..image].into();
+    }
+    let columns = images.len() * positions;
     let fill = |out: &mut [MaybeUninit<f32>]| {
-        out.par_chunks_mut(columns).enumerate().for_each(|(o, row)| {
-            for n in 0..g.batch {
+        for (o, row) in out.chunks_mut(columns).enumerate() {
+            for (slot, n) in images.clone().enumerate() {
                 let from = &dy[(n * g.outputs + o) * positions..][..positions];
-                row[n * positions..][..positions].write_copy_of_slice(from);
+                row[slot * positions..][..positions].write_copy_of_slice(from);
             }
-        });
+        }
     };
-    // SAFETY: each row is `batch` segments of `positions` values, all written.
-    unsafe { written_by(g.outputs * columns, fill) }
+    // SAFETY: each row is one segment of `positions` values per image, all written.
+    unsafe { written_by(g.outputs * columns, fill) }.into()
 }
 
 /// `dst (m × n) = lhs (m × k) · rhs (k × n)`, each operand given by its row and column strides,
-/// on all the cores; every element of `dst` is written (for `k ≥ 1`).
+/// on the cores `parallelism` gives; every element of `dst` is written (for `k ≥ 1`).
 fn matmul(
     [m, n, k]: [usize; 3],
     dst: &mut [MaybeUninit<f32>],
@@ -240,6 +316,7 @@ fn matmul(
     [lhs_rs, lhs_cs]: [usize; 2],
     rhs: &[f32],
     [rhs_rs, rhs_cs]: [usize; 2],
+    parallelism: Parallelism,
 ) {
     assert!(dst.len() >= m * n, "the product's output holds m × n values");
     let reach = |rs: usize, cs: usize, rows: usize, cols: usize| (rows - 1) * rs + (cols - 1) * cs + 1;
@@ -269,7 +346,7 @@ fn matmul(
             false,
             false,
             false,
-            gemm::Parallelism::Rayon(0),
+            parallelism,
         );
     }
 }
@@ -277,22 +354,33 @@ fn matmul(
 /// `conv2d(x, weight)` without bias, or `None` where burn's own operation must compute it.
 pub(crate) fn conv2d(x: &FlexTensor, weight: &FlexTensor, options: &ConvOptions<2>) -> Option<FlexTensor> {
     let g = Geometry::of(x, weight, options)?;
-    let cols = im2col(&contiguous(x), &g);
-    let (rows, columns, positions) = (g.rows(), g.columns(), g.positions());
-    let weight = contiguous(weight);
-    let product =
-        |y: &mut [MaybeUninit<f32>]| matmul([g.outputs, columns, rows], y, &weight, [rows, 1], &cols, [columns, 1]);
-    // SAFETY: the product writes all of its output (`rows` ≥ 1: no dimension is empty).
-    let y_side_by_side = unsafe { written_by(g.outputs * columns, product) };
-    // [O, N·P] → [N, O, P]
-    let scatter = |y: &mut [MaybeUninit<f32>]| {
-        y.par_chunks_mut(positions).enumerate().for_each(|(index, out)| {
-            let (n, o) = (index / g.outputs, index % g.outputs);
-            out.write_copy_of_slice(&y_side_by_side[o * columns + n * positions..][..positions]);
+    let (x, weight) = (contiguous(x), contiguous(weight));
+    let (rows, positions) = (g.rows(), g.positions());
+    let fill = |y: &mut [MaybeUninit<f32>]| {
+        y.par_chunks_mut(g.chunk_images() * g.output_size()).enumerate().for_each(|(index, y)| {
+            let images = g.chunk(index);
+            let columns = images.len() * positions;
+            let cols = im2col(&x, &g, images.clone());
+            let product = |dst: &mut [MaybeUninit<f32>]| {
+                matmul([g.outputs, columns, rows], dst, &weight, [rows, 1], &cols, [columns, 1], g.parallelism());
+            };
+            if images.len() == 1 {
+                // One image's `[O, P]` product is its output block.
+                product(y);
+                return;
+            }
+            // SAFETY: the product writes all of its output (`rows` ≥ 1: no dimension is empty).
+            let side_by_side = unsafe { written_by(g.outputs * columns, product) };
+            // [O, n·P] → [n, O, P]
+            for (block, out) in y.chunks_mut(positions).enumerate() {
+                let (slot, o) = (block / g.outputs, block % g.outputs);
+                out.write_copy_of_slice(&side_by_side[o * columns + slot * positions..][..positions]);
+            }
         });
     };
-    // SAFETY: every chunk of `positions` values is written whole.
-    let y = unsafe { written_by(g.batch * g.outputs * positions, scatter) };
+    // SAFETY: each chunk's block is written whole, by its product (one image) or by the copy
+    // of every `positions`-long segment of its images.
+    let y = unsafe { written_by(g.batch * g.output_size(), fill) };
     Some(tensor(y, [g.batch, g.outputs, g.out[0], g.out[1]]))
 }
 
@@ -304,16 +392,22 @@ pub(crate) fn conv2d_input_grad(
     options: &ConvOptions<2>,
 ) -> Option<FlexTensor> {
     let g = Geometry::of(x, weight, options).filter(|g| g.is_output(output_grad))?;
-    let (rows, columns) = (g.rows(), g.columns());
-    let dy = images_side_by_side(&contiguous(output_grad), &g);
-    // dcols = Wᵀ · dY: Wᵀ[r, o] = W[o · rows + r].
-    let weight = contiguous(weight);
-    let product = |dcols: &mut [MaybeUninit<f32>]| {
-        matmul([rows, columns, g.outputs], dcols, &weight, [1, rows], &dy, [columns, 1]);
-    };
-    // SAFETY: the product writes all of its output (`outputs` ≥ 1).
-    let dcols = unsafe { written_by(rows * columns, product) };
-    Some(tensor(col2im(&dcols, &g), [g.batch, g.channels, g.height, g.width]))
+    let (dy, weight) = (contiguous(output_grad), contiguous(weight));
+    let rows = g.rows();
+    let mut dx = vec![0f32; g.batch * g.input_size()];
+    dx.par_chunks_mut(g.chunk_images() * g.input_size()).enumerate().for_each(|(index, dx)| {
+        let images = g.chunk(index);
+        let columns = images.len() * g.positions();
+        let dy = side_by_side(&dy, &g, images.clone());
+        // dcols = Wᵀ · dY: Wᵀ[r, o] = W[o · rows + r].
+        let product = |dcols: &mut [MaybeUninit<f32>]| {
+            matmul([rows, columns, g.outputs], dcols, &weight, [1, rows], &dy, [columns, 1], g.parallelism());
+        };
+        // SAFETY: the product writes all of its output (`outputs` ≥ 1).
+        let dcols = unsafe { written_by(rows * columns, product) };
+        col2im(&dcols, &g, images, dx);
+    });
+    Some(tensor(dx, [g.batch, g.channels, g.height, g.width]))
 }
 
 /// The gradient of `conv2d(x, weight)` with respect to `weight`, or `None` (burn's).
@@ -324,14 +418,34 @@ pub(crate) fn conv2d_weight_grad(
     options: &ConvOptions<2>,
 ) -> Option<FlexTensor> {
     let g = Geometry::of(x, weight, options).filter(|g| g.is_output(output_grad))?;
-    let (rows, columns) = (g.rows(), g.columns());
-    let dy = images_side_by_side(&contiguous(output_grad), &g);
-    let cols = im2col(&contiguous(x), &g);
-    // dW = dY · colsᵀ: colsᵀ[l, r] = cols[r · columns + l].
-    let product =
-        |dw: &mut [MaybeUninit<f32>]| matmul([g.outputs, rows, columns], dw, &dy, [columns, 1], &cols, [1, columns]);
-    // SAFETY: the product writes all of its output (`columns` ≥ 1: no dimension is empty).
-    let dw = unsafe { written_by(g.outputs * rows, product) };
+    let (x, dy) = (contiguous(x), contiguous(output_grad));
+    let rows = g.rows();
+    let partials: Vec<Vec<f32>> = (0..g.chunk_count())
+        .into_par_iter()
+        .map(|index| {
+            let images = g.chunk(index);
+            let columns = images.len() * g.positions();
+            let dy = side_by_side(&dy, &g, images.clone());
+            let cols = im2col(&x, &g, images);
+            // dW = dY · colsᵀ: colsᵀ[l, r] = cols[r · columns + l].
+            let product = |dw: &mut [MaybeUninit<f32>]| {
+                matmul([g.outputs, rows, columns], dw, &dy, [columns, 1], &cols, [1, columns], g.parallelism());
+            };
+            // SAFETY: the product writes all of its output (`columns` ≥ 1: no dimension is empty).
+            unsafe { written_by(g.outputs * rows, product) }
+        })
+        .collect();
+    let mut partials = partials.into_iter();
+    let mut dw = partials.next().expect("a batch has at least one chunk");
+    let rest: Vec<Vec<f32>> = partials.collect();
+    // Each element adds the chunks' products in chunk order.
+    dw.par_chunks_mut(4096).enumerate().for_each(|(block, sums)| {
+        for partial in &rest {
+            for (sum, v) in sums.iter_mut().zip(&partial[block * 4096..]) {
+                *sum += v;
+            }
+        }
+    });
     Some(tensor(dw, [g.outputs, g.channels, g.kernel[0], g.kernel[1]]))
 }
 
@@ -362,8 +476,9 @@ mod tests {
     }
 
     /// The forward pass and both gradients equal burn's convolution's, over ResNet-18's kinds of
-    /// layers (7×7 stride 2 on 3 channels, 3×3 with and without stride, 1×1 stride 2) and odd
-    /// sizes where the padding cuts a window on one side only.
+    /// layers (7×7 stride 2 on 3 channels, 3×3 with and without stride, 1×1 stride 2), odd
+    /// sizes where the padding cuts a window on one side only, and batches of one chunk and of
+    /// several.
     #[test]
     fn matches_burns_convolution_and_its_gradients() {
         let device = Default::default();
@@ -379,6 +494,11 @@ mod tests {
             (1, 2, 3, 3, 1, 5, 1, 2),
             (1, 3, 4, 4, 2, 7, 2, 3),
             (2, 2, 2, 3, 1, 3, 3, 1),
+            // Batches cut into several chunks: of several images (the last one shorter), and
+            // of one image each.
+            (9, 3, 5, 8, 8, 3, 1, 1),
+            (5, 2, 3, 20, 20, 3, 2, 1),
+            (3, 2, 4, 18, 16, 3, 1, 1),
         ];
         for (batch, cin, cout, height, width, k, stride, padding) in cases {
             let options = ConvOptions::new([stride, stride], [padding, padding], [1, 1], 1);

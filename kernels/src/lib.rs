@@ -31,11 +31,12 @@ mod autodiff;
 mod flex;
 mod flex_conv;
 mod flex_norm;
+mod flex_pool;
 pub mod portable;
 
 use burn::prelude::*;
-use burn::tensor::TensorPrimitive;
-use burn::tensor::ops::{ConvOptions, FloatTensor, ModuleOps};
+use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndices, ModuleOps};
+use burn::tensor::{DType, TensorPrimitive};
 
 /// One fused optimiser update's numbers, for every parameter of the step: torch's `Adam` with
 /// L2 weight decay (`weight_decay`), as LeRobot trains with it, after clipping.
@@ -156,6 +157,15 @@ pub trait Kernels: Backend {
         portable::adam_update::<Self>(weights, flat, offset, scale, step)
     }
 
+    /// Whether [`Kernels::conv2d_no_bias`] and its gradients are this backend's own
+    /// matrix-product kernels for tensors of `dtype` (the CPU's, in f32), rather than burn's
+    /// convolution. A caller that would otherwise build a convolution from burn's matrix
+    /// product (the U-Net's 1-D convolutions) takes [`conv2d`] where this holds.
+    fn has_conv2d_products(dtype: DType) -> bool {
+        let _ = dtype;
+        false
+    }
+
     /// A 2-D convolution without bias, `x` `[N, C, H, W]` by `weight` `[O, C, kh, kw]`, as
     /// burn's `conv2d` computes it (its implementation, unless the backend has a faster one).
     fn conv2d_no_bias(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
@@ -180,6 +190,41 @@ pub trait Kernels: Backend {
         options: ConvOptions<2>,
     ) -> FloatTensor<Self> {
         <Self as ModuleOps<Self>>::conv2d_weight_backward(x, weight, output_grad, options)
+    }
+
+    /// Max pooling of `x` `[N, C, H, W]` with a `kernel` window moved by `stride` over the input
+    /// padded by `padding` (dilation 1, output size rounded down): the output and the index of
+    /// each output's maximum in its input plane, as burn's `max_pool2d_with_indices`.
+    fn max_pool2d_indexed(
+        x: FloatTensor<Self>,
+        kernel: [usize; 2],
+        stride: [usize; 2],
+        padding: [usize; 2],
+    ) -> MaxPool2dWithIndices<Self> {
+        <Self as ModuleOps<Self>>::max_pool2d_with_indices(x, kernel, stride, padding, [1, 1], false)
+    }
+
+    /// The gradient of [`Kernels::max_pool2d_indexed`] with respect to `x`, given the
+    /// output's and the indices of the maxima.
+    fn max_pool2d_input_grad(
+        x: FloatTensor<Self>,
+        kernel: [usize; 2],
+        stride: [usize; 2],
+        padding: [usize; 2],
+        output_grad: FloatTensor<Self>,
+        indices: IntTensor<Self>,
+    ) -> FloatTensor<Self> {
+        <Self as ModuleOps<Self>>::max_pool2d_with_indices_backward(
+            x,
+            kernel,
+            stride,
+            padding,
+            [1, 1],
+            false,
+            output_grad,
+            indices,
+        )
+        .x_grad
     }
 
     /// GroupNorm of `x` `[N, C, S]` (f32) in `groups` groups of channels, scaled by `gamma` and
@@ -247,6 +292,20 @@ pub fn conv2d<B: Kernels>(
         }
         None => y,
     }
+}
+
+/// Max pooling of `x` `[N, C, H, W]` with a `kernel` window moved by `stride` over the input
+/// padded by `padding` (dilation 1, output size rounded down): burn's `max_pool2d`, computed by
+/// the backend's [`Kernels::max_pool2d_indexed`] and, under autodiff, its gradient by
+/// [`Kernels::max_pool2d_input_grad`] (on the CPU, one pass per plane on every core).
+pub fn max_pool2d<B: Kernels>(
+    x: Tensor<B, 4>,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    padding: [usize; 2],
+) -> Tensor<B, 4> {
+    let pooled = B::max_pool2d_indexed(x.into_primitive().tensor(), kernel, stride, padding);
+    Tensor::from_primitive(TensorPrimitive::Float(pooled.output))
 }
 
 #[cfg(feature = "wgpu")]

@@ -72,11 +72,17 @@ fn two_replicas_of_batch_b_train_like_one_of_batch_2b() {
 
     // Over 10 steps Adam amplifies those differences (in these runs, to ~1e-3 of the weights'
     // norm; 4e-5 with ε = 1e-2). With ε = lr = 1 Adam's update is about the gradient itself
-    // (SGD's): the runs stay together to 2.5e-7, the reduction's rounding.
+    // (SGD's): after one step the runs agree to 3e-8 of the weights' norm, the reduction's
+    // rounding. Later steps can move further apart by jumps: a rounding difference that swaps
+    // which of two nearly equal values a max-pooling window takes moves that window's gradient
+    // to another pixel (in these runs, 2.5e-6 at step 2 and 1.2e-5 at step 10; 3e-7 at step 10
+    // with the U-Net's convolutions composed of burn's operations, which round differently). A
+    // fault of the data-parallel mechanics (a sample counted twice or left out, a wrong mean)
+    // moves the weights by 1e-2 of their norm or more.
     let ([(l1, w1), (l2, w2)], step_5) =
         one_and_two("dp-ten-steps", 10, json!({"policy": {"optimizer_eps": 1.0, "optimizer_lr": 1.0}}));
     let (_, _, relative) = compare(&w1, &w2);
-    assert!(relative < 1e-6, "weights differ by {relative:e} of their norm");
+    assert!(relative < 1e-4, "weights differ by {relative:e} of their norm");
     // ... and not because nothing moved: steps 5 to 10 moved the weights far more than that.
     let (_, _, moved) = compare(&w1, &step_5.expect("a checkpoint at step 5"));
     assert!(moved > 100.0 * relative, "the weights moved by {moved:e} of their norm");

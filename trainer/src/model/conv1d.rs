@@ -7,10 +7,17 @@
 //! per step at this size. Here the weight is the left operand of a matrix product, so its
 //! gradient `dY · colsᵀ` comes out of the matrix kernel contiguous, and the forward pass is the
 //! same product PyTorch's convolution computes. Only the small activations are rearranged.
+//!
+//! Where the backend has its own convolution kernels built on matrix products
+//! ([`Kernels::has_conv2d_products`]: the CPU's, in f32), the convolution is one of those, of
+//! height 1, instead: one node of the graph, with the same products. Elsewhere (the GPU
+//! backends, half precision) it is composed of burn's operations as above.
 
 use burn::module::{Param, ParamId};
 use burn::nn::Initializer;
 use burn::prelude::*;
+use burn::tensor::ops::ConvOptions;
+use kernels::Kernels;
 
 /// `Conv1d(in, out, kernel, stride, padding)` with PyTorch's default initialisation.
 #[derive(Module, Debug)]
@@ -70,9 +77,17 @@ impl<B: Backend> GemmConv1d<B> {
     pub fn output_length(&self, length: usize) -> usize {
         (length + 2 * self.padding - self.kernel) / self.stride + 1
     }
+}
 
+impl<B: Kernels> GemmConv1d<B> {
     /// `[B, in, L]` → `[B, out, L_out]`.
     pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
+        if B::has_conv2d_products(x.dtype()) { self.forward_as_2d(x) } else { self.forward_composed(x) }
+    }
+
+    /// The convolution composed of burn's operations: the windows side by side, then one
+    /// matrix product.
+    fn forward_composed(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
         let [batch, channels, length] = x.dims();
         let out_length = self.output_length(length);
         // Zeros made in the input's dtype: burn's `pad` fills in the default dtype and fails on
@@ -95,6 +110,20 @@ impl<B: Backend> GemmConv1d<B> {
         let y = self.weight.val().matmul(columns) + self.bias.val().reshape([out, 1]);
         y.reshape([out, batch, out_length]).swap_dims(0, 1)
     }
+
+    /// The same convolution as a 2-D one of height 1, through the backend's own products
+    /// ([`kernels::conv2d`]): one operation of the graph instead of the padding, the windows and
+    /// the product above, each of which a backward pass walks again. Its weight gradient comes
+    /// out contiguous too.
+    fn forward_as_2d(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
+        let [batch, channels, length] = x.dims();
+        let [out, _] = self.weight.dims();
+        let weight = self.weight.val().reshape([out, channels, 1, self.kernel]);
+        let options = ConvOptions::new([1, self.stride], [0, self.padding], [1, 1], 1);
+        let y = kernels::conv2d(x.reshape([batch, channels, 1, length]), weight, None, options);
+        let [_, _, _, out_length] = y.dims();
+        y.reshape([batch, out, out_length]) + self.bias.val().reshape([1, out, 1])
+    }
 }
 
 #[cfg(test)]
@@ -108,6 +137,9 @@ mod tests {
 
     type Ad = Autodiff<Flex>;
 
+    /// One way of computing the convolution.
+    type Forward = fn(&GemmConv1d<Ad>, Tensor<Ad, 3>) -> Tensor<Ad, 3>;
+
     fn max_diff<const D: usize>(a: Tensor<Flex, D>, b: Tensor<Flex, D>) -> f32 {
         (a - b).abs().max().into_scalar()
     }
@@ -115,7 +147,11 @@ mod tests {
     #[test]
     fn matches_burns_convolution_and_its_gradients() {
         let device = Default::default();
-        for (stride, padding, kernel, length) in [(1, 2, 5, 16), (2, 1, 3, 16), (1, 0, 1, 8), (2, 1, 3, 4)] {
+        let cases = [(1, 2, 5, 16), (2, 1, 3, 16), (1, 0, 1, 8), (2, 1, 3, 4)];
+        // Both ways of computing it: the backend's 2-D kernels (the CPU's in f32) and burn's
+        // operations (the GPUs', half precision).
+        let forwards: [Forward; 2] = [GemmConv1d::forward_as_2d, GemmConv1d::forward_composed];
+        for ((stride, padding, kernel, length), forward) in cases.into_iter().flat_map(|c| forwards.map(|f| (c, f))) {
             let x = Tensor::<Ad, 3>::random([3, 6, length], Distribution::Default, &device).require_grad();
             let w = Tensor::<Ad, 2>::random([5, 6 * kernel], Distribution::Default, &device).require_grad();
             let b = Tensor::<Ad, 1>::random([5], Distribution::Default, &device).require_grad();
@@ -133,7 +169,7 @@ mod tests {
                 stride,
                 padding,
             };
-            let ours = conv.forward(x.clone());
+            let ours = forward(&conv, x.clone());
             assert_eq!(ours.dims(), reference.dims());
             assert!(max_diff(ours.clone().inner(), reference.clone().inner()) < 1e-5);
             // Gradients through a weighted sum, both ways.

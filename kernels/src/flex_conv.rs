@@ -199,18 +199,66 @@ unsafe fn written_by(len: usize, fill: impl FnOnce(&mut [MaybeUninit<f32>])) -> 
     values
 }
 
+/// The input lines of a chunk of images, read as contiguous runs: with a horizontal stride
+/// `s > 1`, each line is first split into its `s` phases (the columns `≡ r mod s`, one after
+/// another), so that every kernel offset reads a contiguous run of one phase rather than every
+/// `s`-th value (ResNet-18's 7×7 stem and its stride-2 layers).
+struct InputLines<'a> {
+    /// The whole batch's input.
+    x: &'a [f32],
+    /// The chunk's lines split into phases, when the stride is over 1.
+    phased: Option<Vec<f32>>,
+    /// The chunk's first image.
+    first_image: usize,
+    geometry: Geometry,
+}
+
+impl<'a> InputLines<'a> {
+    fn new(x: &'a [f32], g: &Geometry, images: Range<usize>) -> Self {
+        let s = g.stride[1];
+        let phased = (s > 1).then(|| {
+            let phase_len = g.width.div_ceil(s);
+            let planes = &x[images.start * g.input_size()..images.end * g.input_size()];
+            let mut phased = vec![0f32; planes.len() / g.width * s * phase_len];
+            for (line, out) in planes.chunks_exact(g.width).zip(phased.chunks_exact_mut(s * phase_len)) {
+                for (r, phase) in out.chunks_exact_mut(phase_len).enumerate() {
+                    for (d, &v) in phase.iter_mut().zip(line[r.min(line.len())..].iter().step_by(s)) {
+                        *d = v;
+                    }
+                }
+            }
+            phased
+        });
+        Self { x, phased, first_image: images.start, geometry: *g }
+    }
+
+    /// The `len` values of line `y` of channel `c` of the chunk's image `slot` at columns
+    /// `first`, `first + s`, … (`s` the horizontal stride).
+    fn run(&self, slot: usize, c: usize, y: usize, first: usize, len: usize) -> &[f32] {
+        let g = &self.geometry;
+        let line = (slot * g.channels + c) * g.height + y;
+        match &self.phased {
+            None => &self.x[(self.first_image * g.channels * g.height + line) * g.width + first..][..len],
+            Some(phased) => {
+                let (s, phase_len) = (g.stride[1], g.width.div_ceil(g.stride[1]));
+                &phased[line * s * phase_len + first % s * phase_len + first / s..][..len]
+            }
+        }
+    }
+}
+
 /// The unfolded input of `images`, `[C·kh·kw, images·Ho·Wo]`: row `(c, i, j)` holds, for every
 /// image and output position, the input value under kernel offset `(i, j)` of channel `c` (0 in
 /// the padding).
 fn im2col(x: &[f32], g: &Geometry, images: Range<usize>) -> Vec<f32> {
     let (positions, [kh, kw], [out_h, out_w]) = (g.positions(), g.kernel, g.out);
     let columns = images.len() * positions;
+    let lines = InputLines::new(x, g, images.clone());
     let zero = MaybeUninit::new(0f32);
     let unfold_row = |(row, out): (usize, &mut [MaybeUninit<f32>])| {
         let (c, i, j) = (row / (kh * kw), row / kw % kh, row % kw);
         let (lo, hi) = g.inside_columns(j);
-        for (slot, n) in images.clone().enumerate() {
-            let plane = &x[(n * g.channels + c) * g.height * g.width..][..g.height * g.width];
+        for slot in 0..images.len() {
             for oy in 0..out_h {
                 let dst = &mut out[slot * positions + oy * out_w..][..out_w];
                 let Some(y) = g.input_row(oy, i) else {
@@ -223,16 +271,8 @@ fn im2col(x: &[f32], g: &Geometry, images: Range<usize>) -> Vec<f32> {
                     // The whole output row reads the padding.
                     continue;
                 }
-                let line = &plane[y * g.width..][..g.width];
                 let first = lo * g.stride[1] + j - g.padding[1];
-                if g.stride[1] == 1 {
-                    dst[lo..hi].write_copy_of_slice(&line[first..first + (hi - lo)]);
-                } else {
-                    let inside = line[first..].iter().step_by(g.stride[1]);
-                    for (d, &v) in dst[lo..hi].iter_mut().zip(inside) {
-                        d.write(v);
-                    }
-                }
+                dst[lo..hi].write_copy_of_slice(lines.run(slot, c, y, first, hi - lo));
             }
         }
     };

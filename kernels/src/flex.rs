@@ -247,10 +247,12 @@ fn copy_row_major(part: &FlexTensor, out: &mut [f32]) {
     }
 }
 
-/// `Σ x²` accumulated in f64, in eight lanes (so that the loop vectorises).
+/// `Σ x²` accumulated in f64, in 32 lanes (so that the loop vectorises).
 fn sum_of_squares_f64(values: &[f32]) -> f64 {
-    let mut lanes = [0f64; 8];
-    let mut chunks = values.chunks_exact(8);
+    // 32 lanes: four independent chains of eight, so that each addition need not wait for the
+    // one before it (PushT classic's norm over 263 M gradients: 62 ms with one chain, 44 here).
+    let mut lanes = [0f64; 32];
+    let mut chunks = values.chunks_exact(32);
     for chunk in &mut chunks {
         for (lane, &v) in lanes.iter_mut().zip(chunk) {
             *lane += f64::from(v) * f64::from(v);

@@ -139,10 +139,11 @@ impl Geometry {
         self.batch.div_ceil(self.chunk_images())
     }
 
-    /// How each chunk's products use the cores: all of them for a batch of one chunk, otherwise
-    /// one (the chunks run side by side).
+    /// How each chunk's products use the cores: one each where there are at least as many
+    /// chunks as threads (the chunks run side by side), otherwise all of them (gemm splits a
+    /// product's output tiles, never its sums, so the bits are the same either way).
     fn parallelism(&self) -> Parallelism {
-        if self.chunk_count() == 1 { Parallelism::Rayon(0) } else { Parallelism::None }
+        if self.chunk_count() >= rayon::current_num_threads() { Parallelism::None } else { Parallelism::Rayon(0) }
     }
 
     /// For kernel row offset `i` and output row `oy`, the input row it reads, if inside.
@@ -572,23 +573,27 @@ mod tests {
         assert_eq!(ours.into_data(), reference.into_data());
     }
 
-    /// One thread and two give the same bits (rayon's split does not change a sum's order), on
-    /// a layer large enough for the products to run on several threads.
+    /// One thread and two give the same bits (rayon's split does not change a sum's order), for
+    /// a batch of several chunks (one image each: the chunks side by side, each product on one
+    /// core) and for a batch of one chunk (its products on every core).
     #[test]
     fn repeats_to_the_bit_whatever_the_threads() {
         let device = Default::default();
         let values = |n: usize, seed: f32| (0..n).map(|i| (i as f32 * 0.618 + seed).sin()).collect::<Vec<f32>>();
-        let run = || {
-            let x = TensorData::new(values(8 * 32 * 16 * 16, 0.1), [8, 32, 16, 16]);
-            let w = TensorData::new(values(64 * 32 * 9, 0.7), [64, 32, 3, 3]);
-            let x = Tensor::<Ad, 4>::from_data(x, &device).require_grad();
-            let w = Tensor::<Ad, 4>::from_data(w, &device).require_grad();
-            let options = ConvOptions::new([1, 1], [1, 1], [1, 1], 1);
-            let y = crate::conv2d(x.clone(), w.clone(), None, options);
-            let grads = (y.clone() * y.clone()).sum().backward();
-            (y.inner().into_data(), x.grad(&grads).unwrap().into_data(), w.grad(&grads).unwrap().into_data())
-        };
-        let on = |threads: usize| rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(run);
-        assert_eq!(on(1), on(2));
+        for (batch, size) in [(8, 16), (2, 8)] {
+            let run = || {
+                let x = TensorData::new(values(batch * 32 * size * size, 0.1), [batch, 32, size, size]);
+                let w = TensorData::new(values(64 * 32 * 9, 0.7), [64, 32, 3, 3]);
+                let x = Tensor::<Ad, 4>::from_data(x, &device).require_grad();
+                let w = Tensor::<Ad, 4>::from_data(w, &device).require_grad();
+                let options = ConvOptions::new([1, 1], [1, 1], [1, 1], 1);
+                let y = crate::conv2d(x.clone(), w.clone(), None, options);
+                let grads = (y.clone() * y.clone()).sum().backward();
+                (y.inner().into_data(), x.grad(&grads).unwrap().into_data(), w.grad(&grads).unwrap().into_data())
+            };
+            let on =
+                |threads: usize| rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(run);
+            assert_eq!(on(1), on(2), "batch {batch} of {size}×{size}");
+        }
     }
 }

@@ -1,10 +1,11 @@
 //! The CPU backend's 2-D max pooling, forward (the maxima and where each was) and backward (each
 //! output's gradient added at its maximum), one plane per task of rayon's pool. burn-flex runs
 //! the pooling through its generic 3-D loop; on ResNet-18's stem (a 3×3 window, stride 2, over
-//! 64 planes of 42×42 per image) that took 14 ms a batch of 16 images here, this about 1 ms.
+//! 64 planes of 42×42 per image) that took 12-14 ms a batch of 16 images here, this 7 ms.
 //!
 //! Windows are read row by row and the first maximum wins, as in PyTorch and burn; a NaN in a
-//! window is its maximum, as in PyTorch. The positions are indices into the input plane
+//! window is its maximum, as in PyTorch (whose index is the last NaN's, ours the first's; burn's
+//! skips a NaN after a window's first value). The positions are indices into the input plane
 //! (`y·W + x`, i64), as burn-flex gives them, so either backward pass reads either forward's.
 
 use burn::backend::flex::FlexTensor;
@@ -29,7 +30,7 @@ struct Pooling {
 
 impl Pooling {
     /// The pooling of `x` `[N, C, H, W]`, when this module computes it: f32, a window that
-    /// fits the padded input, padding under the window's size (PyTorch's rule), no zero stride.
+    /// fits the padded input, padding at most half the window (PyTorch's rule), no zero stride.
     fn of(x: &FlexTensor, kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2]) -> Option<Self> {
         let [n, c, h, w]: [usize; 4] = x.layout().shape().as_slice().try_into().ok()?;
         let fits = (0..2).all(|a| stride[a] > 0 && kernel[a] > 0 && 2 * padding[a] <= kernel[a]);
@@ -56,7 +57,7 @@ impl Pooling {
     }
 
     /// The input range along axis `a` under output position `o`'s window, cut at the edges
-    /// (never empty: the padding is under the window's size).
+    /// (never empty: the padding is at most half the window).
     fn window(&self, o: usize, a: usize) -> std::ops::Range<usize> {
         let start = o * self.stride[a];
         let lo = start.saturating_sub(self.padding[a]);

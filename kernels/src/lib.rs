@@ -276,7 +276,8 @@ pub fn group_norm<B: Kernels>(
 /// A 2-D convolution, `x` `[N, C, H, W]` by `weight` `[O, C, kh, kw]`, plus `bias` `[O]`: burn's
 /// `conv2d`, computed by the backend's [`Kernels::conv2d_no_bias`] and, under autodiff, its
 /// gradients by [`Kernels::conv2d_input_grad`] and [`Kernels::conv2d_weight_grad`] (on the CPU,
-/// three large matrix products instead of burn's single-threaded transposed convolution).
+/// matrix products over chunks of images on every core instead of burn's single-threaded
+/// transposed convolution).
 pub fn conv2d<B: Kernels>(
     x: Tensor<B, 4>,
     weight: Tensor<B, 4>,

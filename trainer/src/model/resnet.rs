@@ -65,6 +65,20 @@ fn convolve<B: Kernels>(conv: &Conv2d<B>, x: Tensor<B, 4>) -> Tensor<B, 4> {
     }
 }
 
+/// `pool.forward(x)`, computed by the backend's max pooling ([`kernels::max_pool2d`]: on the
+/// CPU, one pass per plane on every core, where burn's runs a generic 3-D loop). Asymmetric
+/// padding, dilation and rounding up take burn's module.
+fn max_pool<B: Kernels>(pool: &MaxPool2d, x: Tensor<B, 4>) -> Tensor<B, 4> {
+    match pool.padding {
+        PaddingConfig2d::Explicit(top, left, bottom, right)
+            if top == bottom && left == right && pool.dilation == [1, 1] && !pool.ceil_mode =>
+        {
+            kernels::max_pool2d(x, pool.kernel_size, pool.stride, [top, left])
+        }
+        _ => pool.forward(x),
+    }
+}
+
 /// The 1×1 projection of a block that changes resolution or width.
 #[derive(Module, Debug)]
 pub struct Downsample<B: Backend> {
@@ -160,7 +174,7 @@ impl<B: Kernels> ResNet18<B> {
 
     /// The feature map of `[N, 3, H, W]` images.
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let x = self.maxpool.forward(relu(self.bn1.forward(convolve(&self.conv1, x))));
+        let x = max_pool(&self.maxpool, relu(self.bn1.forward(convolve(&self.conv1, x))));
         self.layers.iter().flatten().fold(x, |x, block| block.forward(x))
     }
 

@@ -91,18 +91,16 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
         stride: [usize; 2],
         padding: [usize; 2],
     ) -> MaxPool2dWithIndices<Self> {
-        match MaxPool2d.prepare::<C>([x.node.clone()]).compute_bound().stateful() {
+        let MaxPool2dWithIndices { output, indices } =
+            B::max_pool2d_indexed(x.primitive.clone(), kernel, stride, padding);
+        let output = match MaxPool2d.prepare::<C>([x.node.clone()]).compute_bound().stateful() {
             OpsKind::Tracked(mut prep) => {
                 let x_state = prep.checkpoint(&x);
-                let pooled = B::max_pool2d_indexed(x.primitive, kernel, stride, padding);
-                let state = (x_state, pooled.indices.clone(), [kernel, stride, padding]);
-                MaxPool2dWithIndices::new(prep.finish(state, pooled.output), pooled.indices)
+                prep.finish((x_state, indices.clone(), [kernel, stride, padding]), output)
             }
-            OpsKind::UnTracked(prep) => {
-                let pooled = B::max_pool2d_indexed(x.primitive, kernel, stride, padding);
-                MaxPool2dWithIndices::new(prep.finish(pooled.output), pooled.indices)
-            }
-        }
+            OpsKind::UnTracked(prep) => prep.finish(output),
+        };
+        MaxPool2dWithIndices::new(output, indices)
     }
 
     fn group_norm_forward(

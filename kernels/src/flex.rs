@@ -45,7 +45,7 @@ impl Kernels for Flex {
     ) -> MaxPool2dWithIndices<Self> {
         match flex_pool::max_pool2d(&x, kernel, stride, padding) {
             Some((output, indices)) => MaxPool2dWithIndices::new(output, indices),
-            None => <Self as ModuleOps<Self>>::max_pool2d_with_indices(x, kernel, stride, padding, [1, 1], false),
+            None => portable::max_pool2d_indexed::<Self>(x, kernel, stride, padding),
         }
     }
 
@@ -59,20 +59,7 @@ impl Kernels for Flex {
     ) -> FloatTensor<Self> {
         match flex_pool::max_pool2d_backward(&x, kernel, stride, padding, &output_grad, &indices) {
             Some(dx) => dx,
-            None => {
-                let (dilation, ceil_mode) = ([1, 1], false);
-                <Self as ModuleOps<Self>>::max_pool2d_with_indices_backward(
-                    x,
-                    kernel,
-                    stride,
-                    padding,
-                    dilation,
-                    ceil_mode,
-                    output_grad,
-                    indices,
-                )
-                .x_grad
-            }
+            None => portable::max_pool2d_input_grad::<Self>(x, kernel, stride, padding, output_grad, indices),
         }
     }
 

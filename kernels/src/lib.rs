@@ -201,7 +201,7 @@ pub trait Kernels: Backend {
         stride: [usize; 2],
         padding: [usize; 2],
     ) -> MaxPool2dWithIndices<Self> {
-        <Self as ModuleOps<Self>>::max_pool2d_with_indices(x, kernel, stride, padding, [1, 1], false)
+        portable::max_pool2d_indexed::<Self>(x, kernel, stride, padding)
     }
 
     /// The gradient of [`Kernels::max_pool2d_indexed`] with respect to `x`, given the
@@ -214,17 +214,7 @@ pub trait Kernels: Backend {
         output_grad: FloatTensor<Self>,
         indices: IntTensor<Self>,
     ) -> FloatTensor<Self> {
-        <Self as ModuleOps<Self>>::max_pool2d_with_indices_backward(
-            x,
-            kernel,
-            stride,
-            padding,
-            [1, 1],
-            false,
-            output_grad,
-            indices,
-        )
-        .x_grad
+        portable::max_pool2d_input_grad::<Self>(x, kernel, stride, padding, output_grad, indices)
     }
 
     /// GroupNorm of `x` `[N, C, S]` (f32) in `groups` groups of channels, scaled by `gamma` and

@@ -2,7 +2,7 @@
 //! reference the CPU's fused passes are tested against.
 
 use burn::prelude::*;
-use burn::tensor::ops::FloatTensor;
+use burn::tensor::ops::{FloatTensor, IntTensor, MaxPool2dWithIndices};
 use burn::tensor::{FloatDType, TensorMetadata, TensorPrimitive};
 
 use crate::{AdamStep, FlatBuffers};
@@ -29,6 +29,29 @@ pub fn concat_flat<B: Backend>(parts: Vec<FloatTensor<B>>, device: &B::Device) -
         })
         .collect();
     primitive(Tensor::cat(flat, 0))
+}
+
+/// [`crate::Kernels::max_pool2d_indexed`]: burn's `max_pool2d_with_indices`, dilation 1, the
+/// output size rounded down.
+pub fn max_pool2d_indexed<B: Backend>(
+    x: FloatTensor<B>,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    padding: [usize; 2],
+) -> MaxPool2dWithIndices<B> {
+    B::max_pool2d_with_indices(x, kernel, stride, padding, [1, 1], false)
+}
+
+/// [`crate::Kernels::max_pool2d_input_grad`]: burn's `max_pool2d_with_indices_backward`.
+pub fn max_pool2d_input_grad<B: Backend>(
+    x: FloatTensor<B>,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    padding: [usize; 2],
+    output_grad: FloatTensor<B>,
+    indices: IntTensor<B>,
+) -> FloatTensor<B> {
+    B::max_pool2d_with_indices_backward(x, kernel, stride, padding, [1, 1], false, output_grad, indices).x_grad
 }
 
 /// `Σ x²` in f32, `[1]`.

@@ -13,8 +13,9 @@
 //! A chunk holds enough images for a product of at least [`MIN_CHUNK_COLUMNS`] columns, so its
 //! unfolded input (a few MB at most) is still in the caches when the product reads it, where
 //! the whole batch's (136 MB a pass at ResNet-18's batch of 16) would go through memory twice;
-//! each chunk's product runs on one core. A layer whose batch makes one chunk runs its product
-//! on all the cores instead.
+//! each chunk's work runs on one core. Where there are fewer chunks than threads (a batch of one
+//! chunk: ResNet-18's last stage, the U-Net's layers), each chunk's work runs on every core
+//! instead.
 //!
 //! Every sum runs in one fixed order whatever the thread count: the chunks depend on the shapes
 //! only, a product's reduction is never split among threads (gemm splits the output's tiles), and
@@ -75,9 +76,8 @@ impl Geometry {
         if weight_channels != channels || [batch, channels, height, width, outputs, kh, kw].contains(&0) {
             return None;
         }
-        let out = |size: usize, axis: usize, k: usize| {
-            (size + 2 * options.padding[axis]).checked_sub(k).map(|s| s / options.stride[axis] + 1)
-        };
+        let out =
+            |size: usize, axis: usize, k: usize| output_size(size, k, options.stride[axis], options.padding[axis]);
         let out = [out(height, 0, kh)?, out(width, 1, kw)?];
         Some(Self {
             batch,
@@ -139,11 +139,27 @@ impl Geometry {
         self.batch.div_ceil(self.chunk_images())
     }
 
-    /// How each chunk's products use the cores: one each where there are at least as many
-    /// chunks as threads (the chunks run side by side), otherwise all of them (gemm splits a
-    /// product's output tiles, never its sums, so the bits are the same either way).
+    /// Whether each chunk's work is spread over the cores: where there are fewer chunks than
+    /// threads; otherwise the chunks run side by side, one core each. Either way the bits are
+    /// the same: gemm splits a product's output tiles, never its sums, and the unfold and fold
+    /// write each row or plane from one task.
+    fn spreads_chunks(&self) -> bool {
+        self.chunk_count() < rayon::current_num_threads()
+    }
+
+    /// How each chunk's products use the cores ([`Geometry::spreads_chunks`]).
     fn parallelism(&self) -> Parallelism {
-        if self.chunk_count() >= rayon::current_num_threads() { Parallelism::None } else { Parallelism::Rayon(0) }
+        if self.spreads_chunks() { Parallelism::Rayon(0) } else { Parallelism::None }
+    }
+
+    /// `work` on each `len`-long piece of `values` (a chunk's rows or planes) with its index, on
+    /// every core or on this one ([`Geometry::spreads_chunks`]).
+    fn for_each_piece<T: Send>(&self, values: &mut [T], len: usize, work: impl Fn((usize, &mut [T])) + Sync + Send) {
+        if self.spreads_chunks() {
+            values.par_chunks_mut(len).enumerate().for_each(work);
+        } else {
+            values.chunks_mut(len).enumerate().for_each(work);
+        }
     }
 
     /// For kernel row offset `i` and output row `oy`, the input row it reads, if inside.
@@ -162,8 +178,15 @@ impl Geometry {
     }
 }
 
+/// The output size along one axis of `size` inputs, under a window of `kernel` moved by
+/// `stride` over the input padded by `padding` on both sides (rounded down; `None` where the
+/// window does not fit).
+pub(crate) fn output_size(size: usize, kernel: usize, stride: usize, padding: usize) -> Option<usize> {
+    (size + 2 * padding).checked_sub(kernel).map(|s| s / stride + 1)
+}
+
 /// A 4-D tensor's dimensions.
-fn dims4(t: &FlexTensor) -> Option<[usize; 4]> {
+pub(crate) fn dims4(t: &FlexTensor) -> Option<[usize; 4]> {
     t.layout().shape().as_slice().try_into().ok()
 }
 
@@ -277,13 +300,7 @@ fn im2col(x: &[f32], g: &Geometry, images: Range<usize>) -> Vec<f32> {
             }
         }
     };
-    let fill = |cols: &mut [MaybeUninit<f32>]| {
-        if g.chunk_count() == 1 {
-            cols.par_chunks_mut(columns).enumerate().for_each(unfold_row);
-        } else {
-            cols.chunks_mut(columns).enumerate().for_each(unfold_row);
-        }
-    };
+    let fill = |cols: &mut [MaybeUninit<f32>]| g.for_each_piece(cols, columns, unfold_row);
     // SAFETY: every (image, output row) segment of every row is written above: zeros outside
     // the input, its values inside (`lo..hi` holds exactly `hi − lo` values of the line).
     unsafe { written_by(g.rows() * columns, fill) }
@@ -321,11 +338,7 @@ fn col2im(dcols: &[f32], g: &Geometry, images: Range<usize>, dx: &mut [f32]) {
             }
         }
     };
-    if g.chunk_count() == 1 {
-        dx.par_chunks_mut(plane_size).enumerate().for_each(fold_plane);
-    } else {
-        dx.chunks_mut(plane_size).enumerate().for_each(fold_plane);
-    }
+    g.for_each_piece(dx, plane_size, fold_plane);
 }
 
 /// The output gradient of `images`, `[O, images·P]`, each image's positions side by side

@@ -12,7 +12,7 @@ use burn::backend::flex::FlexTensor;
 use burn::tensor::{DType, TensorData};
 use rayon::prelude::*;
 
-use crate::flex_conv::{contiguous, tensor};
+use crate::flex_conv::{contiguous, dims4, output_size, tensor};
 
 /// The shape of one pooling this module computes.
 #[derive(Debug, Clone, Copy)]
@@ -32,13 +32,18 @@ impl Pooling {
     /// The pooling of `x` `[N, C, H, W]`, when this module computes it: f32, a window that
     /// fits the padded input, padding at most half the window (PyTorch's rule), no zero stride.
     fn of(x: &FlexTensor, kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2]) -> Option<Self> {
-        let [n, c, h, w]: [usize; 4] = x.layout().shape().as_slice().try_into().ok()?;
+        let [n, c, h, w] = dims4(x)?;
         let fits = (0..2).all(|a| stride[a] > 0 && kernel[a] > 0 && 2 * padding[a] <= kernel[a]);
         if x.dtype() != DType::F32 || !fits || [n, c, h, w].contains(&0) {
             return None;
         }
-        let out = |size: usize, a: usize| (size + 2 * padding[a]).checked_sub(kernel[a]).map(|s| s / stride[a] + 1);
+        let out = |size: usize, a: usize| output_size(size, kernel[a], stride[a], padding[a]);
         Some(Self { batch: [n, c], input: [h, w], output: [out(h, 0)?, out(w, 1)?], kernel, stride, padding })
+    }
+
+    /// The output's shape, `[N, C, Ho, Wo]`.
+    fn output_shape(&self) -> [usize; 4] {
+        [self.batch[0], self.batch[1], self.output[0], self.output[1]]
     }
 
     /// Images times channels.
@@ -100,7 +105,7 @@ pub(crate) fn max_pool2d(
             }
         },
     );
-    let shape = [p.batch[0], p.batch[1], p.output[0], p.output[1]];
+    let shape = p.output_shape();
     Some((tensor(values, shape), FlexTensor::from_data(TensorData::new(indices, shape))))
 }
 
@@ -116,8 +121,7 @@ pub(crate) fn max_pool2d_backward(
     indices: &FlexTensor,
 ) -> Option<FlexTensor> {
     let p = Pooling::of(x, kernel, stride, padding)?;
-    let out_shape = [p.batch[0], p.batch[1], p.output[0], p.output[1]];
-    let same_shape = |t: &FlexTensor| t.layout().shape().as_slice() == out_shape;
+    let same_shape = |t: &FlexTensor| dims4(t) == Some(p.output_shape());
     if output_grad.dtype() != DType::F32
         || indices.dtype() != DType::I64
         || !same_shape(output_grad)

@@ -215,6 +215,7 @@ pub fn measure(root: &Path, cache: &Path, repeats: usize) -> Result<Vec<Ratio>> 
         frame_cache: Some(cache.to_path_buf()),
         preset: trainer::Preset::Classic,
         tiny: true,
+        use_group_norm: None,
         batch: vec![8],
         warmup: 1,
         steps: 3,

@@ -171,6 +171,7 @@ pub fn run(args: &SweepArgs) -> Result<SweepReport> {
                 frame_cache: args.frame_cache.clone(),
                 preset: Preset::Classic,
                 tiny,
+                use_group_norm: None,
                 batch: args.train_batch.clone(),
                 warmup: args.warmup,
                 steps: args.steps,

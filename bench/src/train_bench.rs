@@ -36,6 +36,10 @@ pub struct TrainStepArgs {
     /// The tiny policy (U-Net widths 64/128/256, step embedding 64), as `--demo` trains it.
     #[arg(long)]
     pub tiny: bool,
+    /// GroupNorm (true) or BatchNorm (false) in the vision backbone, as LeRobot's
+    /// `--policy.use_group_norm`; the preset's when left out (classic: GroupNorm).
+    #[arg(long)]
+    pub use_group_norm: Option<bool>,
     /// Batch sizes, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "8")]
     pub batch: Vec<usize>,
@@ -138,6 +142,9 @@ impl Task {
         if self.args.tiny {
             overrides["policy"]["down_dims"] = json!([64, 128, 256]);
             overrides["policy"]["diffusion_step_embed_dim"] = json!(64);
+        }
+        if let Some(group_norm) = self.args.use_group_norm {
+            overrides["policy"]["use_group_norm"] = json!(group_norm);
         }
         Ok(TrainConfig::resolve(None, overrides)?)
     }
@@ -254,9 +261,10 @@ impl DeviceTask for Task {
             None
         };
         let policy_name = format!(
-            "{}{}",
+            "{}{}, {}",
             serde_json::to_value(self.args.preset)?.as_str().unwrap_or("?"),
-            if self.args.tiny { " tiny" } else { "" }
+            if self.args.tiny { " tiny" } else { "" },
+            if policy.use_group_norm { "GroupNorm" } else { "BatchNorm" }
         );
         Ok(TrainStepReport {
             device: self.args.device.to_string(),

@@ -1,4 +1,4 @@
-//! [`Kernels`] under autodiff: the convolution, GroupNorm and max pooling each recorded as one
+//! [`Kernels`] under autodiff: the convolution, GroupNorm, BatchNorm and max pooling each recorded as one
 //! operation of the graph, whose backward pass calls the inner backend's gradient kernels (burn's own
 //! `conv2d` would call burn's; a composed GroupNorm records some twenty operations). The
 //! optimiser's methods keep their defaults here: the trainer calls them on the inner backend.
@@ -53,6 +53,29 @@ impl<B: Kernels> Backward<B, 3> for GroupNorm {
         let x = checkpointer.retrieve_node_output::<FloatTensor<B>>(x);
         let gamma = checkpointer.retrieve_node_output::<FloatTensor<B>>(gamma);
         let gradients = B::group_norm_backward(x, gamma, stats, output_grad, groups);
+        for (parent, gradient) in ops.parents.into_iter().zip(gradients) {
+            if let Some(node) = parent {
+                grads.register::<B>(node.id, gradient);
+            }
+        }
+    }
+}
+
+/// BatchNorm's node (training mode): the gradients of its input, γ and β, from the batch
+/// statistics of its forward pass.
+#[derive(Debug)]
+struct BatchNorm;
+
+impl<B: Kernels> Backward<B, 3> for BatchNorm {
+    /// The input's and γ's checkpoints, the forward pass's statistics.
+    type State = (NodeId, NodeId, FloatTensor<B>);
+
+    fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+        let output_grad = grads.consume::<B>(&ops.node);
+        let (x, gamma, stats) = ops.state;
+        let x = checkpointer.retrieve_node_output::<FloatTensor<B>>(x);
+        let gamma = checkpointer.retrieve_node_output::<FloatTensor<B>>(gamma);
+        let gradients = B::batch_norm_backward(x, gamma, stats, output_grad);
         for (parent, gradient) in ops.parents.into_iter().zip(gradients) {
             if let Some(node) = parent {
                 grads.register::<B>(node.id, gradient);
@@ -123,6 +146,26 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
                 let x_state = prep.checkpoint(&x);
                 let gamma_state = prep.checkpoint(&gamma);
                 prep.finish((x_state, gamma_state, stats.clone(), groups), y)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(y),
+        };
+        Some((y, Self::from_inner(stats)))
+    }
+
+    fn batch_norm_forward(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        epsilon: f64,
+    ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
+        let (y, stats) =
+            B::batch_norm_forward(x.primitive.clone(), gamma.primitive.clone(), beta.primitive.clone(), epsilon)?;
+        let parents = [x.node.clone(), gamma.node.clone(), beta.node.clone()];
+        let y = match BatchNorm.prepare::<C>(parents).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let x_state = prep.checkpoint(&x);
+                let gamma_state = prep.checkpoint(&gamma);
+                prep.finish((x_state, gamma_state, stats.clone()), y)
             }
             OpsKind::UnTracked(prep) => prep.finish(y),
         };

@@ -7,7 +7,9 @@ use burn::tensor::DType;
 use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndices, ModuleOps};
 use rayon::prelude::*;
 
-use crate::{AdamConstants, AdamStep, FlatBuffers, Kernels, flex_conv, flex_norm, flex_pool, portable};
+use crate::{
+    AdamConstants, AdamStep, FlatBuffers, Kernels, flex_batch_norm, flex_conv, flex_norm, flex_pool, portable,
+};
 
 /// Elements per task: large enough that a task's overhead is noise, small enough to spread a
 /// ResNet layer's weights over the cores.
@@ -34,6 +36,27 @@ impl Kernels for Flex {
         match flex_norm::backward(&x, &gamma, &stats, &output_grad, groups) {
             Some(grads) => grads,
             None => portable::group_norm_backward::<Self>(x, gamma, stats, output_grad, groups),
+        }
+    }
+
+    fn batch_norm_forward(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        epsilon: f64,
+    ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
+        flex_batch_norm::forward(&x, &gamma, &beta, epsilon)
+    }
+
+    fn batch_norm_backward(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        stats: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+    ) -> [FloatTensor<Self>; 3] {
+        match flex_batch_norm::backward(&x, &gamma, &stats, &output_grad) {
+            Some(grads) => grads,
+            None => portable::batch_norm_backward::<Self>(x, gamma, stats, output_grad),
         }
     }
 

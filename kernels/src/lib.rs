@@ -29,6 +29,7 @@
 
 mod autodiff;
 mod flex;
+mod flex_batch_norm;
 mod flex_conv;
 mod flex_norm;
 mod flex_pool;
@@ -243,6 +244,32 @@ pub trait Kernels: Backend {
     ) -> [FloatTensor<Self>; 3] {
         portable::group_norm_backward::<Self>(x, gamma, stats, output_grad, groups)
     }
+
+    /// BatchNorm in training mode of `x` `[N, C, S]` (f32), normalised by the batch's
+    /// statistics of each channel, scaled by `gamma` and shifted by `beta` (`[C]`), in one fused
+    /// pass where the backend has one: the output and each channel's mean, `1/√(σ² + ε)` and
+    /// biased variance `σ²` (`[C, 3]`; the running statistics are the caller's). `None` where
+    /// it has none (the caller composes burn's operations).
+    fn batch_norm_forward(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        epsilon: f64,
+    ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
+        let _ = (x, gamma, beta, epsilon);
+        None
+    }
+
+    /// The gradients of [`Kernels::batch_norm_forward`] with respect to `x`, `gamma` and
+    /// `beta`, given the output's and the statistics the forward pass returned.
+    fn batch_norm_backward(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        stats: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+    ) -> [FloatTensor<Self>; 3] {
+        portable::batch_norm_backward::<Self>(x, gamma, stats, output_grad)
+    }
 }
 
 /// GroupNorm of `x` `[N, C, S]` (f32) in `groups` groups, scaled by `gamma` and shifted by
@@ -261,6 +288,28 @@ pub fn group_norm<B: Kernels>(
         (x.into_primitive().tensor(), gamma.into_primitive().tensor(), beta.into_primitive().tensor());
     let (y, _stats) = B::group_norm_forward(x, gamma, beta, groups, epsilon)?;
     Some(Tensor::from_primitive(TensorPrimitive::Float(y)))
+}
+
+/// BatchNorm in training mode of `x` `[N, C, S]` (f32): normalised by each channel's mean and
+/// biased variance over the batch and positions, scaled by `gamma` and shifted by `beta`
+/// (`[C]`), as PyTorch computes it, in the backend's fused pass and, under autodiff, its fused
+/// backward pass ([`Kernels::batch_norm_forward`], [`Kernels::batch_norm_backward`]). Returns
+/// the output and the batch's mean and biased variance per channel (`[C]`, outside the graph),
+/// from which the caller updates the running statistics. `None` where the backend has none:
+/// compose burn's operations then.
+pub fn batch_norm<B: Kernels>(
+    x: Tensor<B, 3>,
+    gamma: Tensor<B, 1>,
+    beta: Tensor<B, 1>,
+    epsilon: f64,
+) -> Option<(Tensor<B, 3>, Tensor<B, 1>, Tensor<B, 1>)> {
+    let (x, gamma, beta) =
+        (x.into_primitive().tensor(), gamma.into_primitive().tensor(), beta.into_primitive().tensor());
+    let (y, stats) = B::batch_norm_forward(x, gamma, beta, epsilon)?;
+    let stats = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(stats));
+    let channels = stats.dims()[0];
+    let column = |i: usize| stats.clone().slice(s![.., i..i + 1]).reshape([channels]);
+    Some((Tensor::from_primitive(TensorPrimitive::Float(y)), column(0), column(2)))
 }
 
 /// A 2-D convolution, `x` `[N, C, H, W]` by `weight` `[O, C, kh, kw]`, plus `bias` `[O]`: burn's

@@ -129,3 +129,31 @@ pub fn group_norm_backward<B: Backend>(
     let dx = (g - mean_g - x_hat * mean_g_x_hat) * inv_std;
     [dx.reshape([n, c, s]).into_primitive().tensor(), primitive(dgamma), primitive(dbeta)]
 }
+
+/// The gradients of BatchNorm in training mode (`x` `[N, C, S]`, `gamma` `[C]`, `stats` each
+/// channel's mean, `1/√(σ² + ε)` and `σ²`, `[C, 3]`) with respect to `x`, `gamma` and `beta`:
+/// with `x̂ = (x − μ)·r` over each channel's `M = N·S` values, `dβ = Σ dy`, `dγ = Σ dy·x̂` and
+/// `dx = γ·r·(dy − dβ/M − x̂·dγ/M)`.
+pub fn batch_norm_backward<B: Backend>(
+    x: FloatTensor<B>,
+    gamma: FloatTensor<B>,
+    stats: FloatTensor<B>,
+    output_grad: FloatTensor<B>,
+) -> [FloatTensor<B>; 3] {
+    let float = |t: FloatTensor<B>| TensorPrimitive::Float(t);
+    let x = Tensor::<B, 3>::from_primitive(float(x));
+    let dy = Tensor::<B, 3>::from_primitive(float(output_grad));
+    let gamma = Tensor::<B, 1>::from_primitive(float(gamma));
+    let stats = Tensor::<B, 2>::from_primitive(float(stats));
+    let [n, c, s] = x.dims();
+    let per_channel = |column: usize| stats.clone().slice(s![.., column..column + 1]).reshape([1, c, 1]);
+    let (mean, inv_std) = (per_channel(0), per_channel(1));
+    let x_hat = (x - mean) * inv_std.clone();
+    let channel_sum = |t: Tensor<B, 3>| t.sum_dim(2).sum_dim(0); // [1, C, 1]
+    let dbeta = channel_sum(dy.clone());
+    let dgamma = channel_sum(dy.clone() * x_hat.clone());
+    let count = (n * s) as f64;
+    let centered = dy - dbeta.clone().div_scalar(count) - x_hat * dgamma.clone().div_scalar(count);
+    let dx = centered * (inv_std * gamma.reshape([1, c, 1]));
+    [dx.into_primitive().tensor(), primitive(dgamma.reshape([c])), primitive(dbeta.reshape([c]))]
+}

@@ -1,11 +1,12 @@
-//! GroupNorm's forward pass: the backend's fused pass where it has one ([`kernels::group_norm`];
-//! the CPU's, forward and backward), otherwise burn's operations, arranged so every large
-//! elementwise operation is a per-row scalar broadcast (`[N·C, L] ∘ [N·C, 1]`); burn's own
-//! module broadcasts `γ` and `β` as `[1, C, 1…]`, which falls back to a scalar strided walk on
-//! the CPU. Same formula as PyTorch: `(x − μ) / √(σ² + ε) · γ + β`, biased variance. Computed in
-//! f32 whatever the input's dtype (mixed precision), returned in the input's dtype.
+//! GroupNorm's and BatchNorm's forward passes: the backend's fused pass where it has one
+//! ([`kernels::group_norm`], [`kernels::batch_norm`]; the CPU's, forward and backward),
+//! otherwise burn's operations. Composed, GroupNorm is arranged so every large elementwise
+//! operation is a per-row scalar broadcast (`[N·C, L] ∘ [N·C, 1]`); burn's own module
+//! broadcasts `γ` and `β` as `[1, C, 1…]`, which falls back to a scalar strided walk on the
+//! CPU. Same formula as PyTorch: `(x − μ) / √(σ² + ε) · γ + β`, biased variance. Computed in f32
+//! whatever the input's dtype (mixed precision), returned in the input's dtype.
 
-use burn::nn::GroupNorm;
+use burn::nn::{BatchNorm, GroupNorm};
 use burn::prelude::*;
 use burn::tensor::FloatDType;
 use kernels::Kernels;
@@ -45,12 +46,82 @@ pub fn group_norm<B: Kernels, const D: usize>(norm: &GroupNorm<B>, x: Tensor<B, 
     out.reshape(shape).cast(dtype)
 }
 
+/// `norm` applied to `x` `[N, C, H, W]` as PyTorch's `BatchNorm2d` applies it. In training
+/// (under autodiff): normalised by the batch's statistics, in the backend's fused pass where it
+/// has one ([`kernels::batch_norm`]), and the running statistics moved towards the batch's mean
+/// and *unbiased* variance (burn's module moves them towards the biased one). Otherwise: by the
+/// running statistics, as burn's module does.
+pub fn batch_norm<B: Kernels>(norm: &BatchNorm<B>, x: Tensor<B, 4>) -> Tensor<B, 4> {
+    let dtype = x.dtype();
+    if !B::ad_enabled(&x.device()) {
+        // In f32 whatever the compute dtype: the running statistics are f32.
+        return norm.forward(x.cast(FloatDType::F32)).cast(dtype);
+    }
+    let [n, c, h, w] = x.dims();
+    let flat = x.cast(FloatDType::F32).reshape([n, c, h * w]);
+    let (gamma, beta) = (norm.gamma.val(), norm.beta.val());
+    let (y, mean, variance) = match kernels::batch_norm(flat.clone(), gamma.clone(), beta.clone(), norm.epsilon) {
+        Some(fused) => fused,
+        None => {
+            let per_channel =
+                |t: Tensor<B, 3>| t.swap_dims(0, 1).reshape([c, n * h * w]).mean_dim(1).reshape([1, c, 1]);
+            let mean = per_channel(flat.clone());
+            let centered = flat - mean.clone();
+            let variance = per_channel(centered.clone().square());
+            let scale = variance.clone().add_scalar(norm.epsilon).sqrt().recip() * gamma.reshape([1, c, 1]);
+            let y = centered * scale + beta.reshape([1, c, 1]);
+            (y, mean.detach().reshape([c]), variance.detach().reshape([c]))
+        }
+    };
+    let count = (n * h * w) as f64;
+    let unbiased = variance.mul_scalar(count / (count - 1.0).max(1.0));
+    let momentum = norm.momentum;
+    let blend =
+        |running: Tensor<B, 1>, batch: Tensor<B, 1>| running.mul_scalar(1.0 - momentum) + batch.mul_scalar(momentum);
+    let device = y.device();
+    norm.running_mean.update(blend(norm.running_mean.value_sync().to_device(&device), mean).detach());
+    norm.running_var.update(blend(norm.running_var.value_sync().to_device(&device), unbiased).detach());
+    y.reshape([n, c, h, w]).cast(dtype)
+}
+
 #[cfg(test)]
 mod tests {
-    use burn::backend::Flex;
-    use burn::nn::GroupNormConfig;
+    use burn::backend::{Autodiff, Flex};
+    use burn::module::AutodiffModule;
+    use burn::nn::{BatchNormConfig, GroupNormConfig};
 
     use super::*;
+
+    /// In training, BatchNorm normalises by the batch's statistics and moves its running ones
+    /// as PyTorch does: by the momentum, towards the batch's mean and *unbiased* variance; in
+    /// evaluation it normalises by the running ones. Figures by hand, in f64.
+    #[test]
+    fn batch_norm_trains_on_the_batch_and_keeps_pytorchs_running_statistics() {
+        let device = Default::default();
+        let norm = BatchNormConfig::new(2).init::<Autodiff<Flex>>(&device);
+        let values: Vec<f32> = (0..2 * 2 * 3).map(|i| ((i * 5 % 7) as f32 - 2.0) * 0.8).collect();
+        let x = Tensor::<Autodiff<Flex>, 4>::from_data(TensorData::new(values.clone(), [2, 2, 1, 3]), &device);
+        let y: Vec<f32> = batch_norm(&norm, x.clone()).into_data().to_vec().unwrap();
+        // Channel 1: elements 3..6 of sample 0 and 9..12 of sample 1.
+        let channel: Vec<f64> = values[3..6].iter().chain(&values[9..12]).map(|&v| f64::from(v)).collect();
+        let mean = channel.iter().sum::<f64>() / 6.0;
+        let biased = channel.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 6.0;
+        let unbiased = biased * 6.0 / 5.0;
+        let expected = (channel[4] - mean) / (biased + 1e-5).sqrt(); // element 10
+        assert!((f64::from(y[10]) - expected).abs() < 1e-5, "output {} vs {expected}", y[10]);
+        let running_mean: Vec<f32> = norm.running_mean.value_sync().into_data().to_vec().unwrap();
+        let running_var: Vec<f32> = norm.running_var.value_sync().into_data().to_vec().unwrap();
+        assert!((f64::from(running_mean[1]) - 0.1 * mean).abs() < 1e-6, "running mean {running_mean:?}");
+        let expected_var = 0.9 + 0.1 * unbiased;
+        assert!(
+            (f64::from(running_var[1]) - expected_var).abs() < 1e-6,
+            "running variance {running_var:?} vs {expected_var}"
+        );
+        // Evaluation: the running statistics, not the batch's.
+        let eval: Vec<f32> = batch_norm(&norm.valid(), x.inner()).into_data().to_vec().unwrap();
+        let expected = (channel[4] - 0.1 * mean) / (expected_var + 1e-5).sqrt();
+        assert!((f64::from(eval[10]) - expected).abs() < 1e-5, "evaluation {} vs {expected}", eval[10]);
+    }
 
     #[test]
     fn matches_the_textbook_formula_and_burns_module() {

@@ -33,11 +33,7 @@ impl<B: Kernels> Norm2d<B> {
     /// Normalises `[N, C, H, W]`.
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         match self {
-            // In f32 whatever the compute dtype: the running statistics are f32.
-            Self::Batch(n) => {
-                let dtype = x.dtype();
-                n.forward(x.cast(burn::tensor::FloatDType::F32)).cast(dtype)
-            }
+            Self::Batch(n) => super::norm::batch_norm(n, x),
             Self::Group(n) => super::norm::group_norm(n, x),
         }
     }

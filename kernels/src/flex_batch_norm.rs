@@ -1,0 +1,244 @@
+//! The CPU backend's BatchNorm in training mode (statistics of the batch): one pass per channel
+//! for the mean, one for the variance and one over the planes for the output, forward; one per
+//! channel for the sums and one over the planes for the input gradient, backward. Channels and
+//! planes are spread over rayon's pool. burn's module computes it as some ten operations, each a
+//! strided walk on one thread (`swap_dims` then `mean_dim`), and records as many for autodiff.
+//!
+//! Sums are accumulated in f64, each plane's in eight lanes and the planes in sample order, so
+//! a step repeats to the bit.
+
+use burn::backend::flex::FlexTensor;
+use burn::tensor::DType;
+use rayon::prelude::*;
+
+use crate::flex_conv::{contiguous, tensor};
+
+/// Planes (of one sample and channel) per rayon task at least, where planes are small.
+const MIN_VALUES_PER_TASK: usize = 4096;
+
+/// The shape of one BatchNorm this module computes: `[N, C, S]`.
+#[derive(Debug, Clone, Copy)]
+struct Planes {
+    samples: usize,
+    channels: usize,
+    positions: usize,
+}
+
+impl Planes {
+    /// The shape of `x` `[N, C, S]` with `gamma` `[C]`, when this module computes it: f32,
+    /// nothing empty.
+    fn of(x: &FlexTensor, gamma: &FlexTensor) -> Option<Self> {
+        let [samples, channels, positions]: [usize; 3] = x.layout().shape().as_slice().try_into().ok()?;
+        let f32s = x.dtype() == DType::F32 && gamma.dtype() == DType::F32;
+        let fits = gamma.layout().num_elements() == channels;
+        (f32s && fits && samples * channels * positions > 0).then_some(Self { samples, channels, positions })
+    }
+
+    /// Values per channel (the statistics' count).
+    fn per_channel(&self) -> usize {
+        self.samples * self.positions
+    }
+
+    /// Channel `channel`'s planes of `values`, in sample order.
+    fn planes<'a>(&self, values: &'a [f32], channel: usize) -> impl Iterator<Item = &'a [f32]> + 'a {
+        let (channels, positions) = (self.channels, self.positions);
+        (0..self.samples).map(move |n| &values[(n * channels + channel) * positions..][..positions])
+    }
+
+    /// Planes per rayon task, so that a task has some thousands of values.
+    fn planes_per_task(&self) -> usize {
+        MIN_VALUES_PER_TASK.div_ceil(self.positions)
+    }
+}
+
+/// `Σ term(i)` over `0..len` in f64, `K` sums at once, each in eight interleaved lanes (one
+/// chain of dependent additions would wait on each one's latency); the order depends on `len`
+/// only.
+fn lane_sums<const K: usize>(len: usize, term: impl Fn(usize) -> [f64; K]) -> [f64; K] {
+    let mut lanes = [[0f64; K]; 8];
+    let whole = len / 8 * 8;
+    for start in (0..whole).step_by(8) {
+        for (j, lane) in lanes.iter_mut().enumerate() {
+            for (sum, t) in lane.iter_mut().zip(term(start + j)) {
+                *sum += t;
+            }
+        }
+    }
+    let mut total = [0f64; K];
+    for lane in lanes.iter().copied().chain((whole..len).map(term)) {
+        for (sum, t) in total.iter_mut().zip(lane) {
+            *sum += t;
+        }
+    }
+    total
+}
+
+/// BatchNorm's output, with the batch's statistics (`[C, 3]`: mean, `1/√(σ² + ε)`, biased
+/// variance `σ²`), or `None` where burn's operations must compute it.
+pub(crate) fn forward(
+    x: &FlexTensor,
+    gamma: &FlexTensor,
+    beta: &FlexTensor,
+    epsilon: f64,
+) -> Option<(FlexTensor, FlexTensor)> {
+    let shape = Planes::of(x, gamma)?;
+    if beta.dtype() != DType::F32 || beta.layout().num_elements() != shape.channels {
+        return None;
+    }
+    let (x, gamma, beta) = (contiguous(x), contiguous(gamma), contiguous(beta));
+    let count = shape.per_channel() as f64;
+    let stats: Vec<[f32; 3]> = (0..shape.channels)
+        .into_par_iter()
+        .map(|c| {
+            let mean = shape.planes(&x, c).map(|p| lane_sums(p.len(), |i| [f64::from(p[i])])[0]).sum::<f64>() / count;
+            let squares = |p: &[f32]| lane_sums(p.len(), |i| [(f64::from(p[i]) - mean).powi(2)])[0];
+            let variance = shape.planes(&x, c).map(squares).sum::<f64>() / count;
+            [mean as f32, (1.0 / (variance + epsilon).sqrt()) as f32, variance as f32]
+        })
+        .collect();
+    let positions = shape.positions;
+    let mut y = vec![0f32; x.len()];
+    y.par_chunks_mut(positions)
+        .zip(x.par_chunks(positions))
+        .with_min_len(shape.planes_per_task())
+        .enumerate()
+        .for_each(|(plane, (out, values))| {
+            let c = plane % shape.channels;
+            let [mean, inv_std, _] = stats[c];
+            let (scale, shift) = (inv_std * gamma[c], beta[c]);
+            for (o, &v) in out.iter_mut().zip(values) {
+                *o = (v - mean) * scale + shift;
+            }
+        });
+    let [n, c, s] = [shape.samples, shape.channels, positions];
+    Some((tensor(y, [n, c, s]), tensor(stats.into_flattened(), [c, 3])))
+}
+
+/// The gradients of BatchNorm (training mode) with respect to `x`, `gamma` and `beta` (see
+/// [`crate::portable::batch_norm_backward`] for the formula), or `None` (burn's operations).
+pub(crate) fn backward(
+    x: &FlexTensor,
+    gamma: &FlexTensor,
+    stats: &FlexTensor,
+    output_grad: &FlexTensor,
+) -> Option<[FlexTensor; 3]> {
+    let shape = Planes::of(x, gamma)?;
+    let same_shape = output_grad.layout().shape() == x.layout().shape();
+    let stats_shape = stats.layout().shape().as_slice() == [shape.channels, 3];
+    if output_grad.dtype() != DType::F32 || stats.dtype() != DType::F32 || !same_shape || !stats_shape {
+        return None;
+    }
+    let (x, gamma, stats, dy) = (contiguous(x), contiguous(gamma), contiguous(stats), contiguous(output_grad));
+    let stat = |c: usize| (stats[3 * c], stats[3 * c + 1]);
+    // Per channel: Σ dy·x̂ and Σ dy.
+    let sums: Vec<[f64; 2]> = (0..shape.channels)
+        .into_par_iter()
+        .map(|c| {
+            let (mean, inv_std) = stat(c);
+            let planes = shape.planes(&x, c).zip(shape.planes(&dy, c));
+            planes.fold([0f64; 2], |[dy_x_hat, dy_sum], (values, dy)| {
+                let [a, b] = lane_sums(values.len(), |i| {
+                    let (v, d) = (values[i], dy[i]);
+                    [f64::from(d * ((v - mean) * inv_std)), f64::from(d)]
+                });
+                [dy_x_hat + a, dy_sum + b]
+            })
+        })
+        .collect();
+    let count = shape.per_channel() as f64;
+    let positions = shape.positions;
+    let mut dx = vec![0f32; x.len()];
+    dx.par_chunks_mut(positions).with_min_len(shape.planes_per_task()).enumerate().for_each(|(plane, dx)| {
+        let c = plane % shape.channels;
+        let (mean, inv_std) = stat(c);
+        let [dy_x_hat, dy_sum] = sums[c];
+        let gamma = gamma[c];
+        let (mean_g, mean_g_x_hat) =
+            ((f64::from(gamma) * dy_sum / count) as f32, (f64::from(gamma) * dy_x_hat / count) as f32);
+        let (values, dy) = (&x[plane * positions..][..positions], &dy[plane * positions..][..positions]);
+        for ((o, &v), &d) in dx.iter_mut().zip(values).zip(dy) {
+            let x_hat = (v - mean) * inv_std;
+            *o = inv_std * (d * gamma - mean_g - x_hat * mean_g_x_hat);
+        }
+    });
+    let column = |i: usize| sums.iter().map(|s| s[i] as f32).collect::<Vec<f32>>();
+    let [n, c, s] = [shape.samples, shape.channels, positions];
+    Some([tensor(dx, [n, c, s]), tensor(column(0), [c]), tensor(column(1), [c])])
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::{Autodiff, Flex};
+    use burn::module::Param;
+    use burn::nn::BatchNormConfig;
+    use burn::prelude::*;
+    use burn::tensor::Distribution;
+
+    type Ad = Autodiff<Flex>;
+
+    fn max_relative<const D: usize>(a: Tensor<Flex, D>, b: Tensor<Flex, D>) -> f32 {
+        let scale = b.clone().abs().max().into_scalar().max(1e-6);
+        (a - b).abs().max().into_scalar() / scale
+    }
+
+    /// The fused forward and backward passes equal burn's `BatchNorm` module in training mode
+    /// and its autodiff gradients (input, γ, β), and the statistics are the batch's, for planes
+    /// of many positions, of fewer than a lane's eight, and of one.
+    #[test]
+    fn matches_burns_batch_norm_and_its_gradients() {
+        let device = Default::default();
+        for (samples, channels, positions) in [(3, 8, 49), (2, 5, 3), (16, 4, 1), (1, 3, 100)] {
+            let mut norm = BatchNormConfig::new(channels).init::<Ad>(&device);
+            let gamma = Tensor::<Ad, 1>::random([channels], Distribution::Uniform(0.5, 1.5), &device);
+            let beta = Tensor::<Ad, 1>::random([channels], Distribution::Default, &device);
+            norm.gamma = Param::from_tensor(gamma);
+            norm.beta = Param::from_tensor(beta);
+            let x = Tensor::<Ad, 3>::random([samples, channels, positions], Distribution::Default, &device);
+            let x = (x * 3.0 + 0.5).detach().require_grad();
+            let reference = norm.forward(x.clone());
+            let (gamma, beta) = (norm.gamma.val(), norm.beta.val());
+            let (ours, mean, variance) = crate::batch_norm(x.clone(), gamma.clone(), beta.clone(), norm.epsilon)
+                .expect("Flex has a fused BatchNorm");
+            let weights = Tensor::<Ad, 3>::random(reference.dims(), Distribution::Default, &device);
+            let grads_ref = (reference.clone() * weights.clone()).sum().backward();
+            let grads_ours = (ours.clone() * weights).sum().backward();
+            let case = format!("{samples}x{channels}x{positions}");
+            assert!(max_relative(ours.inner(), reference.inner()) < 1e-5, "{case}: forward");
+            let per_channel = x.clone().inner().swap_dims(0, 1).reshape([channels, samples * positions]);
+            let expected_mean = per_channel.clone().mean_dim(1).reshape([channels]);
+            let expected_variance = per_channel.var_bias(1).reshape([channels]);
+            assert!(max_relative(mean.inner(), expected_mean) < 1e-5, "{case}: mean");
+            assert!(max_relative(variance.inner(), expected_variance) < 1e-5, "{case}: variance");
+            let (dx, dx_ref) = (x.grad(&grads_ours).unwrap(), x.grad(&grads_ref).unwrap());
+            assert!(max_relative(dx, dx_ref) < 1e-4, "{case}: input gradient");
+            for (p, what) in [(&gamma, "gamma"), (&beta, "beta")] {
+                let (a, b) = (p.grad(&grads_ours).unwrap(), p.grad(&grads_ref).unwrap());
+                assert!(max_relative(a, b) < 1e-4, "{case}: {what} gradient");
+            }
+        }
+    }
+
+    /// The portable backward pass (the trait's default, for a backend that adds only a fused
+    /// forward pass) equals the fused one.
+    #[test]
+    fn the_portable_backward_equals_the_fused_one() {
+        let device = Default::default();
+        let (samples, channels, positions) = (3, 6, 11);
+        let x = Tensor::<Flex, 3>::random([samples, channels, positions], Distribution::Default, &device);
+        let gamma = Tensor::<Flex, 1>::random([channels], Distribution::Default, &device);
+        let beta = Tensor::<Flex, 1>::random([channels], Distribution::Default, &device);
+        let dy = Tensor::<Flex, 3>::random([samples, channels, positions], Distribution::Default, &device);
+        let prim3 = |t: &Tensor<Flex, 3>| t.clone().into_primitive().tensor();
+        let prim1 = |t: &Tensor<Flex, 1>| t.clone().into_primitive().tensor();
+        let (_, stats) = super::forward(&prim3(&x), &prim1(&gamma), &prim1(&beta), 1e-5).unwrap();
+        let fused = super::backward(&prim3(&x), &prim1(&gamma), &stats, &prim3(&dy)).unwrap();
+        let portable = crate::portable::batch_norm_backward::<Flex>(prim3(&x), prim1(&gamma), stats, prim3(&dy));
+        for (a, b) in fused.iter().zip(&portable) {
+            let (a, b) = (a.to_contiguous(), b.to_contiguous());
+            let (a, b) = (a.as_slice::<f32>().unwrap(), b.as_slice::<f32>().unwrap());
+            let scale = b.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
+            let worst = a.iter().zip(b).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+            assert!(worst / scale < 1e-5, "{worst} of {scale}");
+        }
+    }
+}

@@ -8,7 +8,7 @@ use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndice
 use rayon::prelude::*;
 
 use crate::{
-    AdamConstants, AdamStep, FlatBuffers, Kernels, flex_batch_norm, flex_conv, flex_norm, flex_pool, portable,
+    AdamConstants, AdamStep, FlatBuffers, Kernels, flex_batch_norm, flex_conv, flex_norm, flex_pool, portable, sums,
 };
 
 /// Elements per task: large enough that a task's overhead is noise, small enough to spread a
@@ -125,7 +125,8 @@ impl Kernels for Flex {
         let Some(values) = f32_slice(&x) else { return portable::sum_of_squares::<Self>(x) };
         // Per-chunk sums added in chunk order, so that the norm does not depend on how rayon
         // split the work (a resumed run must repeat it to the bit).
-        let chunks: Vec<f64> = values.par_chunks(CHUNK).map(sum_of_squares_f64).collect();
+        let chunks: Vec<f64> =
+            values.par_chunks(CHUNK).map(|chunk| sums::sum_f64(chunk, |v| f64::from(v) * f64::from(v))).collect();
         let total: f64 = chunks.iter().sum();
         FlexTensor::from_data(burn::tensor::TensorData::new(vec![total as f32], [1]))
     }
@@ -258,19 +259,6 @@ fn copy_row_major(part: &FlexTensor, out: &mut [f32]) {
 }
 
 /// `Σ x²` accumulated in f64, in 32 lanes (so that the loop vectorises).
-fn sum_of_squares_f64(values: &[f32]) -> f64 {
-    // 32 lanes: four independent chains of eight, so that each addition need not wait for the
-    // one before it (PushT classic's norm over 263 M gradients: 62 ms with one chain, 44 here).
-    let mut lanes = [0f64; 32];
-    let mut chunks = values.chunks_exact(32);
-    for chunk in &mut chunks {
-        for (lane, &v) in lanes.iter_mut().zip(chunk) {
-            *lane += f64::from(v) * f64::from(v);
-        }
-    }
-    let rest: f64 = chunks.remainder().iter().map(|&v| f64::from(v) * f64::from(v)).sum();
-    lanes.iter().sum::<f64>() + rest
-}
 
 /// A contiguous f32 tensor's elements.
 fn f32_slice(t: &FlexTensor) -> Option<&[f32]> {

@@ -4,14 +4,15 @@
 //! planes are spread over rayon's pool. burn's module computes it as some ten operations, each a
 //! strided walk on one thread (`swap_dims` then `mean_dim`), and records as many for autodiff.
 //!
-//! Sums are accumulated in f64, each plane's in eight lanes and the planes in sample order, so
-//! a step repeats to the bit.
+//! Sums are accumulated in f64, each plane's in fixed lanes ([`crate::sums`]) and the planes in
+//! sample order, so a step repeats to the bit.
 
 use burn::backend::flex::FlexTensor;
 use burn::tensor::DType;
 use rayon::prelude::*;
 
 use crate::flex_conv::{contiguous, tensor};
+use crate::sums::{sum_f64, sum_pairs_f64};
 
 /// Planes (of one sample and channel) per rayon task at least, where planes are small.
 const MIN_VALUES_PER_TASK: usize = 4096;
@@ -51,28 +52,6 @@ impl Planes {
     }
 }
 
-/// `Σ term(i)` over `0..len` in f64, `K` sums at once, each in eight interleaved lanes (one
-/// chain of dependent additions would wait on each one's latency); the order depends on `len`
-/// only.
-fn lane_sums<const K: usize>(len: usize, term: impl Fn(usize) -> [f64; K]) -> [f64; K] {
-    let mut lanes = [[0f64; K]; 8];
-    let whole = len / 8 * 8;
-    for start in (0..whole).step_by(8) {
-        for (j, lane) in lanes.iter_mut().enumerate() {
-            for (sum, t) in lane.iter_mut().zip(term(start + j)) {
-                *sum += t;
-            }
-        }
-    }
-    let mut total = [0f64; K];
-    for lane in lanes.iter().copied().chain((whole..len).map(term)) {
-        for (sum, t) in total.iter_mut().zip(lane) {
-            *sum += t;
-        }
-    }
-    total
-}
-
 /// BatchNorm's output, with the batch's statistics (`[C, 3]`: mean, `1/√(σ² + ε)`, biased
 /// variance `σ²`), or `None` where burn's operations must compute it.
 pub(crate) fn forward(
@@ -90,8 +69,8 @@ pub(crate) fn forward(
     let stats: Vec<[f32; 3]> = (0..shape.channels)
         .into_par_iter()
         .map(|c| {
-            let mean = shape.planes(&x, c).map(|p| lane_sums(p.len(), |i| [f64::from(p[i])])[0]).sum::<f64>() / count;
-            let squares = |p: &[f32]| lane_sums(p.len(), |i| [(f64::from(p[i]) - mean).powi(2)])[0];
+            let mean = shape.planes(&x, c).map(|p| sum_f64(p, f64::from)).sum::<f64>() / count;
+            let squares = |p: &[f32]| sum_f64(p, |v| (f64::from(v) - mean).powi(2));
             let variance = shape.planes(&x, c).map(squares).sum::<f64>() / count;
             [mean as f32, (1.0 / (variance + epsilon).sqrt()) as f32, variance as f32]
         })
@@ -137,10 +116,7 @@ pub(crate) fn backward(
             let (mean, inv_std) = stat(c);
             let planes = shape.planes(&x, c).zip(shape.planes(&dy, c));
             planes.fold([0f64; 2], |[dy_x_hat, dy_sum], (values, dy)| {
-                let [a, b] = lane_sums(values.len(), |i| {
-                    let (v, d) = (values[i], dy[i]);
-                    [f64::from(d * ((v - mean) * inv_std)), f64::from(d)]
-                });
+                let [a, b] = sum_pairs_f64(values, dy, |v, d| [f64::from(d * ((v - mean) * inv_std)), f64::from(d)]);
                 [dy_x_hat + a, dy_sum + b]
             })
         })

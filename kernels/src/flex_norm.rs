@@ -3,7 +3,7 @@
 //! on one task of rayon's pool. Composed of burn's operations, GroupNorm is about ten passes forward and twenty
 //! backward over the activations, each on one thread.
 //!
-//! Sums are accumulated in f64 in a fixed order (each group's by one task, `dγ` and `dβ` over
+//! Sums are accumulated in f64 in a fixed order (each group's by one task, in fixed lanes, `dγ` and `dβ` over
 //! the samples in sample order), so a step repeats to the bit.
 
 use burn::backend::flex::FlexTensor;
@@ -11,6 +11,7 @@ use burn::tensor::DType;
 use rayon::prelude::*;
 
 use crate::flex_conv::{contiguous, tensor};
+use crate::sums::{sum_f64, sum_pairs_f64};
 
 /// The shape of one GroupNorm this module computes.
 #[derive(Debug, Clone, Copy)]
@@ -65,8 +66,8 @@ pub(crate) fn forward(
     let mut stats = vec![0f32; 2 * shape.samples * groups];
     y.par_chunks_mut(len).zip(stats.par_chunks_mut(2)).enumerate().for_each(|(block, (out, stat))| {
         let values = &x[block * len..][..len];
-        let mean = values.iter().map(|&v| f64::from(v)).sum::<f64>() / len as f64;
-        let variance = values.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / len as f64;
+        let mean = sum_f64(values, f64::from) / len as f64;
+        let variance = sum_f64(values, |v| (f64::from(v) - mean).powi(2)) / len as f64;
         let (mean, inv_std) = (mean as f32, (1.0 / (variance + epsilon).sqrt()) as f32);
         let first_channel = block % groups * per_group;
         for (k, (out, values)) in out.chunks_mut(positions).zip(values.chunks(positions)).enumerate() {
@@ -107,11 +108,8 @@ pub(crate) fn backward(
         let (mut mean_g, mut mean_g_x_hat) = (0f64, 0f64);
         for (k, sum) in sums.iter_mut().enumerate() {
             let (values, dy) = (&values[k * positions..][..positions], &dy[k * positions..][..positions]);
-            let (mut dy_x_hat, mut dy_sum) = (0f64, 0f64);
-            for (&v, &d) in values.iter().zip(dy) {
-                dy_x_hat += f64::from(d * ((v - mean) * inv_std));
-                dy_sum += f64::from(d);
-            }
+            let [dy_x_hat, dy_sum] =
+                sum_pairs_f64(values, dy, |v, d| [f64::from(d * ((v - mean) * inv_std)), f64::from(d)]);
             *sum = [dy_x_hat, dy_sum];
             let gamma = f64::from(gamma[first_channel + k]);
             mean_g += gamma * dy_sum;

@@ -34,6 +34,7 @@ mod flex_conv;
 mod flex_norm;
 mod flex_pool;
 pub mod portable;
+mod sums;
 
 use burn::prelude::*;
 use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndices, ModuleOps};

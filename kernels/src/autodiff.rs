@@ -13,7 +13,7 @@ use burn::tensor::DType;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndices};
 
-use crate::Kernels;
+use crate::{Activation, Kernels};
 
 /// The convolution's node: the gradients of its input and weight.
 #[derive(Debug)]
@@ -44,15 +44,16 @@ impl<B: Kernels> Backward<B, 2> for Conv2dNoBias {
 struct GroupNorm;
 
 impl<B: Kernels> Backward<B, 3> for GroupNorm {
-    /// The input's and γ's checkpoints, the forward pass's statistics, the number of groups.
-    type State = (NodeId, NodeId, FloatTensor<B>, usize);
+    /// The checkpoints of the input, γ and β, the forward pass's statistics, the number of
+    /// groups, the activation.
+    type State = (NodeId, [NodeId; 2], FloatTensor<B>, usize, Activation);
 
     fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
         let output_grad = grads.consume::<B>(&ops.node);
-        let (x, gamma, stats, groups) = ops.state;
+        let (x, affine, stats, groups, activation) = ops.state;
         let x = checkpointer.retrieve_node_output::<FloatTensor<B>>(x);
-        let gamma = checkpointer.retrieve_node_output::<FloatTensor<B>>(gamma);
-        let gradients = B::group_norm_backward(x, gamma, stats, output_grad, groups);
+        let affine = affine.map(|node| checkpointer.retrieve_node_output::<FloatTensor<B>>(node));
+        let gradients = B::group_norm_backward(x, affine, stats, output_grad, groups, activation);
         for (parent, gradient) in ops.parents.into_iter().zip(gradients) {
             if let Some(node) = parent {
                 grads.register::<B>(node.id, gradient);
@@ -67,15 +68,15 @@ impl<B: Kernels> Backward<B, 3> for GroupNorm {
 struct BatchNorm;
 
 impl<B: Kernels> Backward<B, 3> for BatchNorm {
-    /// The input's and γ's checkpoints, the forward pass's statistics.
-    type State = (NodeId, NodeId, FloatTensor<B>);
+    /// The checkpoints of the input, γ and β, the forward pass's statistics, the activation.
+    type State = (NodeId, [NodeId; 2], FloatTensor<B>, Activation);
 
     fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
         let output_grad = grads.consume::<B>(&ops.node);
-        let (x, gamma, stats) = ops.state;
+        let (x, affine, stats, activation) = ops.state;
         let x = checkpointer.retrieve_node_output::<FloatTensor<B>>(x);
-        let gamma = checkpointer.retrieve_node_output::<FloatTensor<B>>(gamma);
-        let gradients = B::batch_norm_backward(x, gamma, stats, output_grad);
+        let affine = affine.map(|node| checkpointer.retrieve_node_output::<FloatTensor<B>>(node));
+        let gradients = B::batch_norm_backward(x, affine, stats, output_grad, activation);
         for (parent, gradient) in ops.parents.into_iter().zip(gradients) {
             if let Some(node) = parent {
                 grads.register::<B>(node.id, gradient);
@@ -132,6 +133,7 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
         beta: FloatTensor<Self>,
         groups: usize,
         epsilon: f64,
+        activation: Activation,
     ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
         let (y, stats) = B::group_norm_forward(
             x.primitive.clone(),
@@ -139,13 +141,14 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
             beta.primitive.clone(),
             groups,
             epsilon,
+            activation,
         )?;
         let parents = [x.node.clone(), gamma.node.clone(), beta.node.clone()];
         let y = match GroupNorm.prepare::<C>(parents).compute_bound().stateful() {
             OpsKind::Tracked(mut prep) => {
                 let x_state = prep.checkpoint(&x);
-                let gamma_state = prep.checkpoint(&gamma);
-                prep.finish((x_state, gamma_state, stats.clone(), groups), y)
+                let affine = [prep.checkpoint(&gamma), prep.checkpoint(&beta)];
+                prep.finish((x_state, affine, stats.clone(), groups, activation), y)
             }
             OpsKind::UnTracked(prep) => prep.finish(y),
         };
@@ -157,15 +160,21 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
         gamma: FloatTensor<Self>,
         beta: FloatTensor<Self>,
         epsilon: f64,
+        activation: Activation,
     ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
-        let (y, stats) =
-            B::batch_norm_forward(x.primitive.clone(), gamma.primitive.clone(), beta.primitive.clone(), epsilon)?;
+        let (y, stats) = B::batch_norm_forward(
+            x.primitive.clone(),
+            gamma.primitive.clone(),
+            beta.primitive.clone(),
+            epsilon,
+            activation,
+        )?;
         let parents = [x.node.clone(), gamma.node.clone(), beta.node.clone()];
         let y = match BatchNorm.prepare::<C>(parents).compute_bound().stateful() {
             OpsKind::Tracked(mut prep) => {
                 let x_state = prep.checkpoint(&x);
-                let gamma_state = prep.checkpoint(&gamma);
-                prep.finish((x_state, gamma_state, stats.clone()), y)
+                let affine = [prep.checkpoint(&gamma), prep.checkpoint(&beta)];
+                prep.finish((x_state, affine, stats.clone(), activation), y)
             }
             OpsKind::UnTracked(prep) => prep.finish(y),
         };

@@ -8,7 +8,8 @@ use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndice
 use rayon::prelude::*;
 
 use crate::{
-    AdamConstants, AdamStep, FlatBuffers, Kernels, flex_batch_norm, flex_conv, flex_norm, flex_pool, portable, sums,
+    Activation, AdamConstants, AdamStep, FlatBuffers, Kernels, flex_batch_norm, flex_conv, flex_norm, flex_pool,
+    portable, sums,
 };
 
 /// Elements per task: large enough that a task's overhead is noise, small enough to spread a
@@ -22,20 +23,22 @@ impl Kernels for Flex {
         beta: FloatTensor<Self>,
         groups: usize,
         epsilon: f64,
+        activation: Activation,
     ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
-        flex_norm::forward(&x, &gamma, &beta, groups, epsilon)
+        flex_norm::forward(&x, &gamma, &beta, groups, epsilon, activation)
     }
 
     fn group_norm_backward(
         x: FloatTensor<Self>,
-        gamma: FloatTensor<Self>,
+        [gamma, beta]: [FloatTensor<Self>; 2],
         stats: FloatTensor<Self>,
         output_grad: FloatTensor<Self>,
         groups: usize,
+        activation: Activation,
     ) -> [FloatTensor<Self>; 3] {
-        match flex_norm::backward(&x, &gamma, &stats, &output_grad, groups) {
+        match flex_norm::backward(&x, [&gamma, &beta], &stats, &output_grad, groups, activation) {
             Some(grads) => grads,
-            None => portable::group_norm_backward::<Self>(x, gamma, stats, output_grad, groups),
+            None => portable::group_norm_backward::<Self>(x, [gamma, beta], stats, output_grad, groups, activation),
         }
     }
 
@@ -44,19 +47,21 @@ impl Kernels for Flex {
         gamma: FloatTensor<Self>,
         beta: FloatTensor<Self>,
         epsilon: f64,
+        activation: Activation,
     ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
-        flex_batch_norm::forward(&x, &gamma, &beta, epsilon)
+        flex_batch_norm::forward(&x, &gamma, &beta, epsilon, activation)
     }
 
     fn batch_norm_backward(
         x: FloatTensor<Self>,
-        gamma: FloatTensor<Self>,
+        [gamma, beta]: [FloatTensor<Self>; 2],
         stats: FloatTensor<Self>,
         output_grad: FloatTensor<Self>,
+        activation: Activation,
     ) -> [FloatTensor<Self>; 3] {
-        match flex_batch_norm::backward(&x, &gamma, &stats, &output_grad) {
+        match flex_batch_norm::backward(&x, [&gamma, &beta], &stats, &output_grad, activation) {
             Some(grads) => grads,
-            None => portable::batch_norm_backward::<Self>(x, gamma, stats, output_grad),
+            None => portable::batch_norm_backward::<Self>(x, [gamma, beta], stats, output_grad, activation),
         }
     }
 
@@ -257,8 +262,6 @@ fn copy_row_major(part: &FlexTensor, out: &mut [f32]) {
         out.copy_from_slice(&storage[start..start + block_len]);
     }
 }
-
-/// `Σ x²` accumulated in f64, in 32 lanes (so that the loop vectorises).
 
 /// A contiguous f32 tensor's elements.
 fn f32_slice(t: &FlexTensor) -> Option<&[f32]> {

@@ -11,6 +11,7 @@ use burn::backend::flex::FlexTensor;
 use burn::tensor::DType;
 use rayon::prelude::*;
 
+use crate::Activation;
 use crate::flex_conv::{contiguous, tensor};
 use crate::sums::{sum_f64, sum_pairs_f64};
 
@@ -52,13 +53,14 @@ impl Planes {
     }
 }
 
-/// BatchNorm's output, with the batch's statistics (`[C, 3]`: mean, `1/√(σ² + ε)`, biased
+/// BatchNorm's output, through `activation`, with the batch's statistics (`[C, 3]`: mean, `1/√(σ² + ε)`, biased
 /// variance `σ²`), or `None` where burn's operations must compute it.
 pub(crate) fn forward(
     x: &FlexTensor,
     gamma: &FlexTensor,
     beta: &FlexTensor,
     epsilon: f64,
+    activation: Activation,
 ) -> Option<(FlexTensor, FlexTensor)> {
     let shape = Planes::of(x, gamma)?;
     if beta.dtype() != DType::F32 || beta.layout().num_elements() != shape.channels {
@@ -86,35 +88,56 @@ pub(crate) fn forward(
             let [mean, inv_std, _] = stats[c];
             let (scale, shift) = (inv_std * gamma[c], beta[c]);
             for (o, &v) in out.iter_mut().zip(values) {
-                *o = (v - mean) * scale + shift;
+                *o = activation.apply((v - mean) * scale + shift);
             }
         });
     let [n, c, s] = [shape.samples, shape.channels, positions];
     Some((tensor(y, [n, c, s]), tensor(stats.into_flattened(), [c, 3])))
 }
 
-/// The gradients of BatchNorm (training mode) with respect to `x`, `gamma` and `beta` (see
-/// [`crate::portable::batch_norm_backward`] for the formula), or `None` (burn's operations).
+/// The gradients of BatchNorm (training mode) followed by `activation` with respect to `x`,
+/// `gamma` and `beta` (see [`crate::portable::batch_norm_backward`] for the formula), or `None`
+/// (burn's operations).
 pub(crate) fn backward(
     x: &FlexTensor,
-    gamma: &FlexTensor,
+    [gamma, beta]: [&FlexTensor; 2],
     stats: &FlexTensor,
     output_grad: &FlexTensor,
+    activation: Activation,
 ) -> Option<[FlexTensor; 3]> {
     let shape = Planes::of(x, gamma)?;
     let same_shape = output_grad.layout().shape() == x.layout().shape();
     let stats_shape = stats.layout().shape().as_slice() == [shape.channels, 3];
-    if output_grad.dtype() != DType::F32 || stats.dtype() != DType::F32 || !same_shape || !stats_shape {
+    let beta_fits = beta.dtype() == DType::F32 && beta.layout().num_elements() == shape.channels;
+    if output_grad.dtype() != DType::F32 || stats.dtype() != DType::F32 || !same_shape || !stats_shape || !beta_fits {
         return None;
     }
-    let (x, gamma, stats, dy) = (contiguous(x), contiguous(gamma), contiguous(stats), contiguous(output_grad));
+    let (x, gamma, beta) = (contiguous(x), contiguous(gamma), contiguous(beta));
+    let (stats, output_grad) = (contiguous(stats), contiguous(output_grad));
     let stat = |c: usize| (stats[3 * c], stats[3 * c + 1]);
+    let positions = shape.positions;
+    let mut dx = vec![0f32; x.len()];
+    // The gradient before the activation: the output's itself, or written into `dx` first.
+    let identity = activation == Activation::Identity;
+    if !identity {
+        dx.par_chunks_mut(positions).with_min_len(shape.planes_per_task()).enumerate().for_each(|(plane, dx)| {
+            let c = plane % shape.channels;
+            let (mean, inv_std) = stat(c);
+            let (scale, shift) = (inv_std * gamma[c], beta[c]);
+            let (values, output_grad) =
+                (&x[plane * positions..][..positions], &output_grad[plane * positions..][..positions]);
+            for ((o, &v), &d) in dx.iter_mut().zip(values).zip(output_grad) {
+                *o = d * activation.derivative((v - mean) * scale + shift);
+            }
+        });
+    }
+    let dy: &[f32] = if identity { &output_grad } else { &dx };
     // Per channel: Σ dy·x̂ and Σ dy.
     let sums: Vec<[f64; 2]> = (0..shape.channels)
         .into_par_iter()
         .map(|c| {
             let (mean, inv_std) = stat(c);
-            let planes = shape.planes(&x, c).zip(shape.planes(&dy, c));
+            let planes = shape.planes(&x, c).zip(shape.planes(dy, c));
             planes.fold([0f64; 2], |[dy_x_hat, dy_sum], (values, dy)| {
                 let [a, b] = sum_pairs_f64(values, dy, |v, d| [f64::from(d * ((v - mean) * inv_std)), f64::from(d)]);
                 [dy_x_hat + a, dy_sum + b]
@@ -122,8 +145,6 @@ pub(crate) fn backward(
         })
         .collect();
     let count = shape.per_channel() as f64;
-    let positions = shape.positions;
-    let mut dx = vec![0f32; x.len()];
     dx.par_chunks_mut(positions).with_min_len(shape.planes_per_task()).enumerate().for_each(|(plane, dx)| {
         let c = plane % shape.channels;
         let (mean, inv_std) = stat(c);
@@ -131,8 +152,10 @@ pub(crate) fn backward(
         let gamma = gamma[c];
         let (mean_g, mean_g_x_hat) =
             ((f64::from(gamma) * dy_sum / count) as f32, (f64::from(gamma) * dy_x_hat / count) as f32);
-        let (values, dy) = (&x[plane * positions..][..positions], &dy[plane * positions..][..positions]);
-        for ((o, &v), &d) in dx.iter_mut().zip(values).zip(dy) {
+        let (values, output_grad) =
+            (&x[plane * positions..][..positions], &output_grad[plane * positions..][..positions]);
+        for ((o, &v), &g) in dx.iter_mut().zip(values).zip(output_grad) {
+            let d = if identity { g } else { *o };
             let x_hat = (v - mean) * inv_std;
             *o = inv_std * (d * gamma - mean_g - x_hat * mean_g_x_hat);
         }
@@ -150,52 +173,61 @@ mod tests {
     use burn::prelude::*;
     use burn::tensor::Distribution;
 
+    use crate::Activation;
+    use crate::portable::activate;
+
     type Ad = Autodiff<Flex>;
+
+    const ACTIVATIONS: [Activation; 3] = [Activation::Identity, Activation::Relu, Activation::Mish];
 
     fn max_relative<const D: usize>(a: Tensor<Flex, D>, b: Tensor<Flex, D>) -> f32 {
         let scale = b.clone().abs().max().into_scalar().max(1e-6);
         (a - b).abs().max().into_scalar() / scale
     }
 
-    /// The fused forward and backward passes equal burn's `BatchNorm` module in training mode
-    /// and its autodiff gradients (input, γ, β), and the statistics are the batch's, for planes
-    /// of many positions, of fewer than a lane's eight, and of one.
+    /// The fused forward and backward passes equal burn's `BatchNorm` module in training mode,
+    /// followed by the activation composed of burn's operations, and its autodiff gradients
+    /// (input, γ, β), and the statistics are the batch's, for planes of many positions, of fewer
+    /// than a lane's, and of one, and each activation.
     #[test]
     fn matches_burns_batch_norm_and_its_gradients() {
         let device = Default::default();
         for (samples, channels, positions) in [(3, 8, 49), (2, 5, 3), (16, 4, 1), (1, 3, 100)] {
-            let mut norm = BatchNormConfig::new(channels).init::<Ad>(&device);
-            let gamma = Tensor::<Ad, 1>::random([channels], Distribution::Uniform(0.5, 1.5), &device);
-            let beta = Tensor::<Ad, 1>::random([channels], Distribution::Default, &device);
-            norm.gamma = Param::from_tensor(gamma);
-            norm.beta = Param::from_tensor(beta);
-            let x = Tensor::<Ad, 3>::random([samples, channels, positions], Distribution::Default, &device);
-            let x = (x * 3.0 + 0.5).detach().require_grad();
-            let reference = norm.forward(x.clone());
-            let (gamma, beta) = (norm.gamma.val(), norm.beta.val());
-            let (ours, mean, variance) = crate::batch_norm(x.clone(), gamma.clone(), beta.clone(), norm.epsilon)
-                .expect("Flex has a fused BatchNorm");
-            let weights = Tensor::<Ad, 3>::random(reference.dims(), Distribution::Default, &device);
-            let grads_ref = (reference.clone() * weights.clone()).sum().backward();
-            let grads_ours = (ours.clone() * weights).sum().backward();
-            let case = format!("{samples}x{channels}x{positions}");
-            assert!(max_relative(ours.inner(), reference.inner()) < 1e-5, "{case}: forward");
-            let per_channel = x.clone().inner().swap_dims(0, 1).reshape([channels, samples * positions]);
-            let expected_mean = per_channel.clone().mean_dim(1).reshape([channels]);
-            let expected_variance = per_channel.var_bias(1).reshape([channels]);
-            assert!(max_relative(mean.inner(), expected_mean) < 1e-5, "{case}: mean");
-            assert!(max_relative(variance.inner(), expected_variance) < 1e-5, "{case}: variance");
-            let (dx, dx_ref) = (x.grad(&grads_ours).unwrap(), x.grad(&grads_ref).unwrap());
-            assert!(max_relative(dx, dx_ref) < 1e-4, "{case}: input gradient");
-            for (p, what) in [(&gamma, "gamma"), (&beta, "beta")] {
-                let (a, b) = (p.grad(&grads_ours).unwrap(), p.grad(&grads_ref).unwrap());
-                assert!(max_relative(a, b) < 1e-4, "{case}: {what} gradient");
+            for activation in ACTIVATIONS {
+                let mut norm = BatchNormConfig::new(channels).init::<Ad>(&device);
+                let gamma = Tensor::<Ad, 1>::random([channels], Distribution::Uniform(0.5, 1.5), &device);
+                let beta = Tensor::<Ad, 1>::random([channels], Distribution::Default, &device);
+                norm.gamma = Param::from_tensor(gamma);
+                norm.beta = Param::from_tensor(beta);
+                let x = Tensor::<Ad, 3>::random([samples, channels, positions], Distribution::Default, &device);
+                let x = (x * 3.0 + 0.5).detach().require_grad();
+                let reference = activate(norm.forward(x.clone()), activation);
+                let (gamma, beta) = (norm.gamma.val(), norm.beta.val());
+                let (ours, mean, variance) =
+                    crate::batch_norm(x.clone(), [gamma.clone(), beta.clone()], norm.epsilon, activation)
+                        .expect("Flex has a fused BatchNorm");
+                let weights = Tensor::<Ad, 3>::random(reference.dims(), Distribution::Default, &device);
+                let grads_ref = (reference.clone() * weights.clone()).sum().backward();
+                let grads_ours = (ours.clone() * weights).sum().backward();
+                let case = format!("{samples}x{channels}x{positions}, {activation:?}");
+                assert!(max_relative(ours.inner(), reference.inner()) < 1e-5, "{case}: forward");
+                let per_channel = x.clone().inner().swap_dims(0, 1).reshape([channels, samples * positions]);
+                let expected_mean = per_channel.clone().mean_dim(1).reshape([channels]);
+                let expected_variance = per_channel.var_bias(1).reshape([channels]);
+                assert!(max_relative(mean.inner(), expected_mean) < 1e-5, "{case}: mean");
+                assert!(max_relative(variance.inner(), expected_variance) < 1e-5, "{case}: variance");
+                let (dx, dx_ref) = (x.grad(&grads_ours).unwrap(), x.grad(&grads_ref).unwrap());
+                assert!(max_relative(dx, dx_ref) < 1e-4, "{case}: input gradient");
+                for (p, what) in [(&gamma, "gamma"), (&beta, "beta")] {
+                    let (a, b) = (p.grad(&grads_ours).unwrap(), p.grad(&grads_ref).unwrap());
+                    assert!(max_relative(a, b) < 1e-4, "{case}: {what} gradient");
+                }
             }
         }
     }
 
     /// The portable backward pass (the trait's default, for a backend that adds only a fused
-    /// forward pass) equals the fused one.
+    /// forward pass) equals the fused one, for each activation.
     #[test]
     fn the_portable_backward_equals_the_fused_one() {
         let device = Default::default();
@@ -206,15 +238,19 @@ mod tests {
         let dy = Tensor::<Flex, 3>::random([samples, channels, positions], Distribution::Default, &device);
         let prim3 = |t: &Tensor<Flex, 3>| t.clone().into_primitive().tensor();
         let prim1 = |t: &Tensor<Flex, 1>| t.clone().into_primitive().tensor();
-        let (_, stats) = super::forward(&prim3(&x), &prim1(&gamma), &prim1(&beta), 1e-5).unwrap();
-        let fused = super::backward(&prim3(&x), &prim1(&gamma), &stats, &prim3(&dy)).unwrap();
-        let portable = crate::portable::batch_norm_backward::<Flex>(prim3(&x), prim1(&gamma), stats, prim3(&dy));
-        for (a, b) in fused.iter().zip(&portable) {
-            let (a, b) = (a.to_contiguous(), b.to_contiguous());
-            let (a, b) = (a.as_slice::<f32>().unwrap(), b.as_slice::<f32>().unwrap());
-            let scale = b.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
-            let worst = a.iter().zip(b).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
-            assert!(worst / scale < 1e-5, "{worst} of {scale}");
+        for activation in ACTIVATIONS {
+            let (_, stats) = super::forward(&prim3(&x), &prim1(&gamma), &prim1(&beta), 1e-5, activation).unwrap();
+            let affine = [prim1(&gamma), prim1(&beta)];
+            let fused = super::backward(&prim3(&x), [&affine[0], &affine[1]], &stats, &prim3(&dy), activation).unwrap();
+            let portable =
+                crate::portable::batch_norm_backward::<Flex>(prim3(&x), affine, stats, prim3(&dy), activation);
+            for (a, b) in fused.iter().zip(&portable) {
+                let (a, b) = (a.to_contiguous(), b.to_contiguous());
+                let (a, b) = (a.as_slice::<f32>().unwrap(), b.as_slice::<f32>().unwrap());
+                let scale = b.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
+                let worst = a.iter().zip(b).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+                assert!(worst / scale < 1e-5, "{activation:?}: {worst} of {scale}");
+            }
         }
     }
 }

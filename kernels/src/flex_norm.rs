@@ -10,6 +10,7 @@ use burn::backend::flex::FlexTensor;
 use burn::tensor::DType;
 use rayon::prelude::*;
 
+use crate::Activation;
 use crate::flex_conv::{contiguous, tensor};
 use crate::sums::{sum_f64, sum_pairs_f64};
 
@@ -47,14 +48,15 @@ impl Groups {
     }
 }
 
-/// GroupNorm's output and statistics (`[N, groups, 2]`: mean, `1/√(σ² + ε)`), or `None` where
-/// burn's operations must compute it.
+/// GroupNorm's output, through `activation`, and statistics (`[N, groups, 2]`: mean,
+/// `1/√(σ² + ε)`), or `None` where burn's operations must compute it.
 pub(crate) fn forward(
     x: &FlexTensor,
     gamma: &FlexTensor,
     beta: &FlexTensor,
     groups: usize,
     epsilon: f64,
+    activation: Activation,
 ) -> Option<(FlexTensor, FlexTensor)> {
     let shape = Groups::of(x, gamma, groups)?;
     if beta.dtype() != DType::F32 || beta.layout().num_elements() != shape.channels {
@@ -73,7 +75,7 @@ pub(crate) fn forward(
         for (k, (out, values)) in out.chunks_mut(positions).zip(values.chunks(positions)).enumerate() {
             let (scale, shift) = (inv_std * gamma[first_channel + k], beta[first_channel + k]);
             for (o, &v) in out.iter_mut().zip(values) {
-                *o = (v - mean) * scale + shift;
+                *o = activation.apply((v - mean) * scale + shift);
             }
         }
         stat.copy_from_slice(&[mean, inv_std]);
@@ -82,29 +84,46 @@ pub(crate) fn forward(
     Some((tensor(y, [n, c, s]), tensor(stats, [n, groups, 2])))
 }
 
-/// The gradients of GroupNorm with respect to `x`, `gamma` and `beta` (see
-/// [`crate::portable::group_norm_backward`] for the formula), or `None` (burn's operations).
+/// The gradients of GroupNorm followed by `activation` with respect to `x`, `gamma` and `beta`
+/// (see [`crate::portable::group_norm_backward`] for the formula), or `None` (burn's
+/// operations).
 pub(crate) fn backward(
     x: &FlexTensor,
-    gamma: &FlexTensor,
+    [gamma, beta]: [&FlexTensor; 2],
     stats: &FlexTensor,
     output_grad: &FlexTensor,
     groups: usize,
+    activation: Activation,
 ) -> Option<[FlexTensor; 3]> {
     let shape = Groups::of(x, gamma, groups)?;
     let same_shape = output_grad.layout().shape() == x.layout().shape();
-    if output_grad.dtype() != DType::F32 || stats.dtype() != DType::F32 || !same_shape {
+    let beta_fits = beta.dtype() == DType::F32 && beta.layout().num_elements() == shape.channels;
+    if output_grad.dtype() != DType::F32 || stats.dtype() != DType::F32 || !same_shape || !beta_fits {
         return None;
     }
-    let (x, gamma, stats, dy) = (contiguous(x), contiguous(gamma), contiguous(stats), contiguous(output_grad));
+    let (x, gamma, beta) = (contiguous(x), contiguous(gamma), contiguous(beta));
+    let (stats, output_grad) = (contiguous(stats), contiguous(output_grad));
     let (len, per_group, positions) = (shape.group_len(), shape.channels_per_group(), shape.positions);
     let mut dx = vec![0f32; x.len()];
     // Per sample and channel: Σ dy·x̂ and Σ dy.
     let mut sums = vec![[0f64; 2]; shape.samples * shape.channels];
     dx.par_chunks_mut(len).zip(sums.par_chunks_mut(per_group)).enumerate().for_each(|(block, (dx, sums))| {
         let (mean, inv_std) = (stats[2 * block], stats[2 * block + 1]);
-        let (values, dy) = (&x[block * len..][..len], &dy[block * len..][..len]);
+        let (values, output_grad) = (&x[block * len..][..len], &output_grad[block * len..][..len]);
         let first_channel = block % groups * per_group;
+        // The gradient before the activation: the output's itself, or written into `dx` first.
+        let identity = activation == Activation::Identity;
+        if !identity {
+            for (k, dx) in dx.chunks_mut(positions).enumerate() {
+                let (values, output_grad) =
+                    (&values[k * positions..][..positions], &output_grad[k * positions..][..positions]);
+                let (gamma, beta) = (gamma[first_channel + k], beta[first_channel + k]);
+                for ((o, &v), &d) in dx.iter_mut().zip(values).zip(output_grad) {
+                    *o = d * activation.derivative((v - mean) * inv_std * gamma + beta);
+                }
+            }
+        }
+        let dy: &[f32] = if identity { output_grad } else { dx };
         let (mut mean_g, mut mean_g_x_hat) = (0f64, 0f64);
         for (k, sum) in sums.iter_mut().enumerate() {
             let (values, dy) = (&values[k * positions..][..positions], &dy[k * positions..][..positions]);
@@ -117,9 +136,11 @@ pub(crate) fn backward(
         }
         let (mean_g, mean_g_x_hat) = ((mean_g / len as f64) as f32, (mean_g_x_hat / len as f64) as f32);
         for (k, dx) in dx.chunks_mut(positions).enumerate() {
-            let (values, dy) = (&values[k * positions..][..positions], &dy[k * positions..][..positions]);
+            let (values, output_grad) =
+                (&values[k * positions..][..positions], &output_grad[k * positions..][..positions]);
             let gamma = gamma[first_channel + k];
-            for ((o, &v), &d) in dx.iter_mut().zip(values).zip(dy) {
+            for ((o, &v), &g) in dx.iter_mut().zip(values).zip(output_grad) {
+                let d = if identity { g } else { *o };
                 let x_hat = (v - mean) * inv_std;
                 *o = inv_std * (d * gamma - mean_g - x_hat * mean_g_x_hat);
             }
@@ -142,47 +163,56 @@ mod tests {
     use burn::prelude::*;
     use burn::tensor::Distribution;
 
+    use crate::Activation;
+    use crate::portable::activate;
+
     type Ad = Autodiff<Flex>;
+
+    const ACTIVATIONS: [Activation; 3] = [Activation::Identity, Activation::Relu, Activation::Mish];
 
     fn max_relative<const D: usize>(a: Tensor<Flex, D>, b: Tensor<Flex, D>) -> f32 {
         let scale = b.clone().abs().max().into_scalar().max(1e-6);
         (a - b).abs().max().into_scalar() / scale
     }
 
-    /// The fused forward and backward passes equal burn's `GroupNorm` module and its autodiff
-    /// gradients (input, γ, β), for one group, several, and one channel per group.
+    /// The fused forward and backward passes equal burn's `GroupNorm` module, followed by the
+    /// activation composed of burn's operations, and its autodiff gradients (input, γ, β), for
+    /// one group, several, and one channel per group, and each activation.
     #[test]
     fn matches_burns_group_norm_and_its_gradients() {
         let device = Default::default();
         for (samples, channels, positions, groups) in [(3, 8, 10, 2), (2, 16, 49, 1), (2, 6, 5, 6), (1, 32, 3, 8)] {
-            let mut norm = GroupNormConfig::new(groups, channels).init::<Ad>(&device);
-            let gamma = Tensor::<Ad, 1>::random([channels], Distribution::Uniform(0.5, 1.5), &device);
-            let beta = Tensor::<Ad, 1>::random([channels], Distribution::Default, &device);
-            norm.gamma = Some(Param::from_tensor(gamma.clone()));
-            norm.beta = Some(Param::from_tensor(beta.clone()));
-            let x = Tensor::<Ad, 3>::random([samples, channels, positions], Distribution::Default, &device);
-            let x = (x * 3.0 + 0.5).detach().require_grad();
-            let reference = norm.forward(x.clone());
-            let gamma = norm.gamma.as_ref().unwrap().val();
-            let beta = norm.beta.as_ref().unwrap().val();
-            let ours = crate::group_norm(x.clone(), gamma.clone(), beta.clone(), groups, norm.epsilon)
-                .expect("Flex has a fused GroupNorm");
-            let weights = Tensor::<Ad, 3>::random(reference.dims(), Distribution::Default, &device);
-            let grads_ref = (reference.clone() * weights.clone()).sum().backward();
-            let grads_ours = (ours.clone() * weights).sum().backward();
-            let case = format!("{samples}x{channels}x{positions} in {groups} groups");
-            assert!(max_relative(ours.inner(), reference.inner()) < 1e-5, "{case}: forward");
-            let (dx, dx_ref) = (x.grad(&grads_ours).unwrap(), x.grad(&grads_ref).unwrap());
-            assert!(max_relative(dx, dx_ref) < 1e-4, "{case}: input gradient");
-            for (p, what) in [(&gamma, "gamma"), (&beta, "beta")] {
-                let (a, b) = (p.grad(&grads_ours).unwrap(), p.grad(&grads_ref).unwrap());
-                assert!(max_relative(a, b) < 1e-4, "{case}: {what} gradient");
+            for activation in ACTIVATIONS {
+                let mut norm = GroupNormConfig::new(groups, channels).init::<Ad>(&device);
+                let gamma = Tensor::<Ad, 1>::random([channels], Distribution::Uniform(0.5, 1.5), &device);
+                let beta = Tensor::<Ad, 1>::random([channels], Distribution::Default, &device);
+                norm.gamma = Some(Param::from_tensor(gamma.clone()));
+                norm.beta = Some(Param::from_tensor(beta.clone()));
+                let x = Tensor::<Ad, 3>::random([samples, channels, positions], Distribution::Default, &device);
+                let x = (x * 3.0 + 0.5).detach().require_grad();
+                let reference = activate(norm.forward(x.clone()), activation);
+                let gamma = norm.gamma.as_ref().unwrap().val();
+                let beta = norm.beta.as_ref().unwrap().val();
+                let ours =
+                    crate::group_norm(x.clone(), [gamma.clone(), beta.clone()], groups, norm.epsilon, activation)
+                        .expect("Flex has a fused GroupNorm");
+                let weights = Tensor::<Ad, 3>::random(reference.dims(), Distribution::Default, &device);
+                let grads_ref = (reference.clone() * weights.clone()).sum().backward();
+                let grads_ours = (ours.clone() * weights).sum().backward();
+                let case = format!("{samples}x{channels}x{positions} in {groups} groups, {activation:?}");
+                assert!(max_relative(ours.inner(), reference.inner()) < 1e-5, "{case}: forward");
+                let (dx, dx_ref) = (x.grad(&grads_ours).unwrap(), x.grad(&grads_ref).unwrap());
+                assert!(max_relative(dx, dx_ref) < 1e-4, "{case}: input gradient");
+                for (p, what) in [(&gamma, "gamma"), (&beta, "beta")] {
+                    let (a, b) = (p.grad(&grads_ours).unwrap(), p.grad(&grads_ref).unwrap());
+                    assert!(max_relative(a, b) < 1e-4, "{case}: {what} gradient");
+                }
             }
         }
     }
 
     /// The portable backward pass (the trait's default, for a backend that adds only a fused
-    /// forward pass) equals the fused one.
+    /// forward pass) equals the fused one, for each activation.
     #[test]
     fn the_portable_backward_equals_the_fused_one() {
         let device = Default::default();
@@ -193,16 +223,21 @@ mod tests {
         let dy = Tensor::<Flex, 3>::random([samples, channels, positions], Distribution::Default, &device);
         let prim3 = |t: &Tensor<Flex, 3>| t.clone().into_primitive().tensor();
         let prim1 = |t: &Tensor<Flex, 1>| t.clone().into_primitive().tensor();
-        let (_, stats) = super::forward(&prim3(&x), &prim1(&gamma), &prim1(&beta), groups, 1e-5).unwrap();
-        let fused = super::backward(&prim3(&x), &prim1(&gamma), &stats, &prim3(&dy), groups).unwrap();
-        let portable =
-            crate::portable::group_norm_backward::<Flex>(prim3(&x), prim1(&gamma), stats, prim3(&dy), groups);
-        for (a, b) in fused.iter().zip(&portable) {
-            let (a, b) = (a.to_contiguous(), b.to_contiguous());
-            let (a, b) = (a.as_slice::<f32>().unwrap(), b.as_slice::<f32>().unwrap());
-            let scale = b.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
-            let worst = a.iter().zip(b).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
-            assert!(worst / scale < 1e-5, "{worst} of {scale}");
+        for activation in ACTIVATIONS {
+            let (_, stats) =
+                super::forward(&prim3(&x), &prim1(&gamma), &prim1(&beta), groups, 1e-5, activation).unwrap();
+            let affine = [prim1(&gamma), prim1(&beta)];
+            let fused =
+                super::backward(&prim3(&x), [&affine[0], &affine[1]], &stats, &prim3(&dy), groups, activation).unwrap();
+            let portable =
+                crate::portable::group_norm_backward::<Flex>(prim3(&x), affine, stats, prim3(&dy), groups, activation);
+            for (a, b) in fused.iter().zip(&portable) {
+                let (a, b) = (a.to_contiguous(), b.to_contiguous());
+                let (a, b) = (a.as_slice::<f32>().unwrap(), b.as_slice::<f32>().unwrap());
+                let scale = b.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
+                let worst = a.iter().zip(b).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+                assert!(worst / scale < 1e-5, "{activation:?}: {worst} of {scale}");
+            }
         }
     }
 }

@@ -27,6 +27,7 @@
 //! updated.into_data().assert_approx_eq::<f32>(&TensorData::from([0.9, -2.1]), Default::default());
 //! ```
 
+mod activation;
 mod autodiff;
 mod flex;
 mod flex_batch_norm;
@@ -35,6 +36,8 @@ mod flex_norm;
 mod flex_pool;
 pub mod portable;
 mod sums;
+
+pub use activation::Activation;
 
 use burn::prelude::*;
 use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndices, ModuleOps};
@@ -220,17 +223,18 @@ pub trait Kernels: Backend {
     }
 
     /// GroupNorm of `x` `[N, C, S]` (f32) in `groups` groups of channels, scaled by `gamma` and
-    /// shifted by `beta` (`[C]`), in one fused pass where the backend has one: the output and,
-    /// for the backward pass, each group's mean and `1/√(σ² + ε)` (`[N, groups, 2]`). `None`
-    /// where it has none (the caller composes burn's operations).
+    /// shifted by `beta` (`[C]`), then `activation`, in one fused pass where the backend has
+    /// one: the output and, for the backward pass, each group's mean and `1/√(σ² + ε)`
+    /// (`[N, groups, 2]`). `None` where it has none (the caller composes burn's operations).
     fn group_norm_forward(
         x: FloatTensor<Self>,
         gamma: FloatTensor<Self>,
         beta: FloatTensor<Self>,
         groups: usize,
         epsilon: f64,
+        activation: Activation,
     ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
-        let _ = (x, gamma, beta, groups, epsilon);
+        let _ = (x, gamma, beta, groups, epsilon, activation);
         None
     }
 
@@ -238,26 +242,29 @@ pub trait Kernels: Backend {
     /// given the output's and the statistics the forward pass returned.
     fn group_norm_backward(
         x: FloatTensor<Self>,
-        gamma: FloatTensor<Self>,
+        [gamma, beta]: [FloatTensor<Self>; 2],
         stats: FloatTensor<Self>,
         output_grad: FloatTensor<Self>,
         groups: usize,
+        activation: Activation,
     ) -> [FloatTensor<Self>; 3] {
-        portable::group_norm_backward::<Self>(x, gamma, stats, output_grad, groups)
+        portable::group_norm_backward::<Self>(x, [gamma, beta], stats, output_grad, groups, activation)
     }
 
     /// BatchNorm in training mode of `x` `[N, C, S]` (f32), normalised by the batch's
     /// statistics of each channel, scaled by `gamma` and shifted by `beta` (`[C]`), in one fused
     /// pass where the backend has one: the output and each channel's mean, `1/√(σ² + ε)` and
-    /// biased variance `σ²` (`[C, 3]`; the running statistics are the caller's). `None` where
-    /// it has none (the caller composes burn's operations).
+    /// biased variance `σ²` (`[C, 3]`; the running statistics are the caller's), the output
+    /// passed through `activation`. `None` where it has none (the caller composes burn's
+    /// operations).
     fn batch_norm_forward(
         x: FloatTensor<Self>,
         gamma: FloatTensor<Self>,
         beta: FloatTensor<Self>,
         epsilon: f64,
+        activation: Activation,
     ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
-        let _ = (x, gamma, beta, epsilon);
+        let _ = (x, gamma, beta, epsilon, activation);
         None
     }
 
@@ -265,48 +272,49 @@ pub trait Kernels: Backend {
     /// `beta`, given the output's and the statistics the forward pass returned.
     fn batch_norm_backward(
         x: FloatTensor<Self>,
-        gamma: FloatTensor<Self>,
+        [gamma, beta]: [FloatTensor<Self>; 2],
         stats: FloatTensor<Self>,
         output_grad: FloatTensor<Self>,
+        activation: Activation,
     ) -> [FloatTensor<Self>; 3] {
-        portable::batch_norm_backward::<Self>(x, gamma, stats, output_grad)
+        portable::batch_norm_backward::<Self>(x, [gamma, beta], stats, output_grad, activation)
     }
 }
 
 /// GroupNorm of `x` `[N, C, S]` (f32) in `groups` groups, scaled by `gamma` and shifted by
-/// `beta` (`[C]`), as PyTorch computes it (`(x − μ) / √(σ² + ε) · γ + β`, biased variance), in
-/// the backend's fused pass and, under autodiff, its fused backward pass
+/// `beta` (`[C]`), as PyTorch computes it (`(x − μ) / √(σ² + ε) · γ + β`, biased variance),
+/// then `activation`, in the backend's fused pass and, under autodiff, its fused backward pass
 /// ([`Kernels::group_norm_forward`], [`Kernels::group_norm_backward`]). `None` where the backend
 /// has none: compose burn's operations then.
 pub fn group_norm<B: Kernels>(
     x: Tensor<B, 3>,
-    gamma: Tensor<B, 1>,
-    beta: Tensor<B, 1>,
+    [gamma, beta]: [Tensor<B, 1>; 2],
     groups: usize,
     epsilon: f64,
+    activation: Activation,
 ) -> Option<Tensor<B, 3>> {
     let (x, gamma, beta) =
         (x.into_primitive().tensor(), gamma.into_primitive().tensor(), beta.into_primitive().tensor());
-    let (y, _stats) = B::group_norm_forward(x, gamma, beta, groups, epsilon)?;
+    let (y, _stats) = B::group_norm_forward(x, gamma, beta, groups, epsilon, activation)?;
     Some(Tensor::from_primitive(TensorPrimitive::Float(y)))
 }
 
 /// BatchNorm in training mode of `x` `[N, C, S]` (f32): normalised by each channel's mean and
 /// biased variance over the batch and positions, scaled by `gamma` and shifted by `beta`
-/// (`[C]`), as PyTorch computes it, in the backend's fused pass and, under autodiff, its fused
-/// backward pass ([`Kernels::batch_norm_forward`], [`Kernels::batch_norm_backward`]). Returns
-/// the output and the batch's mean and biased variance per channel (`[C]`, outside the graph),
-/// from which the caller updates the running statistics. `None` where the backend has none:
-/// compose burn's operations then.
+/// (`[C]`), as PyTorch computes it, then `activation`, in the backend's fused pass and, under
+/// autodiff, its fused backward pass ([`Kernels::batch_norm_forward`],
+/// [`Kernels::batch_norm_backward`]). Returns the output and the batch's mean and biased
+/// variance per channel (`[C]`, outside the graph), from which the caller updates the running
+/// statistics. `None` where the backend has none: compose burn's operations then.
 pub fn batch_norm<B: Kernels>(
     x: Tensor<B, 3>,
-    gamma: Tensor<B, 1>,
-    beta: Tensor<B, 1>,
+    [gamma, beta]: [Tensor<B, 1>; 2],
     epsilon: f64,
+    activation: Activation,
 ) -> Option<(Tensor<B, 3>, Tensor<B, 1>, Tensor<B, 1>)> {
     let (x, gamma, beta) =
         (x.into_primitive().tensor(), gamma.into_primitive().tensor(), beta.into_primitive().tensor());
-    let (y, stats) = B::batch_norm_forward(x, gamma, beta, epsilon)?;
+    let (y, stats) = B::batch_norm_forward(x, gamma, beta, epsilon, activation)?;
     let stats = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(stats));
     let channels = stats.dims()[0];
     let column = |i: usize| stats.clone().slice(s![.., i..i + 1]).reshape([channels]);

@@ -5,7 +5,7 @@ use burn::prelude::*;
 use burn::tensor::ops::{FloatTensor, IntTensor, MaxPool2dWithIndices};
 use burn::tensor::{FloatDType, TensorMetadata, TensorPrimitive};
 
-use crate::{AdamStep, FlatBuffers};
+use crate::{Activation, AdamStep, FlatBuffers};
 
 fn tensor<B: Backend>(primitive: FloatTensor<B>) -> Tensor<B, 1> {
     Tensor::from_primitive(TensorPrimitive::Float(primitive))
@@ -99,21 +99,70 @@ pub fn adam_update<B: Backend>(
     primitive(w)
 }
 
-/// The gradients of GroupNorm (`x` `[N, C, S]`, `gamma` `[C]`, `stats` each group's mean and
-/// `1/√(σ² + ε)`, `[N, groups, 2]`) with respect to `x`, `gamma` and `beta`: with
-/// `x̂ = (x − μ)·r` and `g = dy·γ`, `dx = r·(g − mean(g) − x̂·mean(g·x̂))` over each group,
-/// `dγ = Σ dy·x̂` and `dβ = Σ dy` over samples and positions.
+/// `activation` of `y`, composed of burn's operations. Mish's softplus is written
+/// `relu(y) + ln(1 + e^{−|y|})`, which cannot overflow (burn's `ln(eʸ + 1)` does beyond y ≈ 11
+/// in f16).
+pub fn activate<B: Backend, const D: usize>(y: Tensor<B, D>, activation: Activation) -> Tensor<B, D> {
+    match activation {
+        Activation::Identity => y,
+        Activation::Relu => burn::tensor::activation::relu(y),
+        Activation::Mish => y.clone() * softplus(y).tanh(),
+    }
+}
+
+/// The derivative of `activation` at `y`, composed of burn's operations.
+pub fn activation_derivative<B: Backend, const D: usize>(y: Tensor<B, D>, activation: Activation) -> Tensor<B, D> {
+    match activation {
+        Activation::Identity => y.ones_like(),
+        Activation::Relu => y.greater_elem(0.0).float(),
+        Activation::Mish => {
+            // tanh(sp(y)) + y · (1 − tanh²(sp(y))) · σ(y), σ being softplus's derivative.
+            let t = softplus(y.clone()).tanh();
+            let sigmoid = burn::tensor::activation::sigmoid(y.clone());
+            t.clone() + y * (t.clone() * t).neg().add_scalar(1.0) * sigmoid
+        }
+    }
+}
+
+/// `ln(1 + eʸ)` as `relu(y) + ln(1 + e^{−|y|})`.
+fn softplus<B: Backend, const D: usize>(y: Tensor<B, D>) -> Tensor<B, D> {
+    burn::tensor::activation::relu(y.clone()) + y.abs().neg().exp().log1p()
+}
+
+/// The gradient reaching a norm's output before its activation: `dy · f'(x̂·γ + β)`, `x̂`
+/// `[N, C, S]`, `gamma` and `beta` `[C]` (nothing to compute for the identity).
+fn through_activation<B: Backend>(
+    dy: Tensor<B, 3>,
+    x_hat: Tensor<B, 3>,
+    [gamma, beta]: [Tensor<B, 1>; 2],
+    activation: Activation,
+) -> Tensor<B, 3> {
+    if activation == Activation::Identity {
+        return dy;
+    }
+    let c = gamma.dims()[0];
+    let y = x_hat * gamma.reshape([1, c, 1]) + beta.reshape([1, c, 1]);
+    dy * activation_derivative(y, activation)
+}
+
+/// The gradients of GroupNorm followed by `activation` (`x` `[N, C, S]`, `gamma` and `beta`
+/// `[C]`, `stats` each group's mean and `1/√(σ² + ε)`, `[N, groups, 2]`) with respect to `x`,
+/// `gamma` and `beta`: with `x̂ = (x − μ)·r`, `dy` the gradient before the activation and
+/// `g = dy·γ`, `dx = r·(g − mean(g) − x̂·mean(g·x̂))` over each group, `dγ = Σ dy·x̂` and
+/// `dβ = Σ dy` over samples and positions.
 pub fn group_norm_backward<B: Backend>(
     x: FloatTensor<B>,
-    gamma: FloatTensor<B>,
+    [gamma, beta]: [FloatTensor<B>; 2],
     stats: FloatTensor<B>,
     output_grad: FloatTensor<B>,
     groups: usize,
+    activation: Activation,
 ) -> [FloatTensor<B>; 3] {
     let float = |t: FloatTensor<B>| TensorPrimitive::Float(t);
     let x = Tensor::<B, 3>::from_primitive(float(x));
     let dy = Tensor::<B, 3>::from_primitive(float(output_grad));
     let gamma = Tensor::<B, 1>::from_primitive(float(gamma));
+    let beta = Tensor::<B, 1>::from_primitive(float(beta));
     let stats = Tensor::<B, 3>::from_primitive(float(stats));
     let [n, c, s] = x.dims();
     let per_group = c / groups * s;
@@ -121,6 +170,7 @@ pub fn group_norm_backward<B: Backend>(
     let inv_std = stats.slice(s![.., .., 1..2]);
     let x_hat = (x.reshape([n, groups, per_group]) - mean) * inv_std.clone();
     let x_hat_channels = x_hat.clone().reshape([n, c, s]);
+    let dy = through_activation(dy, x_hat_channels.clone(), [gamma.clone(), beta], activation);
     let dgamma = (dy.clone() * x_hat_channels).sum_dim(2).sum_dim(0).reshape([c]);
     let dbeta = dy.clone().sum_dim(2).sum_dim(0).reshape([c]);
     let g = (dy * gamma.reshape([1, c, 1])).reshape([n, groups, per_group]);
@@ -130,25 +180,29 @@ pub fn group_norm_backward<B: Backend>(
     [dx.reshape([n, c, s]).into_primitive().tensor(), primitive(dgamma), primitive(dbeta)]
 }
 
-/// The gradients of BatchNorm in training mode (`x` `[N, C, S]`, `gamma` `[C]`, `stats` each
-/// channel's mean, `1/√(σ² + ε)` and `σ²`, `[C, 3]`) with respect to `x`, `gamma` and `beta`:
-/// with `x̂ = (x − μ)·r` over each channel's `M = N·S` values, `dβ = Σ dy`, `dγ = Σ dy·x̂` and
+/// The gradients of BatchNorm in training mode followed by `activation` (`x` `[N, C, S]`,
+/// `gamma` and `beta` `[C]`, `stats` each channel's mean, `1/√(σ² + ε)` and `σ²`, `[C, 3]`)
+/// with respect to `x`, `gamma` and `beta`: with `x̂ = (x − μ)·r` over each channel's
+/// `M = N·S` values and `dy` the gradient before the activation, `dβ = Σ dy`, `dγ = Σ dy·x̂` and
 /// `dx = γ·r·(dy − dβ/M − x̂·dγ/M)`.
 pub fn batch_norm_backward<B: Backend>(
     x: FloatTensor<B>,
-    gamma: FloatTensor<B>,
+    [gamma, beta]: [FloatTensor<B>; 2],
     stats: FloatTensor<B>,
     output_grad: FloatTensor<B>,
+    activation: Activation,
 ) -> [FloatTensor<B>; 3] {
     let float = |t: FloatTensor<B>| TensorPrimitive::Float(t);
     let x = Tensor::<B, 3>::from_primitive(float(x));
     let dy = Tensor::<B, 3>::from_primitive(float(output_grad));
     let gamma = Tensor::<B, 1>::from_primitive(float(gamma));
+    let beta = Tensor::<B, 1>::from_primitive(float(beta));
     let stats = Tensor::<B, 2>::from_primitive(float(stats));
     let [n, c, s] = x.dims();
     let per_channel = |column: usize| stats.clone().slice(s![.., column..column + 1]).reshape([1, c, 1]);
     let (mean, inv_std) = (per_channel(0), per_channel(1));
     let x_hat = (x - mean) * inv_std.clone();
+    let dy = through_activation(dy, x_hat.clone(), [gamma.clone(), beta], activation);
     let channel_sum = |t: Tensor<B, 3>| t.sum_dim(2).sum_dim(0); // [1, C, 1]
     let dbeta = channel_sum(dy.clone());
     let dgamma = channel_sum(dy.clone() * x_hat.clone());

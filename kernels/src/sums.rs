@@ -46,17 +46,13 @@ mod tests {
     /// The sums equal sums in exact arithmetic (integers) over lengths around the lanes'.
     #[test]
     fn sums_every_value_once() {
-        for len in [0, 1, 31, 32, 33, 64, 100] {
-            let a: Vec<f32> = (0..len).map(|i| i as f32).collect();
-            let b: Vec<f32> = (0..len).map(|i| (2 * i + 1) as f32).collect();
-            let expected_a: f64 = (0..len).map(|i| (i * i) as f64).sum();
+        for len in [0u16, 1, 31, 32, 33, 64, 100] {
+            let a: Vec<f32> = (0..len).map(f32::from).collect();
+            let b: Vec<f32> = (0..len).map(|i| f32::from(2 * i + 1)).collect();
+            let expected_a: f64 = (0..len).map(|i| f64::from(i) * f64::from(i)).sum();
             assert_eq!(sum_f64(&a, |v| f64::from(v * v)), expected_a, "{len}");
-            let expected_b: f64 = (0..len).map(|i| (2 * i + 1) as f64).sum();
-            assert_eq!(
-                sum_pairs_f64(&a, &b, |x, y| [f64::from(x), f64::from(y)]),
-                [(0..len).map(|i| i as f64).sum(), expected_b],
-                "{len}"
-            );
+            let expected: [f64; 2] = [(0..len).map(f64::from).sum(), (0..len).map(|i| f64::from(2 * i + 1)).sum()];
+            assert_eq!(sum_pairs_f64(&a, &b, |x, y| [f64::from(x), f64::from(y)]), expected, "{len}");
         }
     }
 }

@@ -9,18 +9,24 @@
 use burn::nn::{BatchNorm, GroupNorm};
 use burn::prelude::*;
 use burn::tensor::FloatDType;
+use kernels::Activation;
 use kernels::Kernels;
+use kernels::portable::activate;
 
-/// `norm` applied to `x` `[N, C, ...]`: in the backend's fused pass where it has one
-/// ([`kernels::group_norm`], the CPU's), otherwise composed of burn's operations.
-pub fn group_norm<B: Kernels, const D: usize>(norm: &GroupNorm<B>, x: Tensor<B, D>) -> Tensor<B, D> {
+/// `norm` applied to `x` `[N, C, ...]`, then `activation`: in the backend's fused pass where it
+/// has one ([`kernels::group_norm`], the CPU's), otherwise composed of burn's operations.
+pub fn group_norm<B: Kernels, const D: usize>(
+    norm: &GroupNorm<B>,
+    x: Tensor<B, D>,
+    activation: Activation,
+) -> Tensor<B, D> {
     let dtype = x.dtype();
     let x = x.cast(FloatDType::F32);
     let shape = x.shape();
     let (n, c, g) = (shape[0], shape[1], norm.num_groups);
     if let (Some(gamma), Some(beta)) = (&norm.gamma, &norm.beta) {
         let flat = x.clone().reshape([n, c, shape.num_elements() / (n * c)]);
-        if let Some(y) = kernels::group_norm(flat, gamma.val(), beta.val(), g, norm.epsilon) {
+        if let Some(y) = kernels::group_norm(flat, [gamma.val(), beta.val()], g, norm.epsilon, activation) {
             return y.reshape(shape).cast(dtype);
         }
     }
@@ -43,36 +49,38 @@ pub fn group_norm<B: Kernels, const D: usize>(norm: &GroupNorm<B>, x: Tensor<B, 
         Some(shift) => out + shift,
         None => out,
     };
-    out.reshape(shape).cast(dtype)
+    activate(out, activation).reshape(shape).cast(dtype)
 }
 
-/// `norm` applied to `x` `[N, C, H, W]` as PyTorch's `BatchNorm2d` applies it. In training
+/// `norm` applied to `x` `[N, C, H, W]` as PyTorch's `BatchNorm2d` applies it, then
+/// `activation`. In training
 /// (under autodiff): normalised by the batch's statistics, in the backend's fused pass where it
 /// has one ([`kernels::batch_norm`]), and the running statistics moved towards the batch's mean
 /// and *unbiased* variance (burn's module moves them towards the biased one). Otherwise: by the
 /// running statistics, as burn's module does.
-pub fn batch_norm<B: Kernels>(norm: &BatchNorm<B>, x: Tensor<B, 4>) -> Tensor<B, 4> {
+pub fn batch_norm<B: Kernels>(norm: &BatchNorm<B>, x: Tensor<B, 4>, activation: Activation) -> Tensor<B, 4> {
     let dtype = x.dtype();
     if !B::ad_enabled(&x.device()) {
         // In f32 whatever the compute dtype: the running statistics are f32.
-        return norm.forward(x.cast(FloatDType::F32)).cast(dtype);
+        return activate(norm.forward(x.cast(FloatDType::F32)), activation).cast(dtype);
     }
     let [n, c, h, w] = x.dims();
     let flat = x.cast(FloatDType::F32).reshape([n, c, h * w]);
     let (gamma, beta) = (norm.gamma.val(), norm.beta.val());
-    let (y, mean, variance) = match kernels::batch_norm(flat.clone(), gamma.clone(), beta.clone(), norm.epsilon) {
-        Some(fused) => fused,
-        None => {
-            let per_channel =
-                |t: Tensor<B, 3>| t.swap_dims(0, 1).reshape([c, n * h * w]).mean_dim(1).reshape([1, c, 1]);
-            let mean = per_channel(flat.clone());
-            let centered = flat - mean.clone();
-            let variance = per_channel(centered.clone().square());
-            let scale = variance.clone().add_scalar(norm.epsilon).sqrt().recip() * gamma.reshape([1, c, 1]);
-            let y = centered * scale + beta.reshape([1, c, 1]);
-            (y, mean.detach().reshape([c]), variance.detach().reshape([c]))
-        }
-    };
+    let (y, mean, variance) =
+        match kernels::batch_norm(flat.clone(), [gamma.clone(), beta.clone()], norm.epsilon, activation) {
+            Some(fused) => fused,
+            None => {
+                let per_channel =
+                    |t: Tensor<B, 3>| t.swap_dims(0, 1).reshape([c, n * h * w]).mean_dim(1).reshape([1, c, 1]);
+                let mean = per_channel(flat.clone());
+                let centered = flat - mean.clone();
+                let variance = per_channel(centered.clone().square());
+                let scale = variance.clone().add_scalar(norm.epsilon).sqrt().recip() * gamma.reshape([1, c, 1]);
+                let y = activate(centered * scale + beta.reshape([1, c, 1]), activation);
+                (y, mean.detach().reshape([c]), variance.detach().reshape([c]))
+            }
+        };
     let count = (n * h * w) as f64;
     let unbiased = variance.mul_scalar(count / (count - 1.0).max(1.0));
     let momentum = norm.momentum;
@@ -101,7 +109,7 @@ mod tests {
         let norm = BatchNormConfig::new(2).init::<Autodiff<Flex>>(&device);
         let values: Vec<f32> = (0..2 * 2 * 3).map(|i| ((i * 5 % 7) as f32 - 2.0) * 0.8).collect();
         let x = Tensor::<Autodiff<Flex>, 4>::from_data(TensorData::new(values.clone(), [2, 2, 1, 3]), &device);
-        let y: Vec<f32> = batch_norm(&norm, x.clone()).into_data().to_vec().unwrap();
+        let y: Vec<f32> = batch_norm(&norm, x.clone(), Activation::Identity).into_data().to_vec().unwrap();
         // Channel 1: elements 3..6 of sample 0 and 9..12 of sample 1.
         let channel: Vec<f64> = values[3..6].iter().chain(&values[9..12]).map(|&v| f64::from(v)).collect();
         let mean = channel.iter().sum::<f64>() / 6.0;
@@ -118,7 +126,7 @@ mod tests {
             "running variance {running_var:?} vs {expected_var}"
         );
         // Evaluation: the running statistics, not the batch's.
-        let eval: Vec<f32> = batch_norm(&norm.valid(), x.inner()).into_data().to_vec().unwrap();
+        let eval: Vec<f32> = batch_norm(&norm.valid(), x.inner(), Activation::Identity).into_data().to_vec().unwrap();
         let expected = (channel[4] - 0.1 * mean) / (expected_var + 1e-5).sqrt();
         assert!((f64::from(eval[10]) - expected).abs() < 1e-5, "evaluation {} vs {expected}", eval[10]);
     }
@@ -133,7 +141,7 @@ mod tests {
         norm.beta = Some(burn::module::Param::from_tensor(beta));
         let values: Vec<f32> = (0..2 * 4 * 3).map(|i| ((i * 7 % 11) as f32 - 5.0) * 0.37).collect();
         let x = Tensor::<Flex, 3>::from_data(TensorData::new(values.clone(), [2, 4, 3]), &device);
-        let ours: Vec<f32> = group_norm(&norm, x.clone()).into_data().to_vec().unwrap();
+        let ours: Vec<f32> = group_norm(&norm, x.clone(), Activation::Identity).into_data().to_vec().unwrap();
         let burns: Vec<f32> = norm.forward(x).into_data().to_vec().unwrap();
         // By hand, in f64: sample 1, group 0 is channels 0 and 1; element 4 is in channel 1
         // (γ = −1, β = 0.2).

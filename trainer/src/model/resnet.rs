@@ -9,7 +9,7 @@ use burn::nn::{BatchNorm, BatchNormConfig, GroupNorm, GroupNormConfig, Initializ
 use burn::prelude::*;
 use burn::tensor::activation::relu;
 use burn::tensor::ops::ConvOptions;
-use kernels::Kernels;
+use kernels::{Activation, Kernels};
 
 /// BatchNorm or GroupNorm over 2-D feature maps.
 #[derive(Module, Debug)]
@@ -30,11 +30,11 @@ impl<B: Kernels> Norm2d<B> {
         }
     }
 
-    /// Normalises `[N, C, H, W]`.
-    pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+    /// Normalises `[N, C, H, W]`, then `activation` (in one pass where the backend fuses them).
+    pub fn forward(&self, x: Tensor<B, 4>, activation: Activation) -> Tensor<B, 4> {
         match self {
-            Self::Batch(n) => super::norm::batch_norm(n, x),
-            Self::Group(n) => super::norm::group_norm(n, x),
+            Self::Batch(n) => super::norm::batch_norm(n, x, activation),
+            Self::Group(n) => super::norm::group_norm(n, x, activation),
         }
     }
 }
@@ -116,11 +116,11 @@ impl<B: Kernels> BasicBlock<B> {
 
     fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let identity = match &self.downsample {
-            Some(d) => d.norm.forward(convolve(&d.conv, x.clone())),
+            Some(d) => d.norm.forward(convolve(&d.conv, x.clone()), Activation::Identity),
             None => x.clone(),
         };
-        let out = relu(self.bn1.forward(convolve(&self.conv1, x)));
-        let out = self.bn2.forward(convolve(&self.conv2, out));
+        let out = self.bn1.forward(convolve(&self.conv1, x), Activation::Relu);
+        let out = self.bn2.forward(convolve(&self.conv2, out), Activation::Identity);
         relu(out + identity)
     }
 }
@@ -170,7 +170,7 @@ impl<B: Kernels> ResNet18<B> {
 
     /// The feature map of `[N, 3, H, W]` images.
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let x = max_pool(&self.maxpool, relu(self.bn1.forward(convolve(&self.conv1, x))));
+        let x = max_pool(&self.maxpool, self.bn1.forward(convolve(&self.conv1, x), Activation::Relu));
         self.layers.iter().flatten().fold(x, |x, block| block.forward(x))
     }
 

@@ -5,17 +5,15 @@ use burn::nn::conv::{ConvTranspose1d, ConvTranspose1dConfig};
 use burn::nn::{GroupNorm, GroupNormConfig, Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::FloatDType;
-use burn::tensor::activation::relu;
-use kernels::Kernels;
+use kernels::{Activation, Kernels};
 
 use super::conv1d::GemmConv1d;
 
-/// Mish, `x · tanh(softplus(x))`, with softplus written as `relu(x) + ln(1 + e^(−|x|))`: the
-/// same function as burn's `mish`, whose `ln(eˣ + 1)` overflows (and turns gradients into NaN)
-/// beyond x ≈ 11 in f16.
+/// Mish, `x · tanh(softplus(x))`, with softplus written as `relu(x) + ln(1 + e^(−|x|))`
+/// ([`kernels::portable::activate`]): the same function as burn's `mish`, whose `ln(eˣ + 1)`
+/// overflows (and turns gradients into NaN) beyond x ≈ 11 in f16.
 pub fn mish<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
-    let softplus = relu(x.clone()) + x.clone().abs().neg().exp().log1p();
-    x * softplus.tanh()
+    kernels::portable::activate(x, Activation::Mish)
 }
 
 /// `DiffusionSinusoidalPosEmb`: `[sin(t·f_k), cos(t·f_k)]` with
@@ -50,7 +48,7 @@ impl<B: Kernels> Conv1dBlock<B> {
     }
 
     fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
-        mish(super::norm::group_norm(&self.norm, self.conv.forward(x)))
+        super::norm::group_norm(&self.norm, self.conv.forward(x), Activation::Mish)
     }
 }
 

@@ -39,6 +39,7 @@ mod run_config;
 mod seeds;
 mod step;
 mod train;
+mod worker;
 
 pub use config::{DiffusionConfig, PolicyFeatures, Preset};
 pub use ema::{Ema, EmaConfig};
@@ -54,3 +55,4 @@ pub use run_config::{
 pub use seeds::{Purpose, step_seed};
 pub use step::{Learner, Prepared, StepOutput, TrainingBackend};
 pub use train::{Progress, TrainData, TrainOutcome, init_model, train, train_on};
+pub use worker::on_worker;

@@ -87,8 +87,13 @@ pub fn batch_norm<B: Kernels>(norm: &BatchNorm<B>, x: Tensor<B, 4>, activation: 
     let blend =
         |running: Tensor<B, 1>, batch: Tensor<B, 1>| running.mul_scalar(1.0 - momentum) + batch.mul_scalar(momentum);
     let device = y.device();
-    norm.running_mean.update(blend(norm.running_mean.value_sync().to_device(&device), mean).detach());
-    norm.running_var.update(blend(norm.running_var.value_sync().to_device(&device), unbiased).detach());
+    for (running, batch) in [(&norm.running_mean, mean), (&norm.running_var, unbiased)] {
+        running.update(blend(running.value_sync().to_device(&device), batch).detach());
+        // Committed at once: burn keeps an update per thread until this thread reads it again,
+        // and a step may run on any of rayon's workers ([`crate::on_worker`]); another thread
+        // would read the value before it.
+        running.value_sync();
+    }
     y.reshape([n, c, h, w]).cast(dtype)
 }
 
@@ -117,17 +122,28 @@ mod tests {
         let unbiased = biased * 6.0 / 5.0;
         let expected = (channel[4] - mean) / (biased + 1e-5).sqrt(); // element 10
         assert!((f64::from(y[10]) - expected).abs() < 1e-5, "output {} vs {expected}", y[10]);
-        let running_mean: Vec<f32> = norm.running_mean.value_sync().into_data().to_vec().unwrap();
-        let running_var: Vec<f32> = norm.running_var.value_sync().into_data().to_vec().unwrap();
+        let running_mean: Vec<f32> = norm.running_mean.value().into_data().to_vec().unwrap();
+        let running_var: Vec<f32> = norm.running_var.value().into_data().to_vec().unwrap();
         assert!((f64::from(running_mean[1]) - 0.1 * mean).abs() < 1e-6, "running mean {running_mean:?}");
         let expected_var = 0.9 + 0.1 * unbiased;
         assert!(
             (f64::from(running_var[1]) - expected_var).abs() < 1e-6,
             "running variance {running_var:?} vs {expected_var}"
         );
+        // A second step on another thread (a step runs on any of rayon's workers) starts from
+        // the first one's running statistics.
+        std::thread::scope(|scope| {
+            scope.spawn(|| batch_norm(&norm, x.clone(), Activation::Identity));
+        });
+        let running_var: Vec<f32> = norm.running_var.value().into_data().to_vec().unwrap();
+        let expected_var = 0.9 * expected_var + 0.1 * unbiased;
+        assert!(
+            (f64::from(running_var[1]) - expected_var).abs() < 1e-6,
+            "second step {running_var:?} vs {expected_var}"
+        );
         // Evaluation: the running statistics, not the batch's.
         let eval: Vec<f32> = batch_norm(&norm.valid(), x.inner(), Activation::Identity).into_data().to_vec().unwrap();
-        let expected = (channel[4] - 0.1 * mean) / (expected_var + 1e-5).sqrt();
+        let expected = (channel[4] - 0.19 * mean) / (expected_var + 1e-5).sqrt();
         assert!((f64::from(eval[10]) - expected).abs() < 1e-5, "evaluation {} vs {expected}", eval[10]);
     }
 

@@ -60,9 +60,10 @@ fn main() -> anyhow::Result<()> {
             println!("{}", transforms_bench::render(&report));
         }
         Command::TrainStep(args) => {
-            // As the trainer runs (trainer::memory); `regress` keeps malloc's defaults, which its
-            // baselines were taken with (the tiny step it times does not change either way).
+            // As the trainer runs (trainer::memory, trainer::worker); `regress` keeps malloc's and
+            // rayon's defaults, which its baselines were taken with.
             trainer::memory::keep_freed_memory();
+            trainer::worker::join_rayon_pool();
             let reports = train_bench::run(&args)?;
             println!("{}", train_bench::HEADER);
             for r in &reports {
@@ -72,6 +73,7 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Sweep(args) => {
             trainer::memory::keep_freed_memory();
+            trainer::worker::join_rayon_pool();
             sweep::run(&args)?;
         }
         Command::Regress(args) => {

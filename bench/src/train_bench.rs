@@ -195,37 +195,33 @@ impl DeviceTask for Task {
         let transfer_ms =
             transfers[self.args.warmup.min(transfers.len() - 1)..].iter().sum::<f64>() / self.args.steps.max(1) as f64;
 
-        // On a rayon worker, as the training loop's steps run (`trainer::on_worker`).
-        let (phases, losses) = trainer::on_worker(|| -> Result<_> {
-            let mut phases = Vec::new();
-            let mut losses = Vec::new();
-            for step in 0..self.args.warmup + self.args.steps {
-                let t0 = Instant::now();
-                let prepared = learner.prepare(&batch, step, 0)?;
-                sync()?;
-                let t1 = Instant::now();
-                let loss = learner.loss(&prepared);
-                sync()?;
-                let t2 = Instant::now();
-                let grads = learner.gradients(&loss);
-                sync()?;
-                let t3 = Instant::now();
-                // Clipping: the gradients gathered into the flat buffer, and its norm.
-                let grads = learner.flatten(grads);
-                let clipping = learner.clip(&grads);
-                sync()?;
-                let t4 = Instant::now();
-                learner.update(grads, &clipping, step);
-                sync()?;
-                let t5 = Instant::now();
-                losses.push(f64::from(loss.into_scalar().elem::<f32>()));
-                if step >= self.args.warmup {
-                    let ms = |a: Instant, b: Instant| 1e3 * (b - a).as_secs_f64();
-                    phases.push([ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t3, t4), ms(t4, t5), ms(t0, t5)]);
-                }
+        let mut phases = Vec::new();
+        let mut losses = Vec::new();
+        for step in 0..self.args.warmup + self.args.steps {
+            let t0 = Instant::now();
+            let prepared = learner.prepare(&batch, step, 0)?;
+            sync()?;
+            let t1 = Instant::now();
+            let loss = learner.loss(&prepared);
+            sync()?;
+            let t2 = Instant::now();
+            let grads = learner.gradients(&loss);
+            sync()?;
+            let t3 = Instant::now();
+            // Clipping: the gradients gathered into the flat buffer, and its norm.
+            let grads = learner.flatten(grads);
+            let clipping = learner.clip(&grads);
+            sync()?;
+            let t4 = Instant::now();
+            learner.update(grads, &clipping, step);
+            sync()?;
+            let t5 = Instant::now();
+            losses.push(f64::from(loss.into_scalar().elem::<f32>()));
+            if step >= self.args.warmup {
+                let ms = |a: Instant, b: Instant| 1e3 * (b - a).as_secs_f64();
+                phases.push([ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t3, t4), ms(t4, t5), ms(t0, t5)]);
             }
-            Ok((phases, losses))
-        })?;
+        }
         let n = phases.len().max(1) as f64;
         let mean = |i: usize| phases.iter().map(|p| p[i]).sum::<f64>() / n;
         let mut totals: Vec<f64> = phases.iter().map(|p| p[5]).collect();

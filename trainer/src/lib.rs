@@ -30,6 +30,7 @@ pub mod noise;
 pub mod optim;
 pub mod parallel;
 pub mod precision;
+pub mod worker;
 
 mod config;
 mod error;
@@ -39,7 +40,6 @@ mod run_config;
 mod seeds;
 mod step;
 mod train;
-mod worker;
 
 pub use config::{DiffusionConfig, PolicyFeatures, Preset};
 pub use ema::{Ema, EmaConfig};
@@ -55,4 +55,3 @@ pub use run_config::{
 pub use seeds::{Purpose, step_seed};
 pub use step::{Learner, Prepared, StepOutput, TrainingBackend};
 pub use train::{Progress, TrainData, TrainOutcome, init_model, train, train_on};
-pub use worker::on_worker;

@@ -320,11 +320,6 @@ impl<B: TrainingBackend> Learner<B> {
     /// Forward and backward of micro-batch `micro` of optimiser step `step`; its gradients wait
     /// for [`Learner::finish`].
     pub fn accumulate(&mut self, batch: &Batch, step: usize, micro: usize) -> Result<()> {
-        self.on_compute_threads(|learner| learner.accumulate_here(batch, step, micro))
-    }
-
-    /// [`Learner::accumulate`] on the calling thread.
-    fn accumulate_here(&mut self, batch: &Batch, step: usize, micro: usize) -> Result<()> {
         let prepared = self.prepare(batch, step, micro)?;
         let loss = self.loss(&prepared);
         let grads = self.flatten(self.gradients(&loss));
@@ -340,11 +335,6 @@ impl<B: TrainingBackend> Learner<B> {
     /// and updates, unless f16 gradients overflowed (then the step is skipped and the loss
     /// scale halved). An error only when another replica failed.
     pub fn finish(&mut self, step: usize) -> Result<StepOutput<B::InnerBackend>> {
-        self.on_compute_threads(|learner| learner.finish_here(step))
-    }
-
-    /// [`Learner::finish`] on the calling thread.
-    fn finish_here(&mut self, step: usize) -> Result<StepOutput<B::InnerBackend>> {
         let mut pending = self.pending.take().expect("accumulate() comes before finish()");
         pending.grads = self.replica.all_reduce_sum(pending.grads)?;
         let clipping = self.clip(&pending.grads);
@@ -363,12 +353,6 @@ impl<B: TrainingBackend> Learner<B> {
             applied,
             loss_scale: self.scaler.map(|s| s.scale),
         })
-    }
-
-    /// `work` on a worker of rayon's pool ([`crate::on_worker`]) where this replica is alone in
-    /// its process; replicas on threads run theirs on their own threads.
-    fn on_compute_threads<R: Send>(&mut self, work: impl FnOnce(&mut Self) -> R + Send) -> R {
-        if self.replica.local_size() == 1 { crate::on_worker(|| work(self)) } else { work(self) }
     }
 
     /// A whole step of one micro-batch, `batch`, as optimiser step `step`.

@@ -1,28 +1,39 @@
-//! Running a step's operations on one of rayon's worker threads. Every parallel operation of
-//! the CPU backend (burn-flex's and our kernels') called from a thread outside rayon's pool is
-//! injected into the pool, and its caller sleeps until a worker has run it: two thread
-//! switches per operation, a few hundred operations a step. Called from a worker, the
-//! operation starts on that thread at once and the other workers steal what they can. On the
-//! tiny policy's U-Net, forward and backward: 15 and 27 ms from the caller's thread, 11 and 20
-//! on a worker.
+//! The process's thread policy for training: the main thread, which runs the steps, is one of
+//! rayon's workers.
+//!
+//! Every parallel operation of the CPU backend (burn-flex's and our kernels') called from a
+//! thread outside rayon's pool is injected into the pool, and its caller sleeps until a worker
+//! has run it: two thread switches per operation, a few hundred operations a step, most of them
+//! small. Called from a worker, an operation starts on that thread at once and the other workers
+//! steal what they can: the tiny policy's U-Net, forward and backward, took 15 and 27 ms from a
+//! thread outside the pool and 11 and 20 on a worker. The main thread itself becomes the worker,
+//! rather than handing each step to one of the pool's own threads: glibc serves a thread other
+//! than the main one from heaps of at most 64 MiB and maps larger blocks afresh every time
+//! ([`crate::memory`]), which made PushT's backward pass twice as slow there.
 
-use std::sync::{Mutex, PoisonError};
-
-/// Held by the work [`on_worker`] runs: one at a time in a process. A worker waiting inside
-/// one step's parallel operation takes up whatever job the pool holds; a second step taken up
-/// that way would run whole on the first one's stack and wait for burn's autodiff graph, which
-/// the first one holds until the second returns (seen with the tests' concurrent runs).
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-/// `work`, run on one of rayon's worker threads while this one waits (at once where this is a
-/// worker already), one such `work` at a time in the process. A blocking call in `work` holds
-/// its worker and the turn for as long: only one thread of a process may wait on others inside
-/// it (replicas on threads, which wait for each other in their reduces, run their steps on
-/// their own threads instead).
-pub fn on_worker<R: Send>(work: impl FnOnce() -> R + Send) -> R {
-    if rayon::current_thread_index().is_some() {
-        return work();
+/// Makes the calling thread worker 0 of rayon's global pool, with the pool's usual number of
+/// threads (`RAYON_NUM_THREADS`, else one per core): its parallel operations then run as a
+/// worker's. Call it once, first thing in the main thread of a program that trains, as
+/// [`crate::memory::keep_freed_memory`]. Does nothing, and says so in the log, where the pool
+/// already exists, or where it would have a single thread (then the calling thread would be
+/// the only worker, and work other threads hand the pool would wait while it does anything
+/// else). Returns whether the calling thread is now a worker.
+pub fn join_rayon_pool() -> bool {
+    let threads = std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
+        .unwrap_or(1);
+    if threads < 2 {
+        tracing::debug!("one thread for rayon: the main thread stays outside its pool");
+        return false;
     }
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
-    rayon::scope(|_| work())
+    match rayon::ThreadPoolBuilder::new().num_threads(threads).use_current_thread().build_global() {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::debug!("the main thread stays outside rayon's pool: {e}");
+            false
+        }
+    }
 }

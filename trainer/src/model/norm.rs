@@ -89,9 +89,8 @@ pub fn batch_norm<B: Kernels>(norm: &BatchNorm<B>, x: Tensor<B, 4>, activation: 
     let device = y.device();
     for (running, batch) in [(&norm.running_mean, mean), (&norm.running_var, unbiased)] {
         running.update(blend(running.value_sync().to_device(&device), batch).detach());
-        // Committed at once: burn keeps an update per thread until this thread reads it again,
-        // and a step may run on any of rayon's workers ([`crate::on_worker`]); another thread
-        // would read the value before it.
+        // Committed at once: burn keeps an update per thread until that thread reads it again,
+        // and another thread (the next step's, the checkpoint's) would read the value before it.
         running.value_sync();
     }
     y.reshape([n, c, h, w]).cast(dtype)
@@ -130,8 +129,7 @@ mod tests {
             (f64::from(running_var[1]) - expected_var).abs() < 1e-6,
             "running variance {running_var:?} vs {expected_var}"
         );
-        // A second step on another thread (a step runs on any of rayon's workers) starts from
-        // the first one's running statistics.
+        // A second step on another thread starts from the first one's running statistics.
         std::thread::scope(|scope| {
             scope.spawn(|| batch_norm(&norm, x.clone(), Activation::Identity));
         });

@@ -79,11 +79,6 @@ impl Replica {
         self.local_rank
     }
 
-    /// The number of replicas in this process.
-    pub fn local_size(&self) -> usize {
-        self.local_size
-    }
-
     /// The number of replicas of the run, over all its processes.
     pub fn world_size(&self) -> usize {
         self.world_size

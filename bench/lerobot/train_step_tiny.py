@@ -4,8 +4,8 @@
 with more configs: `tiny` (PushT classic recipe, U-Net widths 64/128/256, step embedding 64),
 and `tiny_group_norm` and `pusht_classic_group_norm`, the same with GroupNorm in the backbone.
 LeRobot 0.6.1 defaults to BatchNorm (`use_group_norm=False`), our classic preset to GroupNorm
-(the PushT recipe's): time like against like, `bench train-step --use-group-norm false` against
-`tiny`, or ours as it is against the `_group_norm` configs.
+(the PushT recipe's): time like against like, `bench train-step --tiny --use-group-norm false`
+against `tiny`, or ours as it is against the `_group_norm` configs.
 
 Usage (from a folder holding the anchors' `.venv` and `anchor-data/`):
   .venv/bin/python /path/to/bench/lerobot/train_step_tiny.py --anchors ../shared/anchors \

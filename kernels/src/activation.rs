@@ -11,12 +11,12 @@ pub enum Activation {
     Identity,
     /// `max(y, 0)`.
     Relu,
-    /// `y · tanh(softplus(y))`, with PyTorch's softplus threshold (`softplus(y) = y` above 20).
+    /// `y · tanh(softplus(y))`, the identity above 20 (where `tanh(softplus(y))` is 1 in f32).
     Mish,
 }
 
-/// Above this, Mish is the identity in f32 (`tanh(20) = 1`), as PyTorch's softplus threshold
-/// makes it; below, `e^y` and its square stay finite.
+/// Above this, Mish is the identity in f32 (`tanh(20) = 1`; PyTorch's `softplus` switches to
+/// the identity there too); below, `e^y` and its square stay finite.
 const MISH_LINEAR_ABOVE: f32 = 20.0;
 
 impl Activation {

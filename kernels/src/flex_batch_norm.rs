@@ -1,6 +1,7 @@
-//! The CPU backend's BatchNorm in training mode (statistics of the batch): one pass per channel
-//! for the mean, one for the variance and one over the planes for the output, forward; one per
-//! channel for the sums and one over the planes for the input gradient, backward. Channels and
+//! The CPU backend's BatchNorm in training mode (statistics of the batch) and the activation after
+//! it: one pass per channel for the mean, one for the variance and one over the planes for the
+//! output, forward; one per channel for the sums and one over the planes for the input gradient,
+//! backward, after one through the activation's derivative unless it is the identity. Channels and
 //! planes are spread over rayon's pool. burn's module computes it as some ten operations, each a
 //! strided walk on one thread (`swap_dims` then `mean_dim`), and records as many for autodiff.
 //!
@@ -15,7 +16,8 @@ use crate::Activation;
 use crate::flex_conv::{contiguous, tensor};
 use crate::sums::{sum_f64, sum_pairs_f64};
 
-/// Planes (of one sample and channel) per rayon task at least, where planes are small.
+/// Values per rayon task at least (whole planes of one sample and channel), where planes are
+/// small.
 const MIN_VALUES_PER_TASK: usize = 4096;
 
 /// The shape of one BatchNorm this module computes: `[N, C, S]`.

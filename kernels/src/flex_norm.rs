@@ -1,10 +1,11 @@
-//! The CPU backend's GroupNorm: two passes for the statistics (mean, then variance) and one for
-//! the output, forward; one for the sums and one for the input gradient, backward; each group
-//! on one task of rayon's pool. Composed of burn's operations, GroupNorm is about ten passes forward and twenty
-//! backward over the activations, each on one thread.
+//! The CPU backend's GroupNorm and the activation after it: two passes for the statistics (mean,
+//! then variance) and one for the output, forward; one for the sums and one for the input
+//! gradient, backward, after one through the activation's derivative unless it is the
+//! identity; each group on one task of rayon's pool. Composed of burn's operations, GroupNorm
+//! is about ten passes forward and twenty backward over the activations, each on one thread.
 //!
-//! Sums are accumulated in f64 in a fixed order (each group's by one task, in fixed lanes, `dγ` and `dβ` over
-//! the samples in sample order), so a step repeats to the bit.
+//! Sums are accumulated in f64 in a fixed order (each group's by one task, in fixed lanes; `dγ`
+//! and `dβ` over the samples in sample order), so a step repeats to the bit.
 
 use burn::backend::flex::FlexTensor;
 use burn::tensor::DType;
@@ -117,9 +118,10 @@ pub(crate) fn backward(
             for (k, dx) in dx.chunks_mut(positions).enumerate() {
                 let (values, output_grad) =
                     (&values[k * positions..][..positions], &output_grad[k * positions..][..positions]);
-                let (gamma, beta) = (gamma[first_channel + k], beta[first_channel + k]);
+                // The forward's output, rounded as the forward rounded it (a ReLU's mask exact).
+                let (scale, shift) = (inv_std * gamma[first_channel + k], beta[first_channel + k]);
                 for ((o, &v), &d) in dx.iter_mut().zip(values).zip(output_grad) {
-                    *o = d * activation.derivative((v - mean) * inv_std * gamma + beta);
+                    *o = d * activation.derivative((v - mean) * scale + shift);
                 }
             }
         }

@@ -2,7 +2,8 @@
 //! additions waits on each addition's latency (four cycles), lanes run at the rate the values
 //! arrive. The order of the additions depends on the length only, so a step repeats to the bit.
 
-/// Lanes of a sum: four chains of eight f64 (four AVX-512 registers).
+/// Lanes of a sum: four chains of eight f64 (four AVX-512 registers' worth; the compiler keeps
+/// them in what registers the build targets).
 const LANES: usize = 32;
 
 /// `Σ term(v)` over `values`, in f64.

@@ -248,7 +248,7 @@ fn build_frame_cache(dataset: &Dataset, dir: PathBuf, on_progress: &mut impl FnM
         });
         while !building.is_finished() {
             on_progress(Progress::FrameCache { done: done.load(Ordering::Relaxed), total });
-            std::thread::sleep(Duration::from_millis(100));
+            crate::worker::sleep_helping(Duration::from_millis(100));
         }
         building.join()
     });
@@ -399,7 +399,16 @@ fn train_replicas<B: TrainingBackend>(
             .collect::<Result<_>>()?;
         drop(events);
         let mut outcomes: Vec<Option<Result<TrainOutcome>>> = (0..local).map(|_| None).collect();
-        for event in reports.iter() {
+        loop {
+            let event = match reports.try_recv() {
+                Ok(event) => event,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
+                Err(std::sync::mpsc::TryRecvError::Empty) => {
+                    // The replicas hand their operations to rayon's pool; help it meanwhile.
+                    crate::worker::sleep_helping(Duration::from_millis(5));
+                    continue;
+                }
+            };
             match event {
                 ReplicaEvent::Line(line) => on_progress(Progress::Line(&line)),
                 ReplicaEvent::Step(step) => on_progress(Progress::Step(step)),

@@ -1,5 +1,5 @@
-//! The process's thread policy for training: the main thread, which runs the steps, is one of
-//! rayon's workers.
+//! The process's thread policy for training: the main thread, which runs the steps of a run of
+//! one device, is one of rayon's workers, and helps the pool while it waits.
 //!
 //! Every parallel operation of the CPU backend (burn-flex's and our kernels') called from a
 //! thread outside rayon's pool is injected into the pool, and its caller sleeps until a worker
@@ -10,6 +10,8 @@
 //! rather than handing each step to one of the pool's own threads: glibc serves a thread other
 //! than the main one from heaps of at most 64 MiB and maps larger blocks afresh every time
 //! ([`crate::memory`]), which made PushT's backward pass twice as slow there.
+
+use std::time::{Duration, Instant};
 
 /// Makes the calling thread worker 0 of rayon's global pool, with the pool's usual number of
 /// threads (`RAYON_NUM_THREADS`, else one per core): its parallel operations then run as a
@@ -34,6 +36,23 @@ pub fn join_rayon_pool() -> bool {
         Err(e) => {
             tracing::debug!("the main thread stays outside rayon's pool: {e}");
             false
+        }
+    }
+}
+
+/// Sleeps for `duration` where the calling thread is no worker; a worker runs the pool's pending
+/// jobs meanwhile, and naps a millisecond at a time when there are none. The main thread as
+/// worker 0 never takes up jobs by itself: waiting on other threads that hand work to the pool
+/// (a frame-cache build, replicas on threads), it would otherwise leave the pool a thread short.
+pub fn sleep_helping(duration: Duration) {
+    if rayon::current_thread_index().is_none() {
+        std::thread::sleep(duration);
+        return;
+    }
+    let deadline = Instant::now() + duration;
+    while let Some(left) = deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) {
+        if rayon::yield_now() != Some(rayon::Yield::Executed) {
+            std::thread::sleep(left.min(Duration::from_millis(1)));
         }
     }
 }

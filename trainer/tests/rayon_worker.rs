@@ -9,8 +9,13 @@ use rayon::prelude::*;
 fn the_joining_thread_becomes_worker_zero_of_the_global_pool() {
     assert_eq!(rayon::current_thread_index(), None);
     let joined = trainer::worker::join_rayon_pool();
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    if cores < 2 {
+    // The pool's size as rayon picks it: `RAYON_NUM_THREADS`, else one thread per core.
+    let threads = std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    if threads < 2 {
         assert!(!joined, "a single-thread pool is not joined");
         return;
     }

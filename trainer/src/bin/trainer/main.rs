@@ -9,11 +9,11 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     trainer::memory::keep_freed_memory();
-    trainer::worker::join_rayon_pool();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
         .init();
+    trainer::worker::join_rayon_pool();
     let cli = cli::Cli::parse();
     match cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,

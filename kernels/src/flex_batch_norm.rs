@@ -14,7 +14,8 @@ use rayon::prelude::*;
 
 use crate::Activation;
 use crate::flex_conv::{contiguous, tensor};
-use crate::sums::{sum_f64, sum_pairs_f64};
+use crate::norm_plane::{PlaneNorm, plane_at};
+use crate::sums::sum_f64;
 
 /// Values per rayon task at least (whole planes of one sample and channel), where planes are
 /// small.
@@ -88,10 +89,7 @@ pub(crate) fn forward(
         .for_each(|(plane, (out, values))| {
             let c = plane % shape.channels;
             let [mean, inv_std, _] = stats[c];
-            let (scale, shift) = (inv_std * gamma[c], beta[c]);
-            for (o, &v) in out.iter_mut().zip(values) {
-                *o = activation.apply((v - mean) * scale + shift);
-            }
+            PlaneNorm { mean, inv_std, gamma: gamma[c], beta: beta[c] }.normalize(out, values, activation);
         });
     let [n, c, s] = [shape.samples, shape.channels, positions];
     Some((tensor(y, [n, c, s]), tensor(stats.into_flattened(), [c, 3])))
@@ -116,21 +114,20 @@ pub(crate) fn backward(
     }
     let (x, gamma, beta) = (contiguous(x), contiguous(gamma), contiguous(beta));
     let (stats, output_grad) = (contiguous(stats), contiguous(output_grad));
-    let stat = |c: usize| (stats[3 * c], stats[3 * c + 1]);
+    let plane_norm =
+        |c: usize| PlaneNorm { mean: stats[3 * c], inv_std: stats[3 * c + 1], gamma: gamma[c], beta: beta[c] };
     let positions = shape.positions;
     let mut dx = vec![0f32; x.len()];
     // The gradient before the activation: the output's itself, or written into `dx` first.
     let identity = activation == Activation::Identity;
     if !identity {
         dx.par_chunks_mut(positions).with_min_len(shape.planes_per_task()).enumerate().for_each(|(plane, dx)| {
-            let c = plane % shape.channels;
-            let (mean, inv_std) = stat(c);
-            let (scale, shift) = (inv_std * gamma[c], beta[c]);
-            let (values, output_grad) =
-                (&x[plane * positions..][..positions], &output_grad[plane * positions..][..positions]);
-            for ((o, &v), &d) in dx.iter_mut().zip(values).zip(output_grad) {
-                *o = d * activation.derivative((v - mean) * scale + shift);
-            }
+            plane_norm(plane % shape.channels).through_activation(
+                dx,
+                plane_at(&x, plane, positions),
+                plane_at(&output_grad, plane, positions),
+                activation,
+            );
         });
     }
     let dy: &[f32] = if identity { &output_grad } else { &dx };
@@ -138,10 +135,9 @@ pub(crate) fn backward(
     let sums: Vec<[f64; 2]> = (0..shape.channels)
         .into_par_iter()
         .map(|c| {
-            let (mean, inv_std) = stat(c);
             let planes = shape.planes(&x, c).zip(shape.planes(dy, c));
             planes.fold([0f64; 2], |[dy_x_hat, dy_sum], (values, dy)| {
-                let [a, b] = sum_pairs_f64(values, dy, |v, d| [f64::from(d * ((v - mean) * inv_std)), f64::from(d)]);
+                let [a, b] = plane_norm(c).gradient_sums(values, dy);
                 [dy_x_hat + a, dy_sum + b]
             })
         })
@@ -149,18 +145,11 @@ pub(crate) fn backward(
     let count = shape.per_channel() as f64;
     dx.par_chunks_mut(positions).with_min_len(shape.planes_per_task()).enumerate().for_each(|(plane, dx)| {
         let c = plane % shape.channels;
-        let (mean, inv_std) = stat(c);
         let [dy_x_hat, dy_sum] = sums[c];
-        let gamma = gamma[c];
-        let (mean_g, mean_g_x_hat) =
-            ((f64::from(gamma) * dy_sum / count) as f32, (f64::from(gamma) * dy_x_hat / count) as f32);
-        let (values, output_grad) =
-            (&x[plane * positions..][..positions], &output_grad[plane * positions..][..positions]);
-        for ((o, &v), &g) in dx.iter_mut().zip(values).zip(output_grad) {
-            let d = if identity { g } else { *o };
-            let x_hat = (v - mean) * inv_std;
-            *o = inv_std * (d * gamma - mean_g - x_hat * mean_g_x_hat);
-        }
+        let gamma = f64::from(gamma[c]);
+        let means = [(gamma * dy_sum / count) as f32, (gamma * dy_x_hat / count) as f32];
+        let output_grad = identity.then(|| plane_at(&output_grad, plane, positions));
+        plane_norm(c).input_gradient(dx, plane_at(&x, plane, positions), output_grad, means);
     });
     let column = |i: usize| sums.iter().map(|s| s[i] as f32).collect::<Vec<f32>>();
     let [n, c, s] = [shape.samples, shape.channels, positions];
@@ -175,17 +164,10 @@ mod tests {
     use burn::prelude::*;
     use burn::tensor::Distribution;
 
-    use crate::Activation;
     use crate::portable::activate;
+    use crate::test_support::{ACTIVATIONS, assert_all_close, max_relative};
 
     type Ad = Autodiff<Flex>;
-
-    const ACTIVATIONS: [Activation; 3] = [Activation::Identity, Activation::Relu, Activation::Mish];
-
-    fn max_relative<const D: usize>(a: Tensor<Flex, D>, b: Tensor<Flex, D>) -> f32 {
-        let scale = b.clone().abs().max().into_scalar().max(1e-6);
-        (a - b).abs().max().into_scalar() / scale
-    }
 
     /// The fused forward and backward passes equal burn's `BatchNorm` module in training mode,
     /// followed by the activation composed of burn's operations, and its autodiff gradients
@@ -246,13 +228,7 @@ mod tests {
             let fused = super::backward(&prim3(&x), [&affine[0], &affine[1]], &stats, &prim3(&dy), activation).unwrap();
             let portable =
                 crate::portable::batch_norm_backward::<Flex>(prim3(&x), affine, stats, prim3(&dy), activation);
-            for (a, b) in fused.iter().zip(&portable) {
-                let (a, b) = (a.to_contiguous(), b.to_contiguous());
-                let (a, b) = (a.as_slice::<f32>().unwrap(), b.as_slice::<f32>().unwrap());
-                let scale = b.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
-                let worst = a.iter().zip(b).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
-                assert!(worst / scale < 1e-5, "{activation:?}: {worst} of {scale}");
-            }
+            assert_all_close(&fused, &portable, 1e-5, &format!("{activation:?}"));
         }
     }
 }

@@ -521,13 +521,9 @@ mod tests {
     use burn::tensor::{Distribution, TensorPrimitive};
 
     use crate::Kernels;
+    use crate::test_support::max_relative;
 
     type Ad = Autodiff<Flex>;
-
-    fn max_relative(a: Tensor<Flex, 4>, b: Tensor<Flex, 4>) -> f32 {
-        let scale = b.clone().abs().max().into_scalar().max(1e-6);
-        (a - b).abs().max().into_scalar() / scale
-    }
 
     /// The forward pass and both gradients equal burn's convolution's, over ResNet-18's kinds of
     /// layers (7×7 stride 2 on 3 channels, 3×3 with and without stride, 1×1 stride 2), odd

@@ -13,7 +13,8 @@ use rayon::prelude::*;
 
 use crate::Activation;
 use crate::flex_conv::{contiguous, tensor};
-use crate::sums::{sum_f64, sum_pairs_f64};
+use crate::norm_plane::{PlaneNorm, plane_at};
+use crate::sums::sum_f64;
 
 /// The shape of one GroupNorm this module computes.
 #[derive(Debug, Clone, Copy)]
@@ -74,10 +75,8 @@ pub(crate) fn forward(
         let (mean, inv_std) = (mean as f32, (1.0 / (variance + epsilon).sqrt()) as f32);
         let first_channel = block % groups * per_group;
         for (k, (out, values)) in out.chunks_mut(positions).zip(values.chunks(positions)).enumerate() {
-            let (scale, shift) = (inv_std * gamma[first_channel + k], beta[first_channel + k]);
-            for (o, &v) in out.iter_mut().zip(values) {
-                *o = activation.apply((v - mean) * scale + shift);
-            }
+            let (gamma, beta) = (gamma[first_channel + k], beta[first_channel + k]);
+            PlaneNorm { mean, inv_std, gamma, beta }.normalize(out, values, activation);
         }
         stat.copy_from_slice(&[mean, inv_std]);
     });
@@ -112,40 +111,33 @@ pub(crate) fn backward(
         let (mean, inv_std) = (stats[2 * block], stats[2 * block + 1]);
         let (values, output_grad) = (&x[block * len..][..len], &output_grad[block * len..][..len]);
         let first_channel = block % groups * per_group;
+        let plane =
+            |k: usize| PlaneNorm { mean, inv_std, gamma: gamma[first_channel + k], beta: beta[first_channel + k] };
         // The gradient before the activation: the output's itself, or written into `dx` first.
         let identity = activation == Activation::Identity;
         if !identity {
             for (k, dx) in dx.chunks_mut(positions).enumerate() {
-                let (values, output_grad) =
-                    (&values[k * positions..][..positions], &output_grad[k * positions..][..positions]);
-                // The forward's output, rounded as the forward rounded it (a ReLU's mask exact).
-                let (scale, shift) = (inv_std * gamma[first_channel + k], beta[first_channel + k]);
-                for ((o, &v), &d) in dx.iter_mut().zip(values).zip(output_grad) {
-                    *o = d * activation.derivative((v - mean) * scale + shift);
-                }
+                plane(k).through_activation(
+                    dx,
+                    plane_at(values, k, positions),
+                    plane_at(output_grad, k, positions),
+                    activation,
+                );
             }
         }
         let dy: &[f32] = if identity { output_grad } else { dx };
         let (mut mean_g, mut mean_g_x_hat) = (0f64, 0f64);
         for (k, sum) in sums.iter_mut().enumerate() {
-            let (values, dy) = (&values[k * positions..][..positions], &dy[k * positions..][..positions]);
-            let [dy_x_hat, dy_sum] =
-                sum_pairs_f64(values, dy, |v, d| [f64::from(d * ((v - mean) * inv_std)), f64::from(d)]);
+            let [dy_x_hat, dy_sum] = plane(k).gradient_sums(plane_at(values, k, positions), plane_at(dy, k, positions));
             *sum = [dy_x_hat, dy_sum];
             let gamma = f64::from(gamma[first_channel + k]);
             mean_g += gamma * dy_sum;
             mean_g_x_hat += gamma * dy_x_hat;
         }
-        let (mean_g, mean_g_x_hat) = ((mean_g / len as f64) as f32, (mean_g_x_hat / len as f64) as f32);
+        let means = [(mean_g / len as f64) as f32, (mean_g_x_hat / len as f64) as f32];
         for (k, dx) in dx.chunks_mut(positions).enumerate() {
-            let (values, output_grad) =
-                (&values[k * positions..][..positions], &output_grad[k * positions..][..positions]);
-            let gamma = gamma[first_channel + k];
-            for ((o, &v), &g) in dx.iter_mut().zip(values).zip(output_grad) {
-                let d = if identity { g } else { *o };
-                let x_hat = (v - mean) * inv_std;
-                *o = inv_std * (d * gamma - mean_g - x_hat * mean_g_x_hat);
-            }
+            let output_grad = identity.then(|| plane_at(output_grad, k, positions));
+            plane(k).input_gradient(dx, plane_at(values, k, positions), output_grad, means);
         }
     });
     let per_channel = |i: usize| {
@@ -165,17 +157,10 @@ mod tests {
     use burn::prelude::*;
     use burn::tensor::Distribution;
 
-    use crate::Activation;
     use crate::portable::activate;
+    use crate::test_support::{ACTIVATIONS, assert_all_close, max_relative};
 
     type Ad = Autodiff<Flex>;
-
-    const ACTIVATIONS: [Activation; 3] = [Activation::Identity, Activation::Relu, Activation::Mish];
-
-    fn max_relative<const D: usize>(a: Tensor<Flex, D>, b: Tensor<Flex, D>) -> f32 {
-        let scale = b.clone().abs().max().into_scalar().max(1e-6);
-        (a - b).abs().max().into_scalar() / scale
-    }
 
     /// The fused forward and backward passes equal burn's `GroupNorm` module, followed by the
     /// activation composed of burn's operations, and its autodiff gradients (input, γ, β), for
@@ -233,13 +218,7 @@ mod tests {
                 super::backward(&prim3(&x), [&affine[0], &affine[1]], &stats, &prim3(&dy), groups, activation).unwrap();
             let portable =
                 crate::portable::group_norm_backward::<Flex>(prim3(&x), affine, stats, prim3(&dy), groups, activation);
-            for (a, b) in fused.iter().zip(&portable) {
-                let (a, b) = (a.to_contiguous(), b.to_contiguous());
-                let (a, b) = (a.as_slice::<f32>().unwrap(), b.as_slice::<f32>().unwrap());
-                let scale = b.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
-                let worst = a.iter().zip(b).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
-                assert!(worst / scale < 1e-5, "{activation:?}: {worst} of {scale}");
-            }
+            assert_all_close(&fused, &portable, 1e-5, &format!("{activation:?}"));
         }
     }
 }

@@ -34,8 +34,11 @@ mod flex_batch_norm;
 mod flex_conv;
 mod flex_norm;
 mod flex_pool;
+mod norm_plane;
 pub mod portable;
 mod sums;
+#[cfg(test)]
+mod test_support;
 
 pub use activation::Activation;
 

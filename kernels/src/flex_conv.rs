@@ -17,6 +17,10 @@
 //! chunk: ResNet-18's last stage, the U-Net's layers), each chunk's work runs on every core
 //! instead.
 //!
+//! The unfold and the fold walk each output line as one run of values where lines are long, and
+//! value by value through a table of window offsets where they are short ([`SHORT_LINE`]: the
+//! last stages' lines of 3 to 11 values), with the same values and the same sums either way.
+//!
 //! Every sum runs in one fixed order whatever the thread count: the chunks depend on the shapes
 //! only, a product's reduction is never split among threads (gemm splits the output's tiles), and
 //! the weight gradient's partial products are added in chunk order. So on one machine a step
@@ -44,6 +48,11 @@ use rayon::prelude::*;
 /// The fewest columns a chunk's products are given: smaller products run below the matrix
 /// kernels' rate on the late layers' few positions (9 per image in ResNet-18's last stage).
 const MIN_CHUNK_COLUMNS: usize = 256;
+
+/// Output lines shorter than this are unfolded and folded back through a table of window
+/// offsets ([`Geometry::window_offsets`]) rather than copied as runs: a run of a few values
+/// (3 in ResNet-18's last stage) costs more in bookkeeping than in copying.
+const SHORT_LINE: usize = 16;
 
 /// The most chunks a batch is cut into, which bounds the weight gradient's partial products held
 /// at once.
@@ -162,6 +171,33 @@ impl Geometry {
         }
     }
 
+    /// Whether output lines are short enough to unfold through [`Geometry::window_offsets`].
+    fn has_short_lines(&self) -> bool {
+        self.out[1] < SHORT_LINE
+    }
+
+    /// For every kernel offset `(i, j)` and output position `(oy, ox)`, in that order
+    /// (`[kh·kw, Ho·Wo]`), the offset in an input plane the window reads there, or
+    /// `usize::MAX` where it reads the padding.
+    fn window_offsets(&self) -> Vec<usize> {
+        let ([kh, kw], [out_h, out_w]) = (self.kernel, self.out);
+        let column =
+            |ox: usize, j: usize| (ox * self.stride[1] + j).checked_sub(self.padding[1]).filter(|&x| x < self.width);
+        let mut offsets = Vec::with_capacity(kh * kw * out_h * out_w);
+        for i in 0..kh {
+            for j in 0..kw {
+                for oy in 0..out_h {
+                    let y = self.input_row(oy, i);
+                    offsets.extend((0..out_w).map(|ox| match (y, column(ox, j)) {
+                        (Some(y), Some(x)) => y * self.width + x,
+                        _ => usize::MAX,
+                    }));
+                }
+            }
+        }
+        offsets
+    }
+
     /// For kernel row offset `i` and output row `oy`, the input row it reads, if inside.
     fn input_row(&self, oy: usize, i: usize) -> Option<usize> {
         (oy * self.stride[0] + i).checked_sub(self.padding[0]).filter(|&y| y < self.height)
@@ -275,6 +311,11 @@ impl<'a> InputLines<'a> {
 /// image and output position, the input value under kernel offset `(i, j)` of channel `c` (0 in
 /// the padding).
 fn im2col(x: &[f32], g: &Geometry, images: Range<usize>) -> Vec<f32> {
+    if g.has_short_lines() { im2col_by_offsets(x, g, images) } else { im2col_by_runs(x, g, images) }
+}
+
+/// [`im2col`] where output lines are long: each line of values copied as runs.
+fn im2col_by_runs(x: &[f32], g: &Geometry, images: Range<usize>) -> Vec<f32> {
     let (positions, [kh, kw], [out_h, out_w]) = (g.positions(), g.kernel, g.out);
     let columns = images.len() * positions;
     let lines = InputLines::new(x, g, images.clone());
@@ -306,9 +347,55 @@ fn im2col(x: &[f32], g: &Geometry, images: Range<usize>) -> Vec<f32> {
     unsafe { written_by(g.rows() * columns, fill) }
 }
 
+/// [`im2col`] where output lines are short: each value read through the window offsets.
+fn im2col_by_offsets(x: &[f32], g: &Geometry, images: Range<usize>) -> Vec<f32> {
+    let (positions, windows, plane_size) = (g.positions(), g.kernel[0] * g.kernel[1], g.height * g.width);
+    let columns = images.len() * positions;
+    let offsets = g.window_offsets();
+    let unfold_row = |(row, out): (usize, &mut [MaybeUninit<f32>])| {
+        let (c, window) = (row / windows, row % windows);
+        let offsets = &offsets[window * positions..][..positions];
+        for (n, out) in images.clone().zip(out.chunks_exact_mut(positions)) {
+            let plane = &x[(n * g.channels + c) * plane_size..][..plane_size];
+            for (d, &offset) in out.iter_mut().zip(offsets) {
+                d.write(plane.get(offset).copied().unwrap_or(0.0));
+            }
+        }
+    };
+    let fill = |cols: &mut [MaybeUninit<f32>]| g.for_each_piece(cols, columns, unfold_row);
+    // SAFETY: every row holds `positions` values per image, each written above.
+    unsafe { written_by(g.rows() * columns, fill) }
+}
+
 /// Adds the unfolded gradient `dcols` of `images` (`[C·kh·kw, images·Ho·Wo]`) onto their input
 /// positions in `dx` (`[images, C, H, W]`, zeros on entry), in a fixed order.
+/// Each input value receives its sums in one order, by kernel offset `(i, j)` and then by
+/// output position, whichever way the lines are walked.
 fn col2im(dcols: &[f32], g: &Geometry, images: Range<usize>, dx: &mut [f32]) {
+    if g.has_short_lines() { col2im_by_offsets(dcols, g, images, dx) } else { col2im_by_runs(dcols, g, images, dx) }
+}
+
+/// [`col2im`] where output lines are short: each value added through the window offsets.
+fn col2im_by_offsets(dcols: &[f32], g: &Geometry, images: Range<usize>, dx: &mut [f32]) {
+    let (positions, windows, plane_size) = (g.positions(), g.kernel[0] * g.kernel[1], g.height * g.width);
+    let columns = images.len() * positions;
+    let offsets = g.window_offsets();
+    let fold_plane = |(index, plane): (usize, &mut [f32])| {
+        let (slot, c) = (index / g.channels, index % g.channels);
+        for (window, offsets) in offsets.chunks_exact(positions).enumerate() {
+            let row = &dcols[(c * windows + window) * columns + slot * positions..][..positions];
+            for (&offset, v) in offsets.iter().zip(row) {
+                if let Some(d) = plane.get_mut(offset) {
+                    *d += v;
+                }
+            }
+        }
+    };
+    g.for_each_piece(dx, plane_size, fold_plane);
+}
+
+/// [`col2im`] where output lines are long: each line of values added as runs.
+fn col2im_by_runs(dcols: &[f32], g: &Geometry, images: Range<usize>, dx: &mut [f32]) {
     let (positions, [kh, kw], [out_h, out_w]) = (g.positions(), g.kernel, g.out);
     let (columns, plane_size) = (images.len() * positions, g.height * g.width);
     let fold_plane = |(index, plane): (usize, &mut [f32])| {
@@ -520,37 +607,43 @@ mod tests {
     use burn::tensor::ops::ConvOptions;
     use burn::tensor::{Distribution, TensorPrimitive};
 
+    use super::{Geometry, col2im_by_offsets, col2im_by_runs, im2col_by_offsets, im2col_by_runs};
     use crate::Kernels;
     use crate::test_support::max_relative;
 
     type Ad = Autodiff<Flex>;
 
-    /// The forward pass and both gradients equal burn's convolution's, over ResNet-18's kinds of
-    /// layers (7×7 stride 2 on 3 channels, 3×3 with and without stride, 1×1 stride 2), odd
-    /// sizes where the padding cuts a window on one side only, and batches of one chunk and of
-    /// several.
+    /// A convolution's shape: (batch, in, out, height, width, kernel, stride, padding).
+    type Case = (usize, usize, usize, usize, usize, usize, usize, usize);
+
+    /// ResNet-18's kinds of layers (7×7 stride 2 on 3 channels, 3×3 with and without stride,
+    /// 1×1 stride 2), odd sizes where the padding cuts a window on one side only, lines short
+    /// and long ([`SHORT_LINE`](super::SHORT_LINE)), and batches of one chunk and of several.
+    const CASES: [Case; 14] = [
+        (2, 3, 8, 19, 20, 7, 2, 3),
+        (2, 3, 8, 40, 41, 7, 2, 3),
+        (3, 8, 8, 9, 10, 3, 1, 1),
+        (2, 8, 16, 9, 10, 3, 2, 1),
+        (2, 8, 16, 10, 11, 1, 2, 0),
+        (1, 4, 5, 6, 7, 3, 1, 0),
+        (2, 4, 4, 5, 6, 3, 3, 2),
+        (2, 4, 4, 17, 35, 3, 2, 1),
+        // Padding as wide as the input: some output columns read only padding.
+        (1, 2, 3, 3, 1, 5, 1, 2),
+        (1, 3, 4, 4, 2, 7, 2, 3),
+        (2, 2, 2, 3, 1, 3, 3, 1),
+        // Batches cut into several chunks: of several images (the last one shorter), and
+        // of one image each.
+        (9, 3, 5, 8, 8, 3, 1, 1),
+        (5, 2, 3, 20, 20, 3, 2, 1),
+        (3, 2, 4, 18, 16, 3, 1, 1),
+    ];
+
+    /// The forward pass and both gradients equal burn's convolution's, over [`CASES`].
     #[test]
     fn matches_burns_convolution_and_its_gradients() {
         let device = Default::default();
-        let cases = [
-            // (batch, in, out, height, width, kernel, stride, padding)
-            (2, 3, 8, 19, 20, 7, 2, 3),
-            (3, 8, 8, 9, 10, 3, 1, 1),
-            (2, 8, 16, 9, 10, 3, 2, 1),
-            (2, 8, 16, 10, 11, 1, 2, 0),
-            (1, 4, 5, 6, 7, 3, 1, 0),
-            (2, 4, 4, 5, 6, 3, 3, 2),
-            // Padding as wide as the input: some output columns read only padding.
-            (1, 2, 3, 3, 1, 5, 1, 2),
-            (1, 3, 4, 4, 2, 7, 2, 3),
-            (2, 2, 2, 3, 1, 3, 3, 1),
-            // Batches cut into several chunks: of several images (the last one shorter), and
-            // of one image each.
-            (9, 3, 5, 8, 8, 3, 1, 1),
-            (5, 2, 3, 20, 20, 3, 2, 1),
-            (3, 2, 4, 18, 16, 3, 1, 1),
-        ];
-        for (batch, cin, cout, height, width, k, stride, padding) in cases {
+        for (batch, cin, cout, height, width, k, stride, padding) in CASES {
             let options = ConvOptions::new([stride, stride], [padding, padding], [1, 1], 1);
             let x = Tensor::<Ad, 4>::random([batch, cin, height, width], Distribution::Default, &device);
             let w = Tensor::<Ad, 4>::random([cout, cin, k, k], Distribution::Default, &device);
@@ -566,6 +659,39 @@ mod tests {
             let dw = |g: &<Ad as burn::tensor::backend::AutodiffBackend>::Gradients| w.grad(g).expect("w grad");
             assert!(max_relative(dx(&grads_ours), dx(&grads_ref)) < 1e-5, "{case}: input gradient");
             assert!(max_relative(dw(&grads_ours), dw(&grads_ref)) < 1e-5, "{case}: weight gradient");
+        }
+    }
+
+    /// Both ways of walking the lines, as runs and through the window offsets, unfold the same
+    /// values and fold back the same sums, on every geometry of [`CASES`] whichever way its
+    /// convolution takes, for a chunk that starts after the batch's first image.
+    #[test]
+    fn runs_and_window_offsets_unfold_and_fold_alike() {
+        let values = |n: usize, seed: f32| (0..n).map(|i| (i as f32 * 0.618 + seed).sin()).collect::<Vec<f32>>();
+        for (batch, cin, cout, height, width, k, stride, padding) in CASES {
+            let x = values(batch * cin * height * width, 0.1);
+            let x_tensor = super::tensor(x.clone(), [batch, cin, height, width]);
+            let w_tensor = super::tensor(values(cout * cin * k * k, 0.7), [cout, cin, k, k]);
+            let options = ConvOptions::new([stride, stride], [padding, padding], [1, 1], 1);
+            let g = Geometry::of(&x_tensor, &w_tensor, &options).expect("a geometry this module computes");
+            let images = batch / 2..batch;
+            let case = format!("case {batch}x{cin}x{height}x{width} k{k} s{stride} p{padding}");
+            // The unfold starts from NaN in tests: a value either path missed fails the comparison.
+            let cols = im2col_by_runs(&x, &g, images.clone());
+            assert_eq!(cols, im2col_by_offsets(&x, &g, images.clone()), "{case}: unfolded");
+            let dcols = values(cols.len(), 0.3);
+            let fold = |by_offsets: bool| {
+                let mut dx = vec![0f32; images.len() * g.input_size()];
+                if by_offsets {
+                    col2im_by_offsets(&dcols, &g, images.clone(), &mut dx);
+                } else {
+                    col2im_by_runs(&dcols, &g, images.clone(), &mut dx);
+                }
+                dx
+            };
+            let by_runs = fold(false);
+            assert!(by_runs.iter().any(|&v| v != 0.0), "{case}: something folded");
+            assert_eq!(by_runs, fold(true), "{case}: folded");
         }
     }
 

@@ -3,7 +3,8 @@
 //! [`Kernels`] is implemented by every backend the tools run on. Its methods have portable
 //! implementations written with burn's tensor operations (used as they are on wgpu and CUDA,
 //! where burn's fusion compiles each method's elementwise chain into few kernels), and the CPU
-//! backend (Flex) overrides them with single passes over the buffers, in place.
+//! backend (Flex) overrides them with single passes over the buffers, in place. On wgpu and
+//! CUDA without burn's fusion, the optimiser update is a cubecl kernel (`cube.rs`).
 //!
 //! The optimiser's state is flat: one contiguous buffer per quantity (gradients, Adam's two
 //! moments, the weights' moving average) in which each trainable parameter owns a range
@@ -29,6 +30,8 @@
 
 mod activation;
 mod autodiff;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+mod cube;
 mod flex;
 mod flex_batch_norm;
 mod flex_conv;
@@ -360,8 +363,10 @@ pub fn max_pool2d<B: Kernels>(
     Tensor::from_primitive(TensorPrimitive::Float(pooled.output))
 }
 
-#[cfg(feature = "wgpu")]
+// With burn's fusion, the GPU backends are `Fusion` over cubecl's and take the portable
+// implementations; without it, `cube.rs` implements `Kernels` for cubecl's backends.
+#[cfg(all(feature = "wgpu", feature = "fusion"))]
 impl Kernels for burn::backend::Wgpu {}
 
-#[cfg(feature = "cuda")]
+#[cfg(all(feature = "cuda", feature = "fusion"))]
 impl Kernels for burn::backend::Cuda {}

@@ -39,6 +39,7 @@ mod flex_norm;
 mod flex_pool;
 mod norm_plane;
 pub mod portable;
+mod simd;
 mod sums;
 #[cfg(test)]
 mod test_support;

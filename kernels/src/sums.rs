@@ -1,27 +1,44 @@
 //! Sums of f32 values in f64, in a fixed number of interleaved lanes: one chain of dependent
 //! additions waits on each addition's latency (four cycles), lanes run at the rate the values
 //! arrive. The order of the additions depends on the length only, so a step repeats to the bit.
+//! The loops run on the CPU's widest SIMD instructions ([`widest`]), the same sums in the same
+//! order.
 
-/// Lanes of a sum: four chains of eight f64 (four AVX-512 registers' worth; the compiler keeps
-/// them in what registers the build targets).
+use crate::simd::widest;
+
+/// Lanes of a sum: four chains of eight f64, four AVX-512 registers' worth.
 const LANES: usize = 32;
 
 /// `Σ term(v)` over `values`, in f64.
 pub(crate) fn sum_f64(values: &[f32], term: impl Fn(f32) -> f64) -> f64 {
-    let mut lanes = [0f64; LANES];
-    let mut chunks = values.chunks_exact(LANES);
-    for chunk in &mut chunks {
-        for (lane, &v) in lanes.iter_mut().zip(chunk) {
-            *lane += term(v);
-        }
-    }
-    let rest: f64 = chunks.remainder().iter().map(|&v| term(v)).sum();
-    lanes.iter().sum::<f64>() + rest
+    widest(
+        #[inline(always)]
+        move || {
+            let mut lanes = [0f64; LANES];
+            let mut chunks = values.chunks_exact(LANES);
+            for chunk in &mut chunks {
+                for (lane, &v) in lanes.iter_mut().zip(chunk) {
+                    *lane += term(v);
+                }
+            }
+            let rest: f64 = chunks.remainder().iter().map(|&v| term(v)).sum();
+            lanes.iter().sum::<f64>() + rest
+        },
+    )
 }
 
 /// The two sums `Σ term(a, b)` over the pairs of `a` and `b` (of one length), in f64.
 pub(crate) fn sum_pairs_f64(a: &[f32], b: &[f32], term: impl Fn(f32, f32) -> [f64; 2]) -> [f64; 2] {
     debug_assert_eq!(a.len(), b.len());
+    widest(
+        #[inline(always)]
+        move || sum_pairs_in_lanes(a, b, term),
+    )
+}
+
+/// [`sum_pairs_f64`]'s loop.
+#[inline(always)]
+fn sum_pairs_in_lanes(a: &[f32], b: &[f32], term: impl Fn(f32, f32) -> [f64; 2]) -> [f64; 2] {
     let mut lanes = [[0f64; LANES]; 2];
     let (mut chunks_a, mut chunks_b) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
     for (a, b) in (&mut chunks_a).zip(&mut chunks_b) {

@@ -209,8 +209,7 @@ impl DeviceTask for Task {
             sync()?;
             let t3 = Instant::now();
             // Clipping: the gradients gathered into the flat buffer, and its norm.
-            let grads = learner.flatten(grads);
-            let clipping = learner.clip(&grads);
+            let (grads, clipping) = learner.flatten_and_clip(grads);
             sync()?;
             let t4 = Instant::now();
             learner.update(grads, &clipping, step);

@@ -128,12 +128,59 @@ impl Kernels for Flex {
 
     fn sum_of_squares(x: FloatTensor<Self>) -> FloatTensor<Self> {
         let Some(values) = f32_slice(&x) else { return portable::sum_of_squares::<Self>(x) };
-        // Per-chunk sums added in chunk order, so that the norm does not depend on how rayon
-        // split the work (a resumed run must repeat it to the bit).
-        let chunks: Vec<f64> =
-            values.par_chunks(CHUNK).map(|chunk| sums::sum_f64(chunk, |v| f64::from(v) * f64::from(v))).collect();
-        let total: f64 = chunks.iter().sum();
-        FlexTensor::from_data(burn::tensor::TensorData::new(vec![total as f32], [1]))
+        let chunks: Vec<f64> = values.par_chunks(CHUNK).map(chunk_squares).collect();
+        total_squares(&chunks)
+    }
+
+    fn concat_flat_with_squares(
+        parts: Vec<FloatTensor<Self>>,
+        reuse: Option<FloatTensor<Self>>,
+        device: &Self::Device,
+    ) -> [FloatTensor<Self>; 2] {
+        if parts.iter().any(|p| p.dtype() != DType::F32 || !p.layout().has_positive_strides()) {
+            let flat = Self::concat_flat(parts, reuse, device);
+            let squares = Self::sum_of_squares(flat.clone());
+            return [flat, squares];
+        }
+        let lens: Vec<usize> = parts.iter().map(|p| p.layout().num_elements()).collect();
+        let starts: Vec<usize> = lens.iter().scan(0, |at, &n| Some(std::mem::replace(at, *at + n))).collect();
+        let mut flat = flat_buffer(lens.iter().sum(), reuse);
+        let out = contiguous_mut(&mut flat);
+        // A few gradients are views (burn's own convolutions and transposed convolutions):
+        // copied into their ranges first, as `concat_flat` copies them.
+        let slices: Vec<Option<&[f32]>> = parts.iter().map(f32_slice).collect();
+        let mut ranges = Vec::with_capacity(parts.len());
+        let mut rest = &mut out[..];
+        for &n in &lens {
+            let (range, tail) = rest.split_at_mut(n);
+            ranges.push(range);
+            rest = tail;
+        }
+        let views: Vec<_> = parts.iter().zip(&slices).zip(ranges).filter(|((_, slice), _)| slice.is_none()).collect();
+        views.into_par_iter().for_each(|((part, _), out)| copy_row_major(part, out));
+        // Each chunk of the buffer is filled from the contiguous parts it spans, then summed
+        // while it is in the cache: the chunks and their order are `sum_of_squares`'s, so are
+        // the bits.
+        let chunks: Vec<f64> = out
+            .par_chunks_mut(CHUNK)
+            .enumerate()
+            .map(|(index, chunk)| {
+                let begin = index * CHUNK;
+                let mut part = starts.partition_point(|&start| start <= begin) - 1;
+                let mut filled = 0;
+                while filled < chunk.len() {
+                    let from = begin + filled - starts[part];
+                    let take = (lens[part] - from).min(chunk.len() - filled);
+                    if let Some(slice) = slices[part] {
+                        chunk[filled..][..take].copy_from_slice(&slice[from..][..take]);
+                    }
+                    filled += take;
+                    part += 1;
+                }
+                chunk_squares(chunk)
+            })
+            .collect();
+        [flat, total_squares(&chunks)]
     }
 
     fn concat_flat(
@@ -145,14 +192,7 @@ impl Kernels for Flex {
         if !plain {
             return portable::concat_flat::<Self>(parts, device);
         }
-        let len = parts.iter().map(|p| p.layout().num_elements()).sum();
-        let reusable = |t: &FlexTensor| {
-            t.dtype() == DType::F32 && t.is_unique() && t.layout().contiguous_offsets() == Some((0, len))
-        };
-        let mut flat = match reuse {
-            Some(buffer) if reusable(&buffer) => buffer,
-            _ => FlexTensor::from_data(burn::tensor::TensorData::new(vec![0f32; len], [len])),
-        };
+        let mut flat = flat_buffer(parts.iter().map(|p| p.layout().num_elements()).sum(), reuse);
         let out = contiguous_mut(&mut flat);
         // Each part's range of the output, handed out in order, then filled in parallel.
         let mut ranges = Vec::with_capacity(parts.len());
@@ -247,6 +287,29 @@ fn blend(a: &mut [f32], w: &[f32], weight: f32) {
             *a += (w - *a) * weight;
         }
     }
+}
+
+/// A flat f32 buffer of `len` values to be written over: `reuse` where it is one no other
+/// handle shares, else a new one.
+fn flat_buffer(len: usize, reuse: Option<FlexTensor>) -> FlexTensor {
+    let reusable =
+        |t: &FlexTensor| t.dtype() == DType::F32 && t.is_unique() && t.layout().contiguous_offsets() == Some((0, len));
+    match reuse {
+        Some(buffer) if reusable(&buffer) => buffer,
+        _ => FlexTensor::from_data(burn::tensor::TensorData::new(vec![0f32; len], [len])),
+    }
+}
+
+/// `Σ v²` of one chunk of a flat buffer, in f64.
+fn chunk_squares(chunk: &[f32]) -> f64 {
+    sums::sum_f64(chunk, |v| f64::from(v) * f64::from(v))
+}
+
+/// The chunks' sums added in chunk order, so that the norm does not depend on how rayon split
+/// the work (a resumed run must repeat it to the bit), as a `[1]` f32 tensor.
+fn total_squares(chunks: &[f64]) -> FlexTensor {
+    let total: f64 = chunks.iter().sum();
+    FlexTensor::from_data(burn::tensor::TensorData::new(vec![total as f32], [1]))
 }
 
 /// Copies `part`'s elements in row-major order into `out`, a contiguous run of its storage at a
@@ -366,5 +429,30 @@ mod tests {
         let spare = flex(vec![f32::NAN; expected.len()]);
         let reused = Flex::concat_flat(parts(), Some(spare), &device);
         assert_eq!(read(&reused), expected);
+    }
+
+    /// Gathering with the squares gives the gathered buffer and its `sum_of_squares` to the
+    /// bit, for parts that cross the chunks' boundaries (and an empty one) gathered over a
+    /// spare buffer, with and without a view among them.
+    #[test]
+    fn the_squares_read_while_gathering_equal_the_sum_of_the_gathered_buffer() {
+        let device = Default::default();
+        let sizes = [CHUNK - 3, 0, 2 * CHUNK + 5, 7, CHUNK];
+        let contiguous = || sizes.iter().zip(0..).map(|(&n, i)| flex(values(n, i as f32))).collect::<Vec<_>>();
+        let matrix = Tensor::<Flex, 3>::from_data(TensorData::new(values(2 * 3 * 4, 8.0), [2, 3, 4]), &device);
+        let with_a_view = || {
+            let mut parts = contiguous();
+            parts.insert(1, matrix.clone().swap_dims(0, 1).into_primitive().tensor());
+            parts
+        };
+        let spare = |len: usize| flex(vec![f32::NAN; len]);
+        for (parts, case) in [(contiguous(), "contiguous parts"), (with_a_view(), "a view among the parts")] {
+            let len = parts.iter().map(|p| p.layout().num_elements()).sum();
+            let expected = Flex::concat_flat(parts.clone(), None, &device);
+            let expected_squares = read(&Flex::sum_of_squares(expected.clone()));
+            let [flat, squares] = Flex::concat_flat_with_squares(parts, Some(spare(len)), &device);
+            assert_eq!(read(&flat), read(&expected), "{case}: gathered");
+            assert_eq!(read(&squares), expected_squares, "{case}: squares");
+        }
     }
 }

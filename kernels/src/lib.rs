@@ -156,6 +156,19 @@ pub trait Kernels: Backend {
         portable::concat_flat::<Self>(parts, device)
     }
 
+    /// [`Kernels::concat_flat`] and [`Kernels::sum_of_squares`] of its result, the same values,
+    /// in one pass where the backend has one: the gradients' norm read as they are gathered,
+    /// not from the gathered buffer again (the norm of one replica's only micro-batch).
+    fn concat_flat_with_squares(
+        parts: Vec<FloatTensor<Self>>,
+        reuse: Option<FloatTensor<Self>>,
+        device: &Self::Device,
+    ) -> [FloatTensor<Self>; 2] {
+        let flat = Self::concat_flat(parts, reuse, device);
+        let squares = Self::sum_of_squares(flat.clone());
+        [flat, squares]
+    }
+
     /// Updates one parameter, `weights` (1-D, f32), whose ranges of `flat` start at `offset`, as
     /// [`AdamStep`] says, its gradient multiplied by the `[1]` tensor `scale`; returns the new
     /// weights and updates the moments and the average in place.

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::inputs::{InputPipeline, Mode, TrainInputs};
 use crate::model::{DiffusionModel, TrainingNoise};
 use crate::noise::NoiseSchedule;
-use crate::optim::{Clipping, FlatAdam, FlatAdamRecord, FlatLayout, clip_grad_norm, learning_rate};
+use crate::optim::{Clipping, FlatAdam, FlatAdamRecord, FlatLayout, clip_from_squares, clip_grad_norm, learning_rate};
 use crate::parallel::Replica;
 use crate::precision::{LossScaler, Precision, ScaleUpdate};
 use crate::seeds::{Purpose, step_seed};
@@ -63,6 +63,9 @@ pub struct StepOutput<B: Backend> {
 /// Gradients (flat, summed) and losses of the micro-batches of the optimiser step in progress.
 struct Pending<B: Backend> {
     grads: Tensor<B, 1>,
+    /// `Σ g²` of `grads`, read as they were gathered, when they are the step's only
+    /// micro-batch on the only replica (their norm is then final).
+    squares: Option<Tensor<B, 1>>,
     loss: Tensor<B, 1>,
     micro_batches: usize,
 }
@@ -289,12 +292,39 @@ impl<B: TrainingBackend> Learner<B> {
         self.optim.layout().gather_grads(model, &mut grads, reuse, &self.device)
     }
 
+    /// `grads` gathered into the flat buffer and their `Σ g²`, read in the same pass.
+    fn gather(&mut self, mut grads: GradientsParams) -> [Tensor<B::InnerBackend, 1>; 2] {
+        let reuse = self.optim.take_spare();
+        let model = self.model.as_ref().expect("the model is only taken during an update");
+        self.optim.layout().gather_grads_with_squares(model, &mut grads, reuse, &self.device)
+    }
+
     /// The global norm of the replicas' mean gradient (unscaled, before clipping), whose sum
     /// over the replicas is the flat `grads`, and the factor that clips it to the configured
     /// norm and undoes the loss scale and the sum.
     pub fn clip(&self, grads: &Tensor<B::InnerBackend, 1>) -> Clipping<B::InnerBackend> {
-        let loss_scale = f64::from(self.scaler.map_or(1.0, |s| s.scale));
-        clip_grad_norm(grads, self.config.grad_clip_norm, loss_scale * self.replica.world_size() as f64)
+        clip_grad_norm(grads, self.config.grad_clip_norm, self.grad_scale())
+    }
+
+    /// [`Learner::flatten`] then [`Learner::clip`], the norm read as the gradients are gathered
+    /// (one pass over them fewer), for a step of one micro-batch on one replica: what
+    /// [`Learner::step`] does then.
+    pub fn flatten_and_clip(
+        &mut self,
+        grads: GradientsParams,
+    ) -> (Tensor<B::InnerBackend, 1>, Clipping<B::InnerBackend>) {
+        let [grads, squares] = self.gather(grads);
+        (grads, self.clip_squares(squares))
+    }
+
+    /// The factor the flat gradients carry: the f16 loss scale times the replicas summed.
+    fn grad_scale(&self) -> f64 {
+        f64::from(self.scaler.map_or(1.0, |s| s.scale)) * self.replica.world_size() as f64
+    }
+
+    /// [`Learner::clip`] from the gradients' `Σ g²`.
+    fn clip_squares(&self, squares: Tensor<B::InnerBackend, 1>) -> Clipping<B::InnerBackend> {
+        clip_from_squares(squares, self.config.grad_clip_norm, self.grad_scale())
     }
 
     /// The learning rate of optimiser step `step`.
@@ -322,11 +352,23 @@ impl<B: TrainingBackend> Learner<B> {
     pub fn accumulate(&mut self, batch: &Batch, step: usize, micro: usize) -> Result<()> {
         let prepared = self.prepare(batch, step, micro)?;
         let loss = self.loss(&prepared);
-        let grads = self.flatten(self.gradients(&loss));
+        let grads = self.gradients(&loss);
+        // One replica's only micro-batch: its norm is final, read as it is gathered.
+        let (grads, squares) = if self.grad_accum == 1 && self.replica.world_size() == 1 {
+            let [grads, squares] = self.gather(grads);
+            (grads, Some(squares))
+        } else {
+            (self.flatten(grads), None)
+        };
         let loss = loss.inner();
         self.pending = Some(match self.pending.take() {
-            None => Pending { grads, loss, micro_batches: 1 },
-            Some(p) => Pending { grads: p.grads + grads, loss: p.loss + loss, micro_batches: p.micro_batches + 1 },
+            None => Pending { grads, squares, loss, micro_batches: 1 },
+            Some(p) => Pending {
+                grads: p.grads + grads,
+                squares: None,
+                loss: p.loss + loss,
+                micro_batches: p.micro_batches + 1,
+            },
         });
         Ok(())
     }
@@ -337,7 +379,10 @@ impl<B: TrainingBackend> Learner<B> {
     pub fn finish(&mut self, step: usize) -> Result<StepOutput<B::InnerBackend>> {
         let mut pending = self.pending.take().expect("accumulate() comes before finish()");
         pending.grads = self.replica.all_reduce_sum(pending.grads)?;
-        let clipping = self.clip(&pending.grads);
+        let clipping = match pending.squares.take() {
+            Some(squares) => self.clip_squares(squares),
+            None => self.clip(&pending.grads),
+        };
         let applied = match &mut self.scaler {
             Some(scaler) => {
                 let norm: f32 = clipping.norm.clone().into_scalar().elem();

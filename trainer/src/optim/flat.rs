@@ -72,6 +72,35 @@ impl FlatLayout {
         reuse: Option<Tensor<B::InnerBackend, 1>>,
         device: &B::Device,
     ) -> Tensor<B::InnerBackend, 1> {
+        let parts = self.grad_parts(model, grads, device);
+        let reuse = reuse.map(|t| t.into_primitive().tensor());
+        let flat = B::InnerBackend::concat_flat(parts, reuse, device);
+        Tensor::from_primitive(TensorPrimitive::Float(flat))
+    }
+
+    /// [`FlatLayout::gather_grads`], with the gathered gradients' `Σ g²` (`[1]`, the input of
+    /// [`super::clip_from_squares`]) read as they are gathered
+    /// ([`Kernels::concat_flat_with_squares`]).
+    pub fn gather_grads_with_squares<B: AutodiffBackend<InnerBackend: Kernels>, M: Module<B>>(
+        &self,
+        model: &M,
+        grads: &mut GradientsParams,
+        reuse: Option<Tensor<B::InnerBackend, 1>>,
+        device: &B::Device,
+    ) -> [Tensor<B::InnerBackend, 1>; 2] {
+        let parts = self.grad_parts(model, grads, device);
+        let reuse = reuse.map(|t| t.into_primitive().tensor());
+        B::InnerBackend::concat_flat_with_squares(parts, reuse, device)
+            .map(|t| Tensor::from_primitive(TensorPrimitive::Float(t)))
+    }
+
+    /// `model`'s gradients in visiting order, removed from `grads`.
+    fn grad_parts<B: AutodiffBackend<InnerBackend: Kernels>, M: Module<B>>(
+        &self,
+        model: &M,
+        grads: &mut GradientsParams,
+        device: &B::Device,
+    ) -> Vec<FloatTensor<B::InnerBackend>> {
         struct Gather<'a, B: AutodiffBackend> {
             layout: &'a FlatLayout,
             grads: &'a mut GradientsParams,
@@ -106,9 +135,7 @@ impl FlatLayout {
         let mut gather =
             Gather::<B> { layout: self, grads, path: Vec::new(), parts: Vec::new(), device: device.clone() };
         model.visit(&mut gather);
-        let reuse = reuse.map(|t| t.into_primitive().tensor());
-        let flat = B::InnerBackend::concat_flat(gather.parts, reuse, device);
-        Tensor::from_primitive(TensorPrimitive::Float(flat))
+        gather.parts
     }
 
     /// `model`'s trainable weights laid end to end (f32).

@@ -45,7 +45,13 @@ pub struct Clipping<B: Backend> {
 /// the host.
 pub fn clip_grad_norm<B: Kernels>(grads: &Tensor<B, 1>, max_norm: f64, grad_scale: f64) -> Clipping<B> {
     let squares = B::sum_of_squares(grads.clone().into_primitive().tensor());
-    let norm = Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(squares)).sqrt();
+    clip_from_squares(Tensor::from_primitive(TensorPrimitive::Float(squares)), max_norm, grad_scale)
+}
+
+/// [`clip_grad_norm`] from the flat gradient's `Σ g²` (`[1]`), read where it was gathered
+/// ([`FlatLayout::gather_grads_with_squares`]).
+pub fn clip_from_squares<B: Backend>(squares: Tensor<B, 1>, max_norm: f64, grad_scale: f64) -> Clipping<B> {
+    let norm = squares.sqrt();
     let norm = if grad_scale == 1.0 { norm } else { norm.div_scalar(grad_scale) };
     let clip = if max_norm > 0.0 {
         (norm.ones_like().mul_scalar(max_norm) / norm.clone().add_scalar(1e-6)).clamp_max(1.0)

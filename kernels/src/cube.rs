@@ -33,7 +33,8 @@ struct AdamScalars {
 }
 
 /// One weight per unit: `updated[i]` from `weights[i]` and the flat buffers' element
-/// `offset + i`, in [`AdamStep`]'s (torch's) order of operations; the moments and, when
+/// `offset + i`, in [`AdamStep`]'s (torch's) order of operations, the decay added only where
+/// there is one (as the CPU's pass and the portable operations do); the moments and, when
 /// `has_average`, the average are updated in place.
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
@@ -46,6 +47,7 @@ fn adam_kernel<F: Float>(
     scale: &Tensor<F>,
     updated: &mut Tensor<F>,
     scalars: &AdamScalars,
+    #[comptime] has_weight_decay: bool,
     #[comptime] has_average: bool,
     #[define(F)] _dtype: StorageType,
 ) {
@@ -55,7 +57,10 @@ fn adam_kernel<F: Float>(
     }
     let j = scalars.offset + i;
     let w = weights[i];
-    let g = grads[j] * scale[0] + w * F::cast_from(scalars.weight_decay);
+    let mut g = grads[j] * scale[0];
+    if has_weight_decay {
+        g += w * F::cast_from(scalars.weight_decay);
+    }
     let m = moment_1[j] + (g - moment_1[j]) * F::cast_from(scalars.one_minus_beta_1);
     let v = moment_2[j] * F::cast_from(scalars.beta_2) + g * F::cast_from(scalars.one_minus_beta_2) * g;
     let denominator = F::sqrt(v) / F::cast_from(scalars.bias_correction_2_sqrt) + F::cast_from(scalars.epsilon);
@@ -73,8 +78,8 @@ fn adam_kernel<F: Float>(
     }
 }
 
-/// A tensor whose buffer this call may write: the tensor itself when no other handle shares it,
-/// else a copy.
+/// A tensor whose buffer this call may write: the tensor itself when no other handle shares it
+/// and it is contiguous, else a contiguous copy.
 fn writable<R: CubeRuntime>(tensor: CubeTensor<R>) -> CubeTensor<R> {
     if tensor.can_mut() && tensor.is_contiguous() { tensor } else { tensor.copy() }
 }
@@ -87,12 +92,17 @@ impl<R: CubeRuntime, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
         scale: &FloatTensor<Self>,
         step: &AdamStep,
     ) -> FloatTensor<Self> {
-        let all_f32 = [&weights, &flat.grads, &flat.moment_1, &flat.moment_2, scale]
-            .into_iter()
-            .chain(flat.average.as_ref())
-            .all(|t| t.dtype == DType::F32);
+        // The kernel reads and writes without bounds checks: every flat buffer must hold the
+        // parameter's range, in f32, and the scale its one value; anything else takes the
+        // portable operations (and their errors).
         let len = weights.meta.num_elements();
-        if !all_f32 || offset + len > flat.grads.meta.num_elements() || len == 0 {
+        let holds_range = |t: &CubeTensor<R>| t.dtype == DType::F32 && t.meta.num_elements() >= offset + len;
+        let fits = len > 0
+            && weights.dtype == DType::F32
+            && scale.dtype == DType::F32
+            && scale.meta.num_elements() >= 1
+            && [&flat.grads, &flat.moment_1, &flat.moment_2].into_iter().chain(flat.average.as_ref()).all(holds_range);
+        if !fits {
             return portable::adam_update::<Self>(weights, flat, offset, scale, step);
         }
         let take = |buffer: &mut CubeTensor<R>| {
@@ -138,8 +148,9 @@ impl<R: CubeRuntime, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
             step.ema_weight.unwrap_or(0.0),
             offset,
         );
-        // SAFETY: every index the kernel reads or writes is below `len` (`updated`, `weights`,
-        // checked by the kernel) or below `offset + len` in the flat buffers (checked above);
+        // SAFETY: every index the kernel reads or writes is below `len` in `updated` and
+        // `weights` (checked by the kernel), below `offset + len` in the flat buffers and 1 in
+        // `scale` (checked above; `moment_2` standing in for a missing average is never read);
         // the buffers written are uniquely held ([`writable`]) and contiguous.
         unsafe {
             adam_kernel::launch_unchecked::<R>(
@@ -154,6 +165,7 @@ impl<R: CubeRuntime, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
                 scale.into_tensor_arg(),
                 updated.clone().into_tensor_arg(),
                 scalars,
+                c.weight_decay != 0.0,
                 has_average,
                 DType::F32.into(),
             );
@@ -211,51 +223,66 @@ mod tests {
         }
     }
 
-    /// Two parameters through twenty updates, with new gradients each step, decay, a clipping
-    /// scale and an average (copied at the first step, blended after): the kernel's weights,
-    /// moments and average equal the CPU's fused pass (itself equal to the portable operations)
-    /// to 1e-6 relative.
+    /// Two parameters through twenty updates, with new gradients each step and a clipping
+    /// scale, with decay and an average (copied at the first step, blended after), without
+    /// either (the kernel's placeholder for the average), and with an average buffer no weight
+    /// moves: the kernel's weights, moments and average equal the CPU's fused pass (itself equal
+    /// to the portable operations) to 1e-6 relative. (On lavapipe, to the bit; a GPU compiler
+    /// may fuse a multiply and an add.)
     #[test]
     fn the_kernel_equals_the_cpu_update_over_twenty_steps() {
-        let sizes = [70_000, 37];
-        let len: usize = sizes.iter().sum();
-        let (cpu, gpu) = (Default::default(), cubecl::wgpu::WgpuDevice::default());
-        let (mut on_cpu, mut on_gpu) = (buffers::<Flex>(len, &cpu), buffers::<Gpu>(len, &gpu));
-        let (scale_cpu, scale_gpu) = (primitive::<Flex>(vec![0.37], &cpu), primitive::<Gpu>(vec![0.37], &gpu));
-        let initial = |i: usize| values(sizes[i], 5.0 + i as f32);
-        let mut weights_cpu: Vec<_> = (0..2).map(|i| primitive::<Flex>(initial(i), &cpu)).collect();
-        let mut weights_gpu: Vec<_> = (0..2).map(|i| primitive::<Gpu>(initial(i), &gpu)).collect();
-        for time in 1..=20 {
-            let grads = values(len, 10.0 + time as f32);
-            on_cpu.grads = primitive::<Flex>(grads.clone(), &cpu);
-            on_gpu.grads = primitive::<Gpu>(grads, &gpu);
-            let step = AdamStep {
-                lr: 1e-3,
-                beta_1: 0.95,
-                beta_2: 0.999,
-                epsilon: 1e-8,
-                weight_decay: 1e-6,
-                time,
-                ema_weight: Some(if time == 1 { 1.0 } else { 0.25 }),
-            };
-            let mut offset = 0;
-            for (w_cpu, w_gpu) in weights_cpu.iter_mut().zip(&mut weights_gpu) {
-                *w_cpu = Flex::adam_update(w_cpu.clone(), &mut on_cpu, offset, &scale_cpu, &step);
-                *w_gpu = Gpu::adam_update(w_gpu.clone(), &mut on_gpu, offset, &scale_gpu, &step);
-                offset += w_cpu.layout().num_elements();
+        // (case, weight decay, an average buffer, the average moved)
+        let cases =
+            [("decay, average", 1e-6, true, true), ("neither", 0.0, false, false), ("average kept", 1e-6, true, false)];
+        for (case, weight_decay, average, moved) in cases {
+            let sizes = [70_000, 37];
+            let len: usize = sizes.iter().sum();
+            let (cpu, gpu) = (Default::default(), cubecl::wgpu::WgpuDevice::default());
+            let (mut on_cpu, mut on_gpu) = (buffers::<Flex>(len, &cpu), buffers::<Gpu>(len, &gpu));
+            if !average {
+                (on_cpu.average, on_gpu.average) = (None, None);
             }
-        }
-        for (i, (a, b)) in weights_cpu.iter().zip(&weights_gpu).enumerate() {
-            assert!(max_relative(&read::<Flex>(a), &read::<Gpu>(b)) <= 1e-6, "weights of parameter {i}");
-            assert!(max_relative(&read::<Gpu>(b), &initial(i)) > 1e-3, "the weights of parameter {i} moved");
-        }
-        let pairs = [
-            ("first moment", &on_cpu.moment_1, &on_gpu.moment_1),
-            ("second moment", &on_cpu.moment_2, &on_gpu.moment_2),
-            ("average", on_cpu.average.as_ref().unwrap(), on_gpu.average.as_ref().unwrap()),
-        ];
-        for (name, a, b) in pairs {
-            assert!(max_relative(&read::<Flex>(a), &read::<Gpu>(b)) <= 1e-6, "{name}");
+            let (scale_cpu, scale_gpu) = (primitive::<Flex>(vec![0.37], &cpu), primitive::<Gpu>(vec![0.37], &gpu));
+            let initial = |i: usize| values(sizes[i], 5.0 + i as f32);
+            let mut weights_cpu: Vec<_> = (0..2).map(|i| primitive::<Flex>(initial(i), &cpu)).collect();
+            let mut weights_gpu: Vec<_> = (0..2).map(|i| primitive::<Gpu>(initial(i), &gpu)).collect();
+            for time in 1..=20 {
+                let grads = values(len, 10.0 + time as f32);
+                on_cpu.grads = primitive::<Flex>(grads.clone(), &cpu);
+                on_gpu.grads = primitive::<Gpu>(grads, &gpu);
+                let step = AdamStep {
+                    lr: 1e-3,
+                    beta_1: 0.95,
+                    beta_2: 0.999,
+                    epsilon: 1e-8,
+                    weight_decay,
+                    time,
+                    ema_weight: moved.then_some(if time == 1 { 1.0 } else { 0.25 }),
+                };
+                let mut offset = 0;
+                for (w_cpu, w_gpu) in weights_cpu.iter_mut().zip(&mut weights_gpu) {
+                    *w_cpu = Flex::adam_update(w_cpu.clone(), &mut on_cpu, offset, &scale_cpu, &step);
+                    *w_gpu = Gpu::adam_update(w_gpu.clone(), &mut on_gpu, offset, &scale_gpu, &step);
+                    offset += w_cpu.layout().num_elements();
+                }
+            }
+            for (i, (a, b)) in weights_cpu.iter().zip(&weights_gpu).enumerate() {
+                assert!(max_relative(&read::<Flex>(a), &read::<Gpu>(b)) <= 1e-6, "{case}: weights of parameter {i}");
+                assert!(
+                    max_relative(&read::<Gpu>(b), &initial(i)) > 1e-3,
+                    "{case}: the weights of parameter {i} moved"
+                );
+            }
+            let mut pairs = vec![
+                ("first moment", &on_cpu.moment_1, &on_gpu.moment_1),
+                ("second moment", &on_cpu.moment_2, &on_gpu.moment_2),
+            ];
+            if let (Some(a), Some(b)) = (&on_cpu.average, &on_gpu.average) {
+                pairs.push(("average", a, b));
+            }
+            for (name, a, b) in pairs {
+                assert!(max_relative(&read::<Flex>(a), &read::<Gpu>(b)) <= 1e-6, "{case}: {name}");
+            }
         }
     }
 }

@@ -149,14 +149,8 @@ impl Kernels for Flex {
         // A few gradients are views (burn's own convolutions and transposed convolutions):
         // copied into their ranges first, as `concat_flat` copies them.
         let slices: Vec<Option<&[f32]>> = parts.iter().map(f32_slice).collect();
-        let mut ranges = Vec::with_capacity(parts.len());
-        let mut rest = &mut out[..];
-        for &n in &lens {
-            let (range, tail) = rest.split_at_mut(n);
-            ranges.push(range);
-            rest = tail;
-        }
-        let views: Vec<_> = parts.iter().zip(&slices).zip(ranges).filter(|((_, slice), _)| slice.is_none()).collect();
+        let views: Vec<_> =
+            parts.iter().zip(&slices).zip(split_ranges(out, &lens)).filter(|((_, slice), _)| slice.is_none()).collect();
         views.into_par_iter().for_each(|((part, _), out)| copy_row_major(part, out));
         // Each chunk of the buffer is filled from the contiguous parts it spans, then summed
         // while it is in the cache: the chunks and their order are `sum_of_squares`'s, so are
@@ -192,17 +186,11 @@ impl Kernels for Flex {
         if !plain {
             return portable::concat_flat::<Self>(parts, device);
         }
-        let mut flat = flat_buffer(parts.iter().map(|p| p.layout().num_elements()).sum(), reuse);
-        let out = contiguous_mut(&mut flat);
+        let lens: Vec<usize> = parts.iter().map(|p| p.layout().num_elements()).collect();
+        let mut flat = flat_buffer(lens.iter().sum(), reuse);
         // Each part's range of the output, handed out in order, then filled in parallel.
-        let mut ranges = Vec::with_capacity(parts.len());
-        let mut rest = out;
-        for part in &parts {
-            let (range, tail) = rest.split_at_mut(part.layout().num_elements());
-            ranges.push(range);
-            rest = tail;
-        }
-        parts.par_iter().zip(ranges).for_each(|(part, out)| copy_row_major(part, out));
+        let out = contiguous_mut(&mut flat);
+        parts.par_iter().zip(split_ranges(out, &lens)).for_each(|(part, out)| copy_row_major(part, out));
         flat
     }
 
@@ -298,6 +286,17 @@ fn flat_buffer(len: usize, reuse: Option<FlexTensor>) -> FlexTensor {
         Some(buffer) if reusable(&buffer) => buffer,
         _ => FlexTensor::from_data(burn::tensor::TensorData::new(vec![0f32; len], [len])),
     }
+}
+
+/// `out` cut into consecutive ranges of `lens` values, one per part.
+fn split_ranges<'a>(mut out: &'a mut [f32], lens: &[usize]) -> Vec<&'a mut [f32]> {
+    lens.iter()
+        .map(|&n| {
+            let (range, rest) = std::mem::take(&mut out).split_at_mut(n);
+            out = rest;
+            range
+        })
+        .collect()
 }
 
 /// `Σ v²` of one chunk of a flat buffer, in f64.

@@ -378,7 +378,9 @@ pub fn max_pool2d<B: Kernels>(
 }
 
 // With burn's fusion, the GPU backends are `Fusion` over cubecl's and take the portable
-// implementations; without it, `cube.rs` implements `Kernels` for cubecl's backends.
+// implementations; without it, `cube.rs` implements `Kernels` for cubecl's backends. Whatever
+// turns burn-wgpu's or burn-cuda's `fusion` on must turn on `kernels/fusion` too (transforms'
+// `gpu-tuning` does), or `Wgpu`/`Cuda` have no `Kernels` and the build says so.
 #[cfg(all(feature = "wgpu", feature = "fusion"))]
 impl Kernels for burn::backend::Wgpu {}
 

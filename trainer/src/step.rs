@@ -293,7 +293,7 @@ impl<B: TrainingBackend> Learner<B> {
     }
 
     /// `grads` gathered into the flat buffer and their `Σ g²`, read in the same pass.
-    fn gather(&mut self, mut grads: GradientsParams) -> [Tensor<B::InnerBackend, 1>; 2] {
+    fn flatten_with_squares(&mut self, mut grads: GradientsParams) -> [Tensor<B::InnerBackend, 1>; 2] {
         let reuse = self.optim.take_spare();
         let model = self.model.as_ref().expect("the model is only taken during an update");
         self.optim.layout().gather_grads_with_squares(model, &mut grads, reuse, &self.device)
@@ -306,15 +306,26 @@ impl<B: TrainingBackend> Learner<B> {
         clip_grad_norm(grads, self.config.grad_clip_norm, self.grad_scale())
     }
 
-    /// [`Learner::flatten`] then [`Learner::clip`], the norm read as the gradients are gathered
-    /// (one pass over them fewer), for a step of one micro-batch on one replica: what
-    /// [`Learner::step`] does then.
+    /// [`Learner::flatten`] then [`Learner::clip`]: for a step of one micro-batch on one
+    /// replica (what [`Learner::step`] does then) the norm is read as the gradients are
+    /// gathered, one pass over them fewer.
     pub fn flatten_and_clip(
         &mut self,
         grads: GradientsParams,
     ) -> (Tensor<B::InnerBackend, 1>, Clipping<B::InnerBackend>) {
-        let [grads, squares] = self.gather(grads);
+        if !self.gathers_final_gradients() {
+            let grads = self.flatten(grads);
+            let clipping = self.clip(&grads);
+            return (grads, clipping);
+        }
+        let [grads, squares] = self.flatten_with_squares(grads);
         (grads, self.clip_squares(squares))
+    }
+
+    /// Whether one micro-batch's gathered gradients are the step's whole gradient: no
+    /// accumulation, one replica. Their norm can then be read as they are gathered.
+    fn gathers_final_gradients(&self) -> bool {
+        self.grad_accum == 1 && self.replica.world_size() == 1
     }
 
     /// The factor the flat gradients carry: the f16 loss scale times the replicas summed.
@@ -354,8 +365,8 @@ impl<B: TrainingBackend> Learner<B> {
         let loss = self.loss(&prepared);
         let grads = self.gradients(&loss);
         // One replica's only micro-batch: its norm is final, read as it is gathered.
-        let (grads, squares) = if self.grad_accum == 1 && self.replica.world_size() == 1 {
-            let [grads, squares] = self.gather(grads);
+        let (grads, squares) = if self.gathers_final_gradients() {
+            let [grads, squares] = self.flatten_with_squares(grads);
             (grads, Some(squares))
         } else {
             (self.flatten(grads), None)

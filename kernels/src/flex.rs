@@ -138,9 +138,7 @@ impl Kernels for Flex {
         device: &Self::Device,
     ) -> [FloatTensor<Self>; 2] {
         if parts.iter().any(|p| p.dtype() != DType::F32 || !p.layout().has_positive_strides()) {
-            let flat = Self::concat_flat(parts, reuse, device);
-            let squares = Self::sum_of_squares(flat.clone());
-            return [flat, squares];
+            return crate::concat_flat_then_squares::<Self>(parts, reuse, device);
         }
         let lens: Vec<usize> = parts.iter().map(|p| p.layout().num_elements()).collect();
         let starts: Vec<usize> = lens.iter().scan(0, |at, &n| Some(std::mem::replace(at, *at + n))).collect();

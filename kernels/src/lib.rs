@@ -164,9 +164,7 @@ pub trait Kernels: Backend {
         reuse: Option<FloatTensor<Self>>,
         device: &Self::Device,
     ) -> [FloatTensor<Self>; 2] {
-        let flat = Self::concat_flat(parts, reuse, device);
-        let squares = Self::sum_of_squares(flat.clone());
-        [flat, squares]
+        concat_flat_then_squares::<Self>(parts, reuse, device)
     }
 
     /// Updates one parameter, `weights` (1-D, f32), whose ranges of `flat` start at `offset`, as
@@ -299,6 +297,18 @@ pub trait Kernels: Backend {
     ) -> [FloatTensor<Self>; 3] {
         portable::batch_norm_backward::<Self>(x, [gamma, beta], stats, output_grad, activation)
     }
+}
+
+/// [`Kernels::concat_flat`], then [`Kernels::sum_of_squares`] of the gathered buffer: two passes,
+/// where a backend has no single one (and Flex's fallback for parts it cannot read as slices).
+fn concat_flat_then_squares<B: Kernels>(
+    parts: Vec<FloatTensor<B>>,
+    reuse: Option<FloatTensor<B>>,
+    device: &B::Device,
+) -> [FloatTensor<B>; 2] {
+    let flat = B::concat_flat(parts, reuse, device);
+    let squares = B::sum_of_squares(flat.clone());
+    [flat, squares]
 }
 
 /// GroupNorm of `x` `[N, C, S]` (f32) in `groups` groups, scaled by `gamma` and shifted by

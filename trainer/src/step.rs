@@ -292,11 +292,19 @@ impl<B: TrainingBackend> Learner<B> {
         self.optim.layout().gather_grads(model, &mut grads, reuse, &self.device)
     }
 
-    /// `grads` gathered into the flat buffer and their `Σ g²`, read in the same pass.
-    fn flatten_with_squares(&mut self, mut grads: GradientsParams) -> [Tensor<B::InnerBackend, 1>; 2] {
+    /// `grads` gathered into the flat buffer and, where they are the step's whole gradient
+    /// ([`Learner::gathers_final_gradients`]), their `Σ g²`, read in the same pass.
+    fn flatten_with_squares(
+        &mut self,
+        mut grads: GradientsParams,
+    ) -> (Tensor<B::InnerBackend, 1>, Option<Tensor<B::InnerBackend, 1>>) {
+        if !self.gathers_final_gradients() {
+            return (self.flatten(grads), None);
+        }
         let reuse = self.optim.take_spare();
         let model = self.model.as_ref().expect("the model is only taken during an update");
-        self.optim.layout().gather_grads_with_squares(model, &mut grads, reuse, &self.device)
+        let [grads, squares] = self.optim.layout().gather_grads_with_squares(model, &mut grads, reuse, &self.device);
+        (grads, Some(squares))
     }
 
     /// The global norm of the replicas' mean gradient (unscaled, before clipping), whose sum
@@ -313,13 +321,9 @@ impl<B: TrainingBackend> Learner<B> {
         &mut self,
         grads: GradientsParams,
     ) -> (Tensor<B::InnerBackend, 1>, Clipping<B::InnerBackend>) {
-        if !self.gathers_final_gradients() {
-            let grads = self.flatten(grads);
-            let clipping = self.clip(&grads);
-            return (grads, clipping);
-        }
-        let [grads, squares] = self.flatten_with_squares(grads);
-        (grads, self.clip_squares(squares))
+        let (grads, squares) = self.flatten_with_squares(grads);
+        let clipping = self.clip_with(&grads, squares);
+        (grads, clipping)
     }
 
     /// Whether one micro-batch's gathered gradients are the step's whole gradient: no
@@ -333,9 +337,16 @@ impl<B: TrainingBackend> Learner<B> {
         f64::from(self.scaler.map_or(1.0, |s| s.scale)) * self.replica.world_size() as f64
     }
 
-    /// [`Learner::clip`] from the gradients' `Σ g²`.
-    fn clip_squares(&self, squares: Tensor<B::InnerBackend, 1>) -> Clipping<B::InnerBackend> {
-        clip_from_squares(squares, self.config.grad_clip_norm, self.grad_scale())
+    /// [`Learner::clip`], from the gradients' `Σ g²` where it was read as they were gathered.
+    fn clip_with(
+        &self,
+        grads: &Tensor<B::InnerBackend, 1>,
+        squares: Option<Tensor<B::InnerBackend, 1>>,
+    ) -> Clipping<B::InnerBackend> {
+        match squares {
+            Some(squares) => clip_from_squares(squares, self.config.grad_clip_norm, self.grad_scale()),
+            None => self.clip(grads),
+        }
     }
 
     /// The learning rate of optimiser step `step`.
@@ -363,14 +374,7 @@ impl<B: TrainingBackend> Learner<B> {
     pub fn accumulate(&mut self, batch: &Batch, step: usize, micro: usize) -> Result<()> {
         let prepared = self.prepare(batch, step, micro)?;
         let loss = self.loss(&prepared);
-        let grads = self.gradients(&loss);
-        // One replica's only micro-batch: its norm is final, read as it is gathered.
-        let (grads, squares) = if self.gathers_final_gradients() {
-            let [grads, squares] = self.flatten_with_squares(grads);
-            (grads, Some(squares))
-        } else {
-            (self.flatten(grads), None)
-        };
+        let (grads, squares) = self.flatten_with_squares(self.gradients(&loss));
         let loss = loss.inner();
         self.pending = Some(match self.pending.take() {
             None => Pending { grads, squares, loss, micro_batches: 1 },
@@ -390,10 +394,7 @@ impl<B: TrainingBackend> Learner<B> {
     pub fn finish(&mut self, step: usize) -> Result<StepOutput<B::InnerBackend>> {
         let mut pending = self.pending.take().expect("accumulate() comes before finish()");
         pending.grads = self.replica.all_reduce_sum(pending.grads)?;
-        let clipping = match pending.squares.take() {
-            Some(squares) => self.clip_squares(squares),
-            None => self.clip(&pending.grads),
-        };
+        let clipping = self.clip_with(&pending.grads, pending.squares.take());
         let applied = match &mut self.scaler {
             Some(scaler) => {
                 let norm: f32 = clipping.norm.clone().into_scalar().elem();

@@ -23,10 +23,11 @@ use loader::Batch;
 use serde_json::json;
 use trainer::lerobot::{EntryValues, StateDict, lerobot_state_dict, load_lerobot_weights};
 use trainer::{
-    DiffusionConfig, DiffusionModel, InputPipeline, Learner, Mode, PolicyFeatures, Precision, TrainConfig, TrainData,
+    DiffusionConfig, DiffusionModel, InputPipeline, StepRunner, Mode, PolicyFeatures, Precision, TrainConfig, TrainData,
     TrainOutcome, init_model, train,
 };
-use transforms::{DeviceKind, DeviceTask, ImageTransformsConfig, Kernels, Normalizer, run_on};
+use kernels::{DeviceKind, DeviceTask, Kernels, run_on};
+use transforms::{ImageTransformsConfig, Normalizer};
 
 /// Arguments of `bench gpu-check`.
 #[derive(Debug, Clone, Args)]
@@ -163,13 +164,13 @@ impl DeviceTask for OneStep<'_> {
         let model = load_lerobot_weights(fresh, &i.config, &i.weights, Path::new("host weights"))?;
         let pipeline =
             InputPipeline::new(i.config.clone(), i.features.clone(), i.normalizer.clone(), i.augment.clone());
-        let mut learner =
-            Learner::new(model, i.config.clone(), pipeline, i.seed, 100, device).with_precision(self.precision)?;
-        let output = learner.step(&i.batch, i.config.scheduler_warmup_steps)?;
+        let mut runner =
+            StepRunner::new(model, i.config.clone(), pipeline, i.seed, 100, device).with_precision(self.precision)?;
+        let output = runner.step(&i.batch, i.config.scheduler_warmup_steps)?;
         Ok(StepResult {
             loss: output.loss.into_scalar().elem(),
             grad_norm: output.grad_norm.into_scalar().elem(),
-            weights: host_weights(&learner.model().valid(), &i.config),
+            weights: host_weights(&runner.model().valid(), &i.config),
         })
     }
 }

@@ -9,7 +9,7 @@ use clap::Args;
 use datasets::auto_cache::{self, AutoCache};
 use datasets::frame_cache::write_frame_cache;
 use datasets::{Dataset, DatasetSet, FrameEncoding, WindowSpec, diffusion_delta_timestamps};
-use loader::{DEFAULT_BLOCK_EPISODES, Loader, SampleOrder};
+use loader::{DEFAULT_BLOCK_EPISODES, Loader, SampleOrder, SampleOrdering};
 use serde::Serialize;
 
 use crate::dataset_source::DatasetSource;
@@ -194,7 +194,7 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
                 .drop_frames(0, args.drop_n_last_frames)
                 .windows(windows.clone())
                 .frame_caches(frame_caches.clone())
-                .order(args.order, args.block_episodes)
+                .ordering(SampleOrdering { order: args.order, block_episodes: args.block_episodes })
                 .frame_encoding(args.frame_encoding);
             if let Some(weights) = &args.weights {
                 builder = builder.weights(weights.clone());

@@ -23,7 +23,7 @@ use burn::prelude::*;
 use clap::Args;
 use datasets::synth::{SynthConfig, write_dataset};
 use datasets::{Dataset, WindowSpec, diffusion_delta_timestamps};
-use loader::{Loader, SampleOrder};
+use loader::{Loader, SampleOrder, SampleOrdering};
 use serde::{Deserialize, Serialize};
 
 use crate::report::table;
@@ -132,7 +132,7 @@ fn loader_fraction(root: &Path, cache: Option<&Path>, order: SampleOrder, second
         .prefetch(4)
         .drop_frames(0, 7)
         .windows(windows)
-        .order(order, REGRESS_BLOCK_EPISODES);
+        .ordering(SampleOrdering { order, block_episodes: REGRESS_BLOCK_EPISODES });
     if let Some(cache) = cache {
         builder = builder.frame_cache(cache);
     }
@@ -221,7 +221,7 @@ pub fn measure(root: &Path, cache: &Path, repeats: usize) -> Result<Vec<Ratio>> 
         steps: 3,
         loop_steps: 0,
         num_workers: 1,
-        device: transforms::DeviceKind::Cpu,
+        device: kernels::DeviceKind::Cpu,
         precision: trainer::Precision::F32,
     };
     for i in 0..repeats {

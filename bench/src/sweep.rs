@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
 use trainer::{Precision, Preset};
-use transforms::DeviceKind;
+use kernels::DeviceKind;
 
 use crate::dataset_source::DatasetSource;
 use crate::loader_bench::{self, LoaderArgs, LoaderReport};

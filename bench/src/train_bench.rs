@@ -13,8 +13,8 @@ use datasets::auto_cache::FrameCacheChoice;
 use loader::SamplerState;
 use serde::Serialize;
 use serde_json::json;
-use trainer::{InputPipeline, Learner, Precision, Preset, TrainConfig, TrainData, init_model};
-use transforms::{DeviceKind, DeviceTask, Kernels, run_on};
+use trainer::{InputPipeline, StepRunner, Precision, Preset, TrainConfig, TrainData, init_model};
+use kernels::{DeviceKind, DeviceTask, Kernels, run_on};
 
 use crate::dataset_source::DatasetSource;
 
@@ -166,7 +166,7 @@ impl DeviceTask for Task {
         );
         let model = init_model::<Autodiff<B>>(policy, &data.features, config.seed, &device)?;
         let params = model.num_learnable_params();
-        let mut learner = Learner::new(model, policy.clone(), pipeline, config.seed, config.steps, device.clone())
+        let mut runner = StepRunner::new(model, policy.clone(), pipeline, config.seed, config.steps, device.clone())
             .with_precision(self.args.precision)?;
         let mut loader = data.loader(&config, SamplerState::default())?;
         let batch = loader.next().context("the loader gave no batch")??;
@@ -199,20 +199,20 @@ impl DeviceTask for Task {
         let mut losses = Vec::new();
         for step in 0..self.args.warmup + self.args.steps {
             let t0 = Instant::now();
-            let prepared = learner.prepare(&batch, step, 0)?;
+            let prepared = runner.prepare(&batch, step, 0)?;
             sync()?;
             let t1 = Instant::now();
-            let loss = learner.loss(&prepared);
+            let loss = runner.loss(&prepared);
             sync()?;
             let t2 = Instant::now();
-            let grads = learner.gradients(&loss);
+            let grads = runner.gradients(&loss);
             sync()?;
             let t3 = Instant::now();
             // Clipping: the gradients gathered into the flat buffer, and its norm.
-            let (grads, clipping) = learner.flatten_and_clip(grads);
+            let (grads, clipping) = runner.flatten_and_clip(grads);
             sync()?;
             let t4 = Instant::now();
-            learner.update(grads, &clipping, step);
+            runner.update(grads, &clipping, step);
             sync()?;
             let t5 = Instant::now();
             losses.push(f64::from(loss.into_scalar().elem::<f32>()));
@@ -243,7 +243,7 @@ impl DeviceTask for Task {
                 let t = Instant::now();
                 let batch = loader.next().context("the loader ended")??;
                 waited += t.elapsed().as_secs_f64();
-                let output = learner.step(&batch, step)?;
+                let output = runner.step(&batch, step)?;
                 samples += batch.len();
                 drop(batch);
                 // Read the loss as the training loop does at a log line: one sync per step.

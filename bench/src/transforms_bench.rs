@@ -9,9 +9,9 @@ use clap::Args;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
+use kernels::{DeviceKind, DeviceTask, Kernels, run_on};
 use transforms::{
-    DeviceKind, DeviceTask, IMAGENET_MEAN, IMAGENET_STD, ImageTransformsConfig, Kernels, apply_plan, frames_to_float,
-    normalize_channels, run_on,
+    IMAGENET_MEAN, IMAGENET_STD, ImageTransformsConfig, apply_plan, frames_to_float, normalize_channels,
 };
 
 /// Arguments of `bench transforms`.

@@ -35,6 +35,7 @@ mod window;
 
 pub mod auto_cache;
 pub mod frame_cache;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod hub;
@@ -52,7 +53,7 @@ pub use meta::info::{DEFAULT_FEATURES, DatasetInfo, INFO_PATH};
 pub use meta::paths::{PathTemplate, TemplateArg, join_under};
 pub use meta::tasks::read_tasks;
 pub use meta::version::CodebaseVersion;
-pub use sample::{Batch, Sample, Tensor, Values};
+pub use sample::{CollatedBatch, Sample, Tensor, Values};
 pub use set::{DATASET_INDEX, DatasetSet};
 pub use stats::{FeatureStats, StatArray, Stats};
 pub use table::image::{decode_chw, encode_png};

@@ -87,16 +87,16 @@ pub struct Sample {
 
 /// Samples stacked along a new leading batch dimension, as torch's `default_collate` does.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Batch {
+pub struct CollatedBatch {
     /// The stacked tensors by key.
     pub tensors: BTreeMap<String, Tensor>,
     /// The task of each sample.
     pub tasks: Vec<String>,
 }
 
-impl Batch {
+impl CollatedBatch {
     /// Stacks `samples`, which must have the same keys, shapes and dtypes.
-    pub fn collate(samples: &[Sample]) -> Result<Batch> {
+    pub fn collate(samples: &[Sample]) -> Result<Self> {
         let first = samples.first().ok_or_else(|| Error::request("cannot collate zero samples"))?;
         let mut tensors = BTreeMap::new();
         for (key, t0) in &first.tensors {
@@ -116,7 +116,7 @@ impl Batch {
             }
             tensors.insert(key.clone(), Tensor { shape, values });
         }
-        Ok(Batch { tensors, tasks: samples.iter().map(|s| s.task.clone()).collect() })
+        Ok(Self { tensors, tasks: samples.iter().map(|s| s.task.clone()).collect() })
     }
 
     /// Writes the batch as safetensors, with `task` (a JSON list of the task strings) and any

@@ -180,9 +180,9 @@ impl<R: CubeRuntime, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
 }
 
 /// Run by hand where a wgpu adapter exists (a GPU, or Mesa's lavapipe on the CPU, Debian's
-/// `mesa-vulkan-drivers`): `cargo test --release -p kernels --features wgpu cube`. CI builds no
+/// `mesa-vulkan-drivers`): `cargo test --release -p kernels --features wgpu-untuned cube`. CI builds no
 /// GPU backend for its tests.
-#[cfg(all(test, feature = "wgpu"))]
+#[cfg(all(test, feature = "wgpu-untuned"))]
 mod tests {
     use burn::backend::Flex;
     use burn::prelude::*;

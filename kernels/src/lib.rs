@@ -1,10 +1,13 @@
-//! burn backend extensions: the fused operations our training step needs beyond burn's own.
+//! The backends the tools train on, and the fused operations our training step needs beyond
+//! burn's own.
 //!
-//! [`Kernels`] is implemented by every backend the tools run on. Its methods have portable
+//! [`run_on`] runs a [`DeviceTask`] on the backend a [`DeviceKind`] names: Flex on the CPU, or
+//! burn's wgpu and CUDA backends when built with the `wgpu` or `cuda` features (their compiled
+//! kernels kept between runs: [`kernel_cache`]). [`Kernels`] is implemented by every one of them. Its methods have portable
 //! implementations written with burn's tensor operations (used as they are on wgpu and CUDA,
 //! where burn's fusion compiles each method's elementwise chain into few kernels), and the CPU
-//! backend (Flex) overrides them with single passes over the buffers, in place. On wgpu and
-//! CUDA without burn's fusion, the optimiser update is a cubecl kernel (`cube.rs`).
+//! backend (Flex) overrides them with single passes over the buffers, in place (`flex/`). On wgpu
+//! and CUDA without burn's fusion, the optimiser update is a cubecl kernel (`cube.rs`).
 //!
 //! The optimiser's state is flat: one contiguous buffer per quantity (gradients, Adam's two
 //! moments, the weights' moving average) in which each trainable parameter owns a range
@@ -30,21 +33,17 @@
 
 mod activation;
 mod autodiff;
-#[cfg(any(feature = "wgpu", feature = "cuda"))]
+#[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
 mod cube;
+mod device;
 mod flex;
-mod flex_batch_norm;
-mod flex_conv;
-mod flex_norm;
-mod flex_pool;
-mod norm_plane;
+pub mod kernel_cache;
 pub mod portable;
-mod simd;
-mod sums;
 #[cfg(test)]
 mod test_support;
 
 pub use activation::Activation;
+pub use device::{DeviceError, DeviceKind, DeviceTask, run_on};
 
 use burn::prelude::*;
 use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndices, ModuleOps};
@@ -389,10 +388,10 @@ pub fn max_pool2d<B: Kernels>(
 
 // With burn's fusion, the GPU backends are `Fusion` over cubecl's and take the portable
 // implementations; without it, `cube.rs` implements `Kernels` for cubecl's backends. Whatever
-// turns burn-wgpu's or burn-cuda's `fusion` on must turn on `kernels/fusion` too (transforms'
-// `gpu-tuning` does), or `Wgpu`/`Cuda` have no `Kernels` and the build says so.
-#[cfg(all(feature = "wgpu", feature = "fusion"))]
+// turns burn-wgpu's or burn-cuda's `fusion` on must turn on `kernels/gpu-tuning` too, or
+// `Wgpu`/`Cuda` have no `Kernels` and the build says so.
+#[cfg(all(feature = "wgpu-untuned", feature = "gpu-tuning"))]
 impl Kernels for burn::backend::Wgpu {}
 
-#[cfg(all(feature = "cuda", feature = "fusion"))]
+#[cfg(all(feature = "cuda-untuned", feature = "gpu-tuning"))]
 impl Kernels for burn::backend::Cuda {}

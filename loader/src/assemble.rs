@@ -22,12 +22,14 @@ use crate::error::{Error, Result};
 use crate::layout::{BatchLayout, Source};
 use crate::sampler::BatchPlan;
 
-/// The name of the test-only variable that slows every batch down by its value in
-/// microseconds. It exists to show that CI's regression check (`bench regress`) catches a slower
-/// loader; nothing else sets it.
-pub(crate) const TEST_DELAY_ENV: &str = "LOADER_TEST_DELAY_US";
+/// The name of the variable that slows every batch down by its value in microseconds, in a
+/// build with the `test-delay` feature only. It exists to show that CI's regression check
+/// (`bench regress`) catches a slower loader; nothing else sets it.
+#[cfg(feature = "test-delay")]
+const TEST_DELAY_ENV: &str = "LOADER_TEST_DELAY_US";
 
 /// The delay [`TEST_DELAY_ENV`] asks for, read once.
+#[cfg(feature = "test-delay")]
 fn test_delay() -> Option<std::time::Duration> {
     static DELAY: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();
     *DELAY.get_or_init(|| {
@@ -133,6 +135,7 @@ impl Assembler {
     /// Fills `buffers` with the samples of `plan`. Runs on the calling thread, spreading the
     /// frame work over the current rayon pool when there is one.
     pub(crate) fn fill(&self, plan: &BatchPlan, buffers: &mut Buffers, scratch: &mut Scratch) -> Result<()> {
+        #[cfg(feature = "test-delay")]
         if let Some(delay) = test_delay() {
             std::thread::sleep(delay);
         }

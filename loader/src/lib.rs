@@ -53,4 +53,4 @@ pub use batch::{Batch, Buffer};
 pub use error::{Error, Result};
 pub use layout::{BatchLayout, Field, Source, ValueType};
 pub use loader::{Loader, LoaderBuilder, Polled};
-pub use sampler::{DEFAULT_BLOCK_EPISODES, EpisodeSampler, SampleOrder, SamplerConfig, SamplerState};
+pub use sampler::{DEFAULT_BLOCK_EPISODES, EpisodeSampler, SampleOrder, SampleOrdering, SamplerConfig, SamplerState};

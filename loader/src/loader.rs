@@ -18,7 +18,7 @@ use crate::episode_frames::EpisodeFrames;
 use crate::error::{Error, Result};
 use crate::layout::{BatchLayout, Source};
 use crate::prefetch::{Pipeline, produce};
-use crate::sampler::{EpisodeSampler, Planner, SampleOrder, SamplerConfig, SamplerState};
+use crate::sampler::{EpisodeSampler, Planner, SampleOrder, SampleOrdering, SamplerConfig, SamplerState};
 
 /// Configures and builds a [`Loader`].
 #[derive(Debug, Clone)]
@@ -94,10 +94,9 @@ impl LoaderBuilder {
     }
 
     /// The order of each epoch's samples: LeRobot's (default), or the decode-once blocks order
-    /// with windows of `block_episodes` episodes ([`SampleOrder::Blocks`]).
-    pub fn order(mut self, order: SampleOrder, block_episodes: usize) -> Self {
-        self.sampler.order = order;
-        self.sampler.block_episodes = block_episodes;
+    /// with its windows of episodes ([`SampleOrder::Blocks`]).
+    pub fn ordering(mut self, ordering: SampleOrdering) -> Self {
+        self.sampler.ordering = ordering;
         self
     }
 
@@ -190,7 +189,7 @@ impl LoaderBuilder {
             Some(bound) => {
                 let reservation = reserve_memory(bound, &self.sampler)?;
                 let cameras = video_cameras(&layout).count();
-                (Some(EpisodeFrames::new(2 * self.sampler.block_episodes * cameras)), Some(reservation))
+                (Some(EpisodeFrames::new(2 * self.sampler.ordering.block_episodes * cameras)), Some(reservation))
             }
             None => (None, None),
         };
@@ -239,12 +238,12 @@ fn video_cameras(layout: &BatchLayout) -> impl Iterator<Item = &crate::layout::F
 /// two windows (a batch may span the end of one and the start of the next) of every camera,
 /// each episode as long as the longest.
 fn frame_buffer_bound(datasets: &DatasetSet, layout: &BatchLayout, sampler: &SamplerConfig) -> Option<u64> {
-    if sampler.order != SampleOrder::Blocks || !sampler.shuffle {
+    if !sampler.ordering.is_blocks() || !sampler.shuffle {
         return None;
     }
     let frame_bytes: u64 = video_cameras(layout).map(|f| f.step_len as u64).sum();
     let longest = datasets.parts().iter().flat_map(|d| d.episodes()).map(|e| e.len() as u64).max().unwrap_or(0);
-    (frame_bytes > 0).then(|| 2 * sampler.block_episodes as u64 * frame_bytes * longest)
+    (frame_bytes > 0).then(|| 2 * sampler.ordering.block_episodes as u64 * frame_bytes * longest)
 }
 
 /// The bounds of the blocks-order buffers of the loaders alive in this process (one per replica
@@ -277,7 +276,7 @@ fn check_memory(others: u64, bound: u64, sampler: &SamplerConfig) -> Result<()> 
     if others + bound <= available / 2 {
         return Ok(());
     }
-    let per_episode = bound / (2 * sampler.block_episodes as u64);
+    let per_episode = bound / (2 * sampler.ordering.block_episodes as u64);
     let fit = (available / 2).saturating_sub(others) / (2 * per_episode);
     let advice = if fit == 0 {
         "not even one episode per window fits: use LeRobot's order".to_string()
@@ -292,7 +291,7 @@ fn check_memory(others: u64, bound: u64, sampler: &SamplerConfig) -> Result<()> 
     Err(Error::Config(format!(
         "the blocks order's buffer of decoded frames (two windows of {} episodes) may take {:.1} GB{beside}, \
          more than half of the memory available ({:.1} GB): {advice}",
-        sampler.block_episodes,
+        sampler.ordering.block_episodes,
         bound as f64 / 1e9,
         available as f64 / 1e9
     )))
@@ -448,7 +447,7 @@ mod tests {
 
     #[test]
     fn a_buffer_is_checked_beside_the_other_loaders_of_the_process() {
-        let config = SamplerConfig { order: SampleOrder::Blocks, block_episodes: 16, ..SamplerConfig::default() };
+        let config = SamplerConfig { ordering: SampleOrdering::blocks(16), ..SamplerConfig::default() };
         let kilobytes = 2 * 16 * 1000;
         if datasets::auto_cache::memory_available().is_none() {
             return; // Nothing to check against (not Linux).

@@ -20,7 +20,7 @@ pub enum SampleOrder {
     #[default]
     Lerobot,
     /// Decode-once: the episodes shuffled and cut into windows of
-    /// [`SamplerConfig::block_episodes`], each window's samples shuffled among themselves, the
+    /// [`SampleOrdering::block_episodes`], each window's samples shuffled among themselves, the
     /// windows one after the other. Every anchor still comes once per epoch; a window's frames
     /// are decoded once into a bounded buffer that its samples read, instead of a GOP's worth of
     /// decoding per sample. A batch then holds samples of a few episodes rather than of many.
@@ -54,6 +54,44 @@ pub const DEFAULT_BLOCK_EPISODES: usize = 16;
 
 fn default_block_episodes() -> usize {
     DEFAULT_BLOCK_EPISODES
+}
+
+/// The order of an epoch's samples with, for the blocks order, its episodes per window: what a
+/// run chooses (the trainer's `--sampler.*`) and what its checkpoints record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SampleOrdering {
+    /// `lerobot` (LeRobot's order), or `blocks`: episodes shuffled and taken a window of
+    /// [`Self::block_episodes`] at a time, each window's samples shuffled, each video frame
+    /// decoded once per epoch ([`SampleOrder::Blocks`]). Default LeRobot's.
+    #[serde(default)]
+    pub order: SampleOrder,
+    /// Episodes per window of the blocks order. Default [`DEFAULT_BLOCK_EPISODES`].
+    #[serde(default = "default_block_episodes")]
+    pub block_episodes: usize,
+}
+
+impl Default for SampleOrdering {
+    fn default() -> Self {
+        Self { order: SampleOrder::Lerobot, block_episodes: DEFAULT_BLOCK_EPISODES }
+    }
+}
+
+impl SampleOrdering {
+    /// The blocks order with windows of `block_episodes`.
+    pub fn blocks(block_episodes: usize) -> Self {
+        Self { order: SampleOrder::Blocks, block_episodes }
+    }
+
+    /// Whether the blocks order is chosen.
+    pub fn is_blocks(&self) -> bool {
+        self.order == SampleOrder::Blocks
+    }
+
+    /// Whether samples taken in `self` continue an order taken in `other` (the episodes per
+    /// window matter only in the blocks order).
+    pub fn same_order(&self, other: &Self) -> bool {
+        self.order == other.order && (!self.is_blocks() || self.block_episodes == other.block_episodes)
+    }
 }
 
 /// Where the sampler is: the epoch, and how many of this shard's samples of that epoch have
@@ -94,11 +132,8 @@ pub struct SamplerConfig {
     #[serde(default)]
     pub weights: Option<Vec<f64>>,
     /// The order of an epoch's samples. Default LeRobot's.
-    #[serde(default)]
-    pub order: SampleOrder,
-    /// Episodes per window of the blocks order. Default [`DEFAULT_BLOCK_EPISODES`].
-    #[serde(default = "default_block_episodes")]
-    pub block_episodes: usize,
+    #[serde(flatten)]
+    pub ordering: SampleOrdering,
 }
 
 impl Default for SamplerConfig {
@@ -114,8 +149,7 @@ impl Default for SamplerConfig {
             world_size: 1,
             episodes: None,
             weights: None,
-            order: SampleOrder::Lerobot,
-            block_episodes: DEFAULT_BLOCK_EPISODES,
+            ordering: SampleOrdering::default(),
         }
     }
 }
@@ -154,8 +188,8 @@ impl EpisodeSampler {
                 "choosing episodes is not supported with several datasets (LeRobot's takes a list per dataset)".into(),
             ));
         }
-        if config.order == SampleOrder::Blocks {
-            if config.block_episodes == 0 {
+        if config.ordering.is_blocks() {
+            if config.ordering.block_episodes == 0 {
                 return Err(Error::Config("the blocks order needs at least 1 episode per window".into()));
             }
             if config.weights.is_some() {
@@ -277,7 +311,7 @@ impl EpisodeSampler {
     /// windows of `block_episodes`, and the anchors of each window permuted among themselves;
     /// with several trainers, each one's shard takes from every window.
     pub fn epoch_order(&self, epoch: u64) -> Vec<usize> {
-        let order: Vec<usize> = if self.config.shuffle && self.config.order == SampleOrder::Blocks {
+        let order: Vec<usize> = if self.config.shuffle && self.config.ordering.is_blocks() {
             self.blocks_draw(epoch).into_iter().map(|k| self.anchors[k]).collect()
         } else {
             let drawn: Vec<usize> = match &self.quotas {
@@ -306,7 +340,7 @@ impl EpisodeSampler {
         let episodes = blocks_permutation(self.episode_spans.len(), seed, epoch, None);
         let mut drawn = Vec::with_capacity(self.anchors.len());
         let mut window = Vec::new();
-        for (w, episodes) in episodes.chunks(self.config.block_episodes).enumerate() {
+        for (w, episodes) in episodes.chunks(self.config.ordering.block_episodes).enumerate() {
             window.clear();
             for &e in episodes {
                 window.extend(self.episode_spans[e].clone());
@@ -602,7 +636,7 @@ mod tests {
     }
 
     fn blocks(block_episodes: usize) -> SamplerConfig {
-        SamplerConfig { order: SampleOrder::Blocks, block_episodes, ..SamplerConfig::default() }
+        SamplerConfig { ordering: SampleOrdering::blocks(block_episodes), ..SamplerConfig::default() }
     }
 
     /// Five episodes of different lengths, 50 frames.
@@ -647,12 +681,26 @@ mod tests {
             EpisodeSampler::new(SamplerConfig::default(), &episodes).unwrap().epoch_order(0)
         );
         // Unshuffled, every order is the dataset's.
-        let unshuffled = |order| SamplerConfig { shuffle: false, order, ..blocks(2) };
+        let unshuffled = |order| SamplerConfig {
+            shuffle: false,
+            ordering: SampleOrdering { order, block_episodes: 2 },
+            ..SamplerConfig::default()
+        };
         let plain = EpisodeSampler::new(unshuffled(SampleOrder::Blocks), &episodes).unwrap();
         assert_eq!(
             plain.epoch_order(1),
             EpisodeSampler::new(unshuffled(SampleOrder::Lerobot), &episodes).unwrap().epoch_order(1)
         );
+    }
+
+    #[test]
+    fn episodes_per_window_matter_to_a_resume_only_in_the_blocks_order() {
+        let lerobot = SampleOrdering::default();
+        let blocks = SampleOrdering { order: SampleOrder::Blocks, ..lerobot };
+        let wider = |s: SampleOrdering| SampleOrdering { block_episodes: s.block_episodes + 1, ..s };
+        assert!(lerobot.same_order(&wider(lerobot)));
+        assert!(!blocks.same_order(&wider(blocks)));
+        assert!(!blocks.same_order(&lerobot) && blocks.same_order(&blocks));
     }
 
     #[test]

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use datasets::synth::{CameraSpec, SynthConfig, write_dataset};
-use datasets::{
-    Batch as Collated, CodebaseVersion, Dataset, DecoderCache, DecoderCacheConfig, FrameFormat, Tensor, WindowSpec,
+use datasets::{CollatedBatch, 
+    CodebaseVersion, Dataset, DecoderCache, DecoderCacheConfig, FrameFormat, Tensor, WindowSpec,
 };
-use loader::{Loader, LoaderBuilder, SampleOrder, SamplerState};
+use loader::{Loader, LoaderBuilder, SampleOrdering, SamplerState};
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -133,7 +133,7 @@ fn check_against_dataset(f: &Fixture, loader: &mut Loader, mut also: impl FnMut(
             .iter()
             .map(|&i| f.dataset.get(i, &f.windows, &mut decoders, FrameFormat::Uint8).unwrap())
             .collect();
-        let expected = Collated::collate(&samples).unwrap();
+        let expected = CollatedBatch::collate(&samples).unwrap();
         assert!(batch.to_tensors() == expected.tensors, "batch {} of epoch {}", batch.index_in_epoch(), batch.epoch());
         also(&batch);
         seen.extend(batch.indices());
@@ -148,7 +148,7 @@ fn the_blocks_order_gives_the_same_samples_decoding_each_frame_once() {
     let anchors = builder(&f).build().unwrap().sampler().anchors().to_vec();
     let frames = (f.dataset.len() * 2) as u64;
     for workers in [0, 2] {
-        let mut blocks = builder(&f).order(SampleOrder::Blocks, 2).num_workers(workers).max_epochs(1).build().unwrap();
+        let mut blocks = builder(&f).ordering(SampleOrdering::blocks(2)).num_workers(workers).max_epochs(1).build().unwrap();
         let mut seen = check_against_dataset(&f, &mut blocks, |_| {});
         seen.sort_unstable();
         assert_eq!(seen, anchors, "every anchor once per epoch");
@@ -170,7 +170,7 @@ fn the_blocks_order_gives_the_same_samples_decoding_each_frame_once() {
 #[test]
 fn the_blocks_order_resumes_exactly_and_reports_a_cut_video() {
     let f = fixture(small());
-    let blocks = || builder(&f).order(SampleOrder::Blocks, 2).num_workers(2);
+    let blocks = || builder(&f).ordering(SampleOrdering::blocks(2)).num_workers(2);
     let straight = collect(blocks().build().unwrap(), 10);
     for cut in [2, 7] {
         let resumed = collect(blocks().resume(straight[cut - 1].2).build().unwrap(), 10 - cut);

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use datasets::synth::{CameraSpec, SynthConfig, write_dataset};
-use datasets::{Batch as Collated, Dataset, DatasetSet, DecoderCache, FrameFormat, Tensor, Values, WindowSpec};
+use datasets::{CollatedBatch, Dataset, DatasetSet, DecoderCache, FrameFormat, Tensor, Values, WindowSpec};
 use loader::{Loader, LoaderBuilder};
 
 struct Fixture {
@@ -73,7 +73,7 @@ fn expected(f: &Fixture, indices: &[usize], decoders: &mut DecoderCache) -> BTre
             sample
         })
         .collect();
-    let mut tensors = Collated::collate(&samples).unwrap().tensors;
+    let mut tensors = CollatedBatch::collate(&samples).unwrap().tensors;
     let index = indices.iter().map(|&i| f.set.locate(i).unwrap().0 as i64).collect();
     tensors.insert("dataset_index".into(), Tensor::new(vec![indices.len()], Values::I64(index)));
     tensors

@@ -12,7 +12,7 @@ use pyo3::types::PyDict;
 
 use datasets::FrameFormat;
 use datasets::auto_cache::{self, AutoCache, FrameCacheChoice};
-use loader::{Polled, SampleOrder, SamplerConfig, SamplerState};
+use loader::{Polled, SampleOrder, SampleOrdering, SamplerConfig, SamplerState};
 
 use crate::convert::{dataset_error, numpy_to_torch};
 use crate::dataset::Dataset;
@@ -118,8 +118,7 @@ impl Loader {
             world_size,
             episodes: dataset.episodes.clone(),
             weights: None,
-            order,
-            block_episodes,
+            ordering: SampleOrdering { order, block_episodes },
         };
         let frame_cache = match frame_cache {
             Some(choice) => {

@@ -11,11 +11,13 @@ use std::path::{Path, PathBuf};
 use burn::module::Module;
 use burn::prelude::Backend;
 use burn::record::{FullPrecisionSettings, NamedMpkBytesRecorder, NamedMpkFileRecorder, Record, Recorder};
-use loader::SamplerState;
+use loader::{SampleOrdering, SamplerState};
 use serde::{Deserialize, Serialize};
 use transforms::Normalizer;
 
 use crate::error::{Error, Result};
+use crate::policy_config::PolicyFeatures;
+use crate::precision::LossScaleState;
 
 /// Where training stands; with the model and optimiser, all a resumed run needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,20 +48,11 @@ pub struct TrainingState {
     /// The order of the samples (`--sampler.*`); LeRobot's in checkpoints older than the
     /// blocks order.
     #[serde(default)]
-    pub sampler_order: crate::run_config::SamplerSection,
+    pub sampler_order: SampleOrdering,
 }
 
 fn one() -> usize {
     1
-}
-
-/// The dynamic loss scaler's state.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LossScaleState {
-    /// The current scale.
-    pub scale: f32,
-    /// Finite steps since the last change.
-    pub good_steps: usize,
 }
 
 /// The recorder that reads every checkpoint file: named MessagePack, full (f32) precision.
@@ -81,7 +74,7 @@ pub struct CheckpointContents<'a> {
     /// The normalisation statistics.
     pub normalizer: &'a Normalizer,
     /// The features the policy was built for.
-    pub features: &'a crate::config::PolicyFeatures,
+    pub features: &'a PolicyFeatures,
 }
 
 fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {

@@ -65,7 +65,7 @@ impl EmaConfig {
 }
 
 /// The average of the trainable weights, flat (in the optimiser's layout), blended by the
-/// optimiser's fused update; [`crate::Learner::ema_model`] gives it back as a model.
+/// optimiser's fused update; [`crate::StepRunner::ema_model`] gives it back as a model.
 #[derive(Debug, Clone)]
 pub struct Ema<B: Backend> {
     average: Tensor<B, 1>,

@@ -3,14 +3,14 @@
 //! training, centre in eval); state and actions normalised; pads as a mask.
 
 use burn::prelude::*;
-use datasets::FrameEncoding;
+use datasets::{CollatedBatch, FrameEncoding, Values};
 use loader::Batch;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use transforms::geometry;
 use transforms::{ImageTransformsConfig, Normalizer, apply_plan, frames_to_float, yuv420_frames_to_float};
 
-use crate::config::{DiffusionConfig, PolicyFeatures};
+use crate::policy_config::{DiffusionConfig, PolicyFeatures};
 use crate::error::{Error, Result};
 use crate::model::Observation;
 
@@ -239,6 +239,33 @@ impl<'a> HostObservation<'a> {
             },
             cameras,
             encoding,
+        })
+    }
+
+    /// The observations of samples collated from [`datasets::Dataset::get`] (uint8 RGB frames,
+    /// as `datasets sample` and `trainer sample` read them).
+    pub fn from_collated(batch: &'a CollatedBatch, features: &PolicyFeatures) -> Result<Self> {
+        let tensor = |key: &str| {
+            batch.tensors.get(key).ok_or_else(|| Error::Config(format!("the samples have no `{key}`")))
+        };
+        let floats = |key: &str| match &tensor(key)?.values {
+            Values::F32(values) => Ok(values.as_slice()),
+            _ => Err(Error::Config(format!("`{key}` is not float"))),
+        };
+        let cameras = features
+            .cameras
+            .iter()
+            .map(|(key, shape)| match &tensor(key)?.values {
+                Values::U8(frames) => Ok((key.clone(), frames.as_slice(), *shape)),
+                _ => Err(Error::Config(format!("camera `{key}` is not uint8"))),
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self {
+            batch: batch.tasks.len(),
+            state: floats("observation.state")?,
+            env_state: features.env_state_dim.map(|_| floats("observation.environment_state")).transpose()?,
+            cameras,
+            encoding: FrameEncoding::Rgb,
         })
     }
 }

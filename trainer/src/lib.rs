@@ -3,10 +3,12 @@
 //! [`DiffusionModel`] is LeRobot's network (ResNet-18 camera encoders with SpatialSoftmax,
 //! global conditioning, the FiLM-conditioned 1-D U-Net) built from a [`DiffusionConfig`] (the
 //! `classic` or `lerobot-0.6` defaults) for a dataset's [`PolicyFeatures`]. [`train()`] runs
-//! LeRobot's loop — loader, device-side transforms and normalisation ([`InputPipeline`]), DDPM
-//! noising ([`NoiseSchedule`]), MSE, backward, global-norm clipping, Adam with L2 decay and the
-//! warm-up cosine schedule — with atomic checkpoints ([`checkpoint`]) and exact resume.
-//! [`PolicyRunner`] generates actions with LeRobot's queues.
+//! LeRobot's loop as a [`TrainConfig`] says (module `train`: the run's data, its start fresh or
+//! resumed, the steps, checkpoints, replicas); each step is a [`StepRunner`]'s — device-side
+//! transforms and normalisation ([`InputPipeline`]), DDPM noising ([`NoiseSchedule`]), MSE,
+//! backward, global-norm clipping, Adam with L2 decay and the warm-up cosine schedule — with
+//! atomic checkpoints ([`checkpoint`]) and exact resume. [`PolicyRunner`] generates actions with
+//! LeRobot's queues.
 //!
 //! ```no_run
 //! use burn::backend::{Autodiff, Flex};
@@ -32,16 +34,16 @@ pub mod parallel;
 pub mod precision;
 pub mod worker;
 
-mod config;
 mod error;
 mod inference;
 mod inputs;
-mod run_config;
+mod policy_config;
 mod seeds;
 mod step;
 mod train;
+mod train_config;
 
-pub use config::{DiffusionConfig, PolicyFeatures, Preset};
+pub use policy_config::{DiffusionConfig, PolicyFeatures, Preset};
 pub use ema::{Ema, EmaConfig};
 pub use error::{Error, Result};
 pub use inference::{PolicyRunner, StepObservation};
@@ -49,9 +51,7 @@ pub use inputs::{HostObservation, InputPipeline, Mode, TrainInputs};
 pub use model::{DiffusionModel, Observation, Sampler, TrainingNoise};
 pub use noise::{BetaSchedule, NoiseSchedule, PredictionType, SchedulerKind};
 pub use precision::{LossScaler, Precision};
-pub use run_config::{
-    DatasetConfig, DatasetRoots, PolicySection, SamplerSection, TrainConfig, merge, parse_episode_list,
-};
+pub use train_config::{DatasetConfig, DatasetRoots, PolicySection, TrainConfig, merge, parse_episode_list};
 pub use seeds::{Purpose, step_seed};
-pub use step::{Learner, Prepared, StepOutput, TrainingBackend};
-pub use train::{Progress, TrainData, TrainOutcome, init_model, train, train_on};
+pub use step::{Prepared, StepOutput, StepRunner, TrainingBackend};
+pub use train::{Progress, Sampled, TrainData, TrainOutcome, init_model, train, train_on};

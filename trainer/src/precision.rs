@@ -14,7 +14,6 @@ use burn::prelude::*;
 use burn::tensor::FloatDType;
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoint::LossScaleState;
 use crate::error::Error;
 
 /// The dtype the forward and backward passes compute in.
@@ -121,6 +120,15 @@ pub struct LossScaler {
     pub good_steps: usize,
     /// Finite steps before the scale doubles.
     pub growth_interval: usize,
+}
+
+/// The dynamic loss scaler's state, as a checkpoint keeps it (`training_state.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LossScaleState {
+    /// The current scale.
+    pub scale: f32,
+    /// Finite steps since the last change.
+    pub good_steps: usize,
 }
 
 /// What the scaler decided after a step.

@@ -1,8 +1,9 @@
 //! One training step, phase by phase: prepare the batch on the device (transforms,
 //! normalisation, noise), forward to the loss, backward, clip by the global norm, and the Adam
 //! update at the step's learning rate, in f32 or mixed precision, over one or several
-//! micro-batches, with an optional EMA of the weights. The training loop runs [`Learner::step`]; the step-time
-//! bench runs the phases one at a time.
+//! micro-batches, with an optional EMA of the weights. The training loop ([`crate::train()`])
+//! runs [`StepRunner::accumulate`] and [`StepRunner::finish`]; the step-time bench runs the
+//! phases one at a time.
 
 use burn::module::AutodiffModule;
 use burn::optim::GradientsParams;
@@ -14,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 
-use crate::config::DiffusionConfig;
+use crate::policy_config::DiffusionConfig;
 use crate::ema::Ema;
 use crate::error::{Error, Result};
 use crate::inputs::{InputPipeline, Mode, TrainInputs};
@@ -25,15 +26,15 @@ use crate::parallel::Replica;
 use crate::precision::{LossScaler, Precision, ScaleUpdate};
 use crate::seeds::{Purpose, step_seed};
 
-/// A backend a [`Learner`] trains on: burn's autodiff over a backend that has our fused
+/// A backend a [`StepRunner`] trains on: burn's autodiff over a backend that has our fused
 /// kernels (Flex, and wgpu or CUDA when built with them).
 pub trait TrainingBackend: AutodiffBackend<InnerBackend: Kernels> + Kernels {}
 
 impl<B: AutodiffBackend<InnerBackend: Kernels> + Kernels> TrainingBackend for B {}
 
 /// A batch ready for the model, inputs and diffusion noise on the device: what
-/// [`Learner::prepare`] returns and [`Learner::loss`] takes when a step is run phase by phase
-/// (as the step-time bench does) rather than by [`Learner::step`].
+/// [`StepRunner::prepare`] returns and [`StepRunner::loss`] takes when a step is run phase by phase
+/// (as the step-time bench does) rather than by [`StepRunner::step`].
 #[derive(Debug, Clone)]
 pub struct Prepared<B: Backend> {
     /// Observations, actions and the padding mask.
@@ -70,8 +71,9 @@ struct Pending<B: Backend> {
     micro_batches: usize,
 }
 
-/// The model, its optimiser and what a step needs to run.
-pub struct Learner<B: TrainingBackend> {
+/// The model, its optimiser and what a step needs to run: one step's engine, which the training
+/// loop drives (burn's `Learner` is the whole loop; this is not).
+pub struct StepRunner<B: TrainingBackend> {
     /// Always present; taken out only while the optimiser updates it.
     model: Option<DiffusionModel<B>>,
     optim: FlatAdam<B::InnerBackend>,
@@ -89,8 +91,8 @@ pub struct Learner<B: TrainingBackend> {
     replica: Replica,
 }
 
-impl<B: TrainingBackend> Learner<B> {
-    /// A learner for `model`, with a fresh optimiser, that runs `total_steps` steps (the
+impl<B: TrainingBackend> StepRunner<B> {
+    /// A runner for `model`, with a fresh optimiser, that runs `total_steps` steps (the
     /// cosine schedule's length) seeded by `seed`; f32, one micro-batch per step, no EMA.
     pub fn new(
         model: DiffusionModel<B>,
@@ -124,7 +126,7 @@ impl<B: TrainingBackend> Learner<B> {
     /// Trains as `replica` of a data-parallel run: the gradients are averaged with the other
     /// replicas' before every update, and this replica's samples draw the noise (and crops) of
     /// their place in the step's global batch. Its weights must equal rank 0's: see
-    /// [`Learner::sync_weights`].
+    /// [`StepRunner::sync_weights`].
     pub fn with_replica(mut self, replica: Replica) -> Self {
         self.replica = replica;
         self
@@ -162,7 +164,7 @@ impl<B: TrainingBackend> Learner<B> {
         Ok(())
     }
 
-    /// The replica this learner is (rank 0 of 1 unless [`Learner::with_replica`]).
+    /// The replica this runner is (rank 0 of 1 unless [`StepRunner::with_replica`]).
     pub fn replica(&self) -> &Replica {
         &self.replica
     }
@@ -236,7 +238,7 @@ impl<B: TrainingBackend> Learner<B> {
         self.scaler.as_ref()
     }
 
-    /// The model, giving the learner up.
+    /// The model, giving the runner up.
     pub fn into_model(self) -> DiffusionModel<B> {
         self.model.expect("the model is only taken during an update")
     }
@@ -293,7 +295,7 @@ impl<B: TrainingBackend> Learner<B> {
     }
 
     /// `grads` gathered into the flat buffer and, where they are the step's whole gradient
-    /// ([`Learner::gathers_final_gradients`]), their `Σ g²`, read in the same pass.
+    /// ([`StepRunner::gathers_final_gradients`]), their `Σ g²`, read in the same pass.
     fn flatten_with_squares(
         &mut self,
         mut grads: GradientsParams,
@@ -314,8 +316,8 @@ impl<B: TrainingBackend> Learner<B> {
         clip_grad_norm(grads, self.config.grad_clip_norm, self.grad_scale())
     }
 
-    /// [`Learner::flatten`] then [`Learner::clip`]: for a step of one micro-batch on one
-    /// replica (what [`Learner::step`] does then) the norm is read as the gradients are
+    /// [`StepRunner::flatten`] then [`StepRunner::clip`]: for a step of one micro-batch on one
+    /// replica (what [`StepRunner::step`] does then) the norm is read as the gradients are
     /// gathered, one pass over them fewer.
     pub fn flatten_and_clip(
         &mut self,
@@ -337,7 +339,7 @@ impl<B: TrainingBackend> Learner<B> {
         f64::from(self.scaler.map_or(1.0, |s| s.scale)) * self.replica.world_size() as f64
     }
 
-    /// [`Learner::clip`], from the gradients' `Σ g²` where it was read as they were gathered.
+    /// [`StepRunner::clip`], from the gradients' `Σ g²` where it was read as they were gathered.
     fn clip_with(
         &self,
         grads: &Tensor<B::InnerBackend, 1>,
@@ -370,7 +372,7 @@ impl<B: TrainingBackend> Learner<B> {
     }
 
     /// Forward and backward of micro-batch `micro` of optimiser step `step`; its gradients wait
-    /// for [`Learner::finish`].
+    /// for [`StepRunner::finish`].
     pub fn accumulate(&mut self, batch: &Batch, step: usize, micro: usize) -> Result<()> {
         let prepared = self.prepare(batch, step, micro)?;
         let loss = self.loss(&prepared);

@@ -10,7 +10,7 @@ use burn::prelude::*;
 use loader::SamplerState;
 use serde_json::json;
 use trainer::{
-    DiffusionModel, Ema, EmaConfig, InputPipeline, Learner, LossScaler, Precision, TrainConfig, TrainData, init_model,
+    DiffusionModel, Ema, EmaConfig, InputPipeline, StepRunner, LossScaler, Precision, TrainConfig, TrainData, init_model,
     train,
 };
 
@@ -32,8 +32,8 @@ fn tiny(output: &Path, steps: usize, extra: serde_json::Value) -> TrainConfig {
     tiny_config(dataset(), output, steps, overrides)
 }
 
-/// A learner built as the training loop builds it, and its data.
-fn learner(config: &TrainConfig) -> (Learner<Ad>, TrainData) {
+/// A runner built as the training loop builds it, and its data.
+fn runner(config: &TrainConfig) -> (StepRunner<Ad>, TrainData) {
     let data = TrainData::open(config).unwrap();
     let policy = &config.policy.config;
     let pipeline = InputPipeline::new(
@@ -43,7 +43,7 @@ fn learner(config: &TrainConfig) -> (Learner<Ad>, TrainData) {
         config.dataset.image_transforms.clone(),
     );
     let model = init_model::<Ad>(policy, &data.features, config.seed, &Default::default()).unwrap();
-    (Learner::new(model, policy.clone(), pipeline, config.seed, config.steps, Default::default()), data)
+    (StepRunner::new(model, policy.clone(), pipeline, config.seed, config.steps, Default::default()), data)
 }
 
 /// Every float parameter, flattened in visiting order.
@@ -88,27 +88,27 @@ fn bf16_training_converges_like_f32() {
 fn an_f16_overflow_skips_the_step_and_halves_the_scale() {
     let out = scratch("f16-overflow");
     let config = tiny(&out, 10, json!({"policy": {"scheduler_warmup_steps": 0}}));
-    let (learner, data) = learner(&config);
+    let (runner, data) = runner(&config);
     let huge = LossScaler { scale: 1e30, ..LossScaler::default() };
-    let mut learner = learner.with_precision(Precision::F16).unwrap().with_loss_scaler(huge);
+    let mut runner = runner.with_precision(Precision::F16).unwrap().with_loss_scaler(huge);
     let mut loader = data.loader(&config, SamplerState::default()).unwrap();
     let batch = loader.next().unwrap().unwrap();
-    let before = weights(learner.model());
+    let before = weights(runner.model());
 
-    let out = learner.step(&batch, 0).unwrap();
+    let out = runner.step(&batch, 0).unwrap();
     assert!(!out.applied, "a loss scaled by 1e30 overflows f16 gradients");
     assert_eq!(out.loss_scale, Some(5e29));
-    assert_eq!(weights(learner.model()), before, "a skipped step leaves the weights alone");
+    assert_eq!(weights(runner.model()), before, "a skipped step leaves the weights alone");
     let loss: f32 = out.loss.into_scalar().elem();
     assert!(loss.is_finite(), "the unscaled loss is still reported: {loss}");
 
     // With a sane scale the same batch trains.
-    let mut learner = learner.with_loss_scaler(LossScaler::default());
-    let out = learner.step(&batch, 0).unwrap();
+    let mut runner = runner.with_loss_scaler(LossScaler::default());
+    let out = runner.step(&batch, 0).unwrap();
     assert!(out.applied);
     let norm: f32 = out.grad_norm.into_scalar().elem();
     assert!(norm.is_finite() && norm > 0.0, "the unscaled norm: {norm}");
-    assert_ne!(weights(learner.model()), before);
+    assert_ne!(weights(runner.model()), before);
 }
 
 #[test]
@@ -122,11 +122,11 @@ fn k_micro_batches_update_like_one_batch_of_k_times_b() {
     let small = TrainConfig { grad_accum: 2, ..tiny(&small_out, 10, extra(2)) };
     assert!(big.policy.config.use_group_norm);
 
-    let (mut one, data) = learner(&big);
+    let (mut one, data) = runner(&big);
     let batch = data.loader(&big, SamplerState::default()).unwrap().next().unwrap().unwrap();
     let whole = one.step(&batch, 0).unwrap();
 
-    let (two, data) = learner(&small);
+    let (two, data) = runner(&small);
     let mut two = two.with_grad_accum(2);
     let mut loader = data.loader(&small, SamplerState::default()).unwrap();
     for micro in 0..2 {
@@ -146,29 +146,29 @@ fn k_micro_batches_update_like_one_batch_of_k_times_b() {
     let close = w1.iter().zip(&w2).filter(|(a, b)| (*a - *b).abs() <= 1e-6).count();
     assert!(close as f64 >= 0.999 * w1.len() as f64, "{close} of {} weights agree", w1.len());
     assert!(max_abs_diff(&w1, &w2) <= 2.0 * 1e-3 + 1e-6);
-    assert_ne!(w1, weights(learner(&big).0.model()), "the step changed the weights");
+    assert_ne!(w1, weights(runner(&big).0.model()), "the step changed the weights");
 }
 
 #[test]
 fn the_ema_follows_diffusers_rule_and_is_checkpointed() {
     let out = scratch("ema-rule");
     let config = tiny(&out, 10, json!({"policy": {"scheduler_warmup_steps": 0}}));
-    let (learner, data) = learner(&config);
-    let ema = Ema::new(&learner.model().valid(), EmaConfig { enable: true, ..EmaConfig::default() });
-    let mut learner = learner.with_ema(ema).unwrap();
+    let (runner, data) = runner(&config);
+    let ema = Ema::new(&runner.model().valid(), EmaConfig { enable: true, ..EmaConfig::default() });
+    let mut runner = runner.with_ema(ema).unwrap();
     let mut loader = data.loader(&config, SamplerState::default()).unwrap();
 
-    learner.step(&loader.next().unwrap().unwrap(), 0).unwrap();
-    let after_one = weights(learner.model());
+    runner.step(&loader.next().unwrap().unwrap(), 0).unwrap();
+    let after_one = weights(runner.model());
     // Optimiser step 1: decay 0, the average is a copy.
-    assert_eq!(weights(&learner.ema_model().unwrap()), after_one);
+    assert_eq!(weights(&runner.ema_model().unwrap()), after_one);
 
-    learner.step(&loader.next().unwrap().unwrap(), 1).unwrap();
-    let after_two = weights(learner.model());
+    runner.step(&loader.next().unwrap().unwrap(), 1).unwrap();
+    let after_two = weights(runner.model());
     let decay = 1.0 - 2f64.powf(-0.75);
     let expected: Vec<f32> =
         after_one.iter().zip(&after_two).map(|(e, w)| e + (1.0 - decay as f32) * (w - e)).collect();
-    let average = weights(&learner.ema_model().unwrap());
+    let average = weights(&runner.ema_model().unwrap());
     assert!(max_abs_diff(&average, &expected) < 1e-6);
     assert_ne!(average, after_two);
 

@@ -27,17 +27,13 @@ pub mod color;
 pub mod geometry;
 
 mod augment;
-mod device;
 mod error;
-pub mod kernel_cache;
 mod normalize;
 mod upload;
 
 pub use augment::{AugmentationPlan, ImageTransformsConfig, Op, TransformConfig, TransformKind, apply_plan};
-pub use device::{DeviceKind, DeviceTask, run_on};
 pub use error::{Error, Result};
 pub use geometry::{AffineParams, Fill, Interpolation};
-pub use kernels::Kernels;
 pub use normalize::{
     EPS, FeatureNorm, FeatureType, IMAGENET_MEAN, IMAGENET_STD, NormalizationMode, Normalizer, diffusion_mapping,
     normalize_channels,

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use transforms::{NormalizationMode, Normalizer};
 
 use super::names::{LayerVisitor, walk};
-use crate::config::{DiffusionConfig, PolicyFeatures};
+use crate::policy_config::{DiffusionConfig, PolicyFeatures};
 use crate::error::{Error, Result};
 use crate::model::DiffusionModel;
 use crate::model::conv1d::GemmConv1d;

@@ -12,7 +12,7 @@ use burn::nn::{BatchNorm, GroupNorm, Linear};
 use burn::prelude::*;
 
 use super::names::{LayerVisitor, walk};
-use crate::config::DiffusionConfig;
+use crate::policy_config::DiffusionConfig;
 use crate::error::{Error, Result};
 use crate::model::DiffusionModel;
 use crate::model::conv1d::GemmConv1d;

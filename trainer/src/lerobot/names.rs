@@ -7,7 +7,7 @@ use burn::nn::conv::{Conv2d, ConvTranspose1d};
 use burn::nn::{BatchNorm, GroupNorm, Linear};
 use burn::prelude::*;
 
-use crate::config::DiffusionConfig;
+use crate::policy_config::DiffusionConfig;
 use crate::error::Result;
 use crate::model::DiffusionModel;
 use crate::model::conv1d::GemmConv1d;

@@ -12,7 +12,7 @@ use burn::module::{ModuleVisitor, Param};
 use burn::prelude::*;
 use kernels::Kernels;
 
-use crate::config::{DiffusionConfig, PolicyFeatures};
+use crate::policy_config::{DiffusionConfig, PolicyFeatures};
 use crate::noise::{NoiseSchedule, PredictionType, SchedulerKind};
 use encoder::RgbEncoder;
 use unet::{ConditionalUnet1d, UnetShape};

@@ -8,7 +8,7 @@ use burn::tensor::backend::AutodiffBackend;
 use kernels::{AdamStep, FlatBuffers, Kernels};
 
 use super::flat::{FlatLayout, is_running_statistic};
-use crate::config::DiffusionConfig;
+use crate::policy_config::DiffusionConfig;
 use crate::error::{Error, Result};
 
 /// Adam (torch's, with L2 weight decay; see [`kernels::AdamStep`]) whose moments are flat

@@ -77,10 +77,10 @@ fn clip_each(model: &Net<Ad>, grads: &mut GradientsParams, max_norm: f32) -> f32
 #[test]
 fn the_fused_update_equals_burns_adam_with_torchs_clipping_over_20_steps() {
     let device = Default::default();
-    let config = crate::config::DiffusionConfig {
+    let config = crate::policy_config::DiffusionConfig {
         optimizer_lr: 1e-3,
         optimizer_weight_decay: 1e-3,
-        ..crate::config::DiffusionConfig::new()
+        ..crate::policy_config::DiffusionConfig::new()
     };
     let (max_norm, ema_weight) = (0.5, 0.3);
     // Weights from a formula (burn's random initialisation is process-wide, shared with the

@@ -11,7 +11,7 @@ use datasets::DatasetRequest;
 use datasets::synth::{CameraSpec, CameraStorage, SynthConfig, write_dataset};
 use datasets::video::VideoCodec;
 use datasets::{
-    Batch, CodebaseVersion, Dataset, DecoderCache, DeltaTimestamps, FrameFormat, OpenOptions, WindowSpec,
+    CodebaseVersion, CollatedBatch, Dataset, DecoderCache, DeltaTimestamps, FrameFormat, OpenOptions, WindowSpec,
     diffusion_delta_timestamps,
 };
 
@@ -398,7 +398,7 @@ pub fn sample(args: &SampleArgs) -> Result<ExitCode> {
         .map(|&i| dataset.get(i, &spec, &mut decoders, format))
         .collect::<datasets::Result<Vec<_>>>()?;
     let elapsed = started.elapsed().as_secs_f64();
-    let batch = Batch::collate(&samples)?;
+    let batch = CollatedBatch::collate(&samples)?;
     let mut metadata = BTreeMap::new();
     metadata.insert("index".to_string(), serde_json::to_string(&args.indices)?);
     metadata.insert("delta_timestamps".to_string(), serde_json::to_string(&deltas)?);

@@ -1,5 +1,9 @@
-//! The CPU backend's fused passes: each reads and writes its buffers once, in place, on rayon's
-//! threads.
+//! The CPU backend's (Flex's) [`Kernels`]: fused passes that each read and write their buffers
+//! once, in place, on rayon's threads. The optimiser's passes are here; each family of layers
+//! has a module of its own: `conv` (the 2-D convolution as matrix products over chunks of
+//! images), `group_norm` and `batch_norm` (with their activation, their per-plane loops shared in
+//! `norm_plane`), `pool` (max pooling), and under them `sums` (f64 sums in fixed lanes) on
+//! `simd` (the widest SIMD the CPU has).
 
 use burn::backend::Flex;
 use burn::backend::flex::FlexTensor;
@@ -7,10 +11,16 @@ use burn::tensor::DType;
 use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndices, ModuleOps};
 use rayon::prelude::*;
 
-use crate::{
-    Activation, AdamConstants, AdamStep, FlatBuffers, Kernels, flex_batch_norm, flex_conv, flex_norm, flex_pool,
-    portable, sums,
-};
+use crate::{Activation, AdamConstants, AdamStep, FlatBuffers, Kernels, portable};
+
+mod batch_norm;
+mod conv;
+mod group_norm;
+mod norm_plane;
+mod pool;
+mod simd;
+mod sums;
+
 
 /// Elements per task: large enough that a task's overhead is noise, small enough to spread a
 /// ResNet layer's weights over the cores.
@@ -25,7 +35,7 @@ impl Kernels for Flex {
         epsilon: f64,
         activation: Activation,
     ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
-        flex_norm::forward(&x, &gamma, &beta, groups, epsilon, activation)
+        group_norm::forward(&x, &gamma, &beta, groups, epsilon, activation)
     }
 
     fn group_norm_backward(
@@ -36,7 +46,7 @@ impl Kernels for Flex {
         groups: usize,
         activation: Activation,
     ) -> [FloatTensor<Self>; 3] {
-        match flex_norm::backward(&x, [&gamma, &beta], &stats, &output_grad, groups, activation) {
+        match group_norm::backward(&x, [&gamma, &beta], &stats, &output_grad, groups, activation) {
             Some(grads) => grads,
             None => portable::group_norm_backward::<Self>(x, [gamma, beta], stats, output_grad, groups, activation),
         }
@@ -49,7 +59,7 @@ impl Kernels for Flex {
         epsilon: f64,
         activation: Activation,
     ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
-        flex_batch_norm::forward(&x, &gamma, &beta, epsilon, activation)
+        batch_norm::forward(&x, &gamma, &beta, epsilon, activation)
     }
 
     fn batch_norm_backward(
@@ -59,7 +69,7 @@ impl Kernels for Flex {
         output_grad: FloatTensor<Self>,
         activation: Activation,
     ) -> [FloatTensor<Self>; 3] {
-        match flex_batch_norm::backward(&x, [&gamma, &beta], &stats, &output_grad, activation) {
+        match batch_norm::backward(&x, [&gamma, &beta], &stats, &output_grad, activation) {
             Some(grads) => grads,
             None => portable::batch_norm_backward::<Self>(x, [gamma, beta], stats, output_grad, activation),
         }
@@ -71,7 +81,7 @@ impl Kernels for Flex {
         stride: [usize; 2],
         padding: [usize; 2],
     ) -> MaxPool2dWithIndices<Self> {
-        match flex_pool::max_pool2d(&x, kernel, stride, padding) {
+        match pool::max_pool2d(&x, kernel, stride, padding) {
             Some((output, indices)) => MaxPool2dWithIndices::new(output, indices),
             None => portable::max_pool2d_indexed::<Self>(x, kernel, stride, padding),
         }
@@ -85,7 +95,7 @@ impl Kernels for Flex {
         output_grad: FloatTensor<Self>,
         indices: IntTensor<Self>,
     ) -> FloatTensor<Self> {
-        match flex_pool::max_pool2d_backward(&x, kernel, stride, padding, &output_grad, &indices) {
+        match pool::max_pool2d_backward(&x, kernel, stride, padding, &output_grad, &indices) {
             Some(dx) => dx,
             None => portable::max_pool2d_input_grad::<Self>(x, kernel, stride, padding, output_grad, indices),
         }
@@ -96,9 +106,9 @@ impl Kernels for Flex {
     }
 
     fn conv2d_no_bias(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
-        match flex_conv::conv2d(&x, &weight, &options) {
+        match conv::conv2d(&x, &weight, &options) {
             Some(y) => y,
-            None => flex_conv::burn_conv2d(x, weight, options),
+            None => conv::burn_conv2d(x, weight, options),
         }
     }
 
@@ -108,7 +118,7 @@ impl Kernels for Flex {
         output_grad: FloatTensor<Self>,
         options: ConvOptions<2>,
     ) -> FloatTensor<Self> {
-        match flex_conv::conv2d_input_grad(&x, &weight, &output_grad, &options) {
+        match conv::conv2d_input_grad(&x, &weight, &output_grad, &options) {
             Some(dx) => dx,
             None => <Self as ModuleOps<Self>>::conv2d_x_backward(x, weight, output_grad, options),
         }
@@ -120,7 +130,7 @@ impl Kernels for Flex {
         output_grad: FloatTensor<Self>,
         options: ConvOptions<2>,
     ) -> FloatTensor<Self> {
-        match flex_conv::conv2d_weight_grad(&x, &weight, &output_grad, &options) {
+        match conv::conv2d_weight_grad(&x, &weight, &output_grad, &options) {
             Some(dw) => dw,
             None => <Self as ModuleOps<Self>>::conv2d_weight_backward(x, weight, output_grad, options),
         }

@@ -12,7 +12,7 @@ use burn::backend::flex::FlexTensor;
 use burn::tensor::{DType, TensorData};
 use rayon::prelude::*;
 
-use crate::flex_conv::{contiguous, dims4, output_size, tensor};
+use super::conv::{contiguous, dims4, output_size, tensor};
 
 /// The shape of one pooling this module computes.
 #[derive(Debug, Clone, Copy)]

@@ -4,7 +4,7 @@
 //! output rounded as the forward's (a ReLU's mask exact) in both norms.
 
 use crate::Activation;
-use crate::sums::sum_pairs_f64;
+use super::sums::sum_pairs_f64;
 
 /// One plane's normalisation: its statistics' mean and `1/√(σ² + ε)`, its channel's γ and β.
 #[derive(Debug, Clone, Copy)]

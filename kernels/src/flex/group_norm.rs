@@ -12,9 +12,9 @@ use burn::tensor::DType;
 use rayon::prelude::*;
 
 use crate::Activation;
-use crate::flex_conv::{contiguous, tensor};
-use crate::norm_plane::{PlaneNorm, plane_at};
-use crate::sums::sum_f64;
+use super::conv::{contiguous, tensor};
+use super::norm_plane::{PlaneNorm, plane_at};
+use super::sums::sum_f64;
 
 /// The shape of one GroupNorm this module computes.
 #[derive(Debug, Clone, Copy)]

@@ -5,12 +5,13 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use transforms::{DeviceKind, ImageTransformsConfig};
+use kernels::DeviceKind;
+use transforms::ImageTransformsConfig;
 
 use datasets::auto_cache::FrameCacheChoice;
-use loader::{DEFAULT_BLOCK_EPISODES, SampleOrder};
+use loader::SampleOrdering;
 
-use crate::config::{DiffusionConfig, Preset};
+use crate::policy_config::{DiffusionConfig, Preset};
 use crate::ema::EmaConfig;
 use crate::error::{Error, Result};
 use crate::precision::Precision;
@@ -126,37 +127,6 @@ impl<'de> Deserialize<'de> for DatasetRoots {
     }
 }
 
-/// The order of each epoch's samples (`--sampler.*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SamplerSection {
-    /// `lerobot` (default: LeRobot's order), or `blocks`: episodes shuffled and taken a window
-    /// of [`Self::block_episodes`] at a time, each window's samples shuffled, each video frame
-    /// decoded once per epoch ([`SampleOrder::Blocks`]).
-    #[serde(default)]
-    pub order: SampleOrder,
-    /// Episodes per window of the blocks order. Default 16.
-    #[serde(default = "default_block_episodes")]
-    pub block_episodes: usize,
-}
-
-impl SamplerSection {
-    /// Whether a run in `self` continues the order of a run in `other` (the episodes per window
-    /// matter only in the blocks order).
-    pub fn same_order(&self, other: &Self) -> bool {
-        self.order == other.order && (self.order != SampleOrder::Blocks || self.block_episodes == other.block_episodes)
-    }
-}
-
-impl Default for SamplerSection {
-    fn default() -> Self {
-        Self { order: SampleOrder::Lerobot, block_episodes: DEFAULT_BLOCK_EPISODES }
-    }
-}
-
-fn default_block_episodes() -> usize {
-    DEFAULT_BLOCK_EPISODES
-}
-
 /// The policy part: a preset and its (possibly overridden) hyper-parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PolicySection {
@@ -207,9 +177,10 @@ pub struct TrainConfig {
     /// `--ema.*`: an exponential moving average of the weights. Default off.
     #[serde(default)]
     pub ema: EmaConfig,
-    /// `--sampler.*`: the order of each epoch's samples. Default LeRobot's.
+    /// `--sampler.*`: the order of each epoch's samples (`order`: `lerobot` or `blocks`) and the
+    /// blocks order's episodes per window (`block_episodes`). Default LeRobot's order.
     #[serde(default)]
-    pub sampler: SamplerSection,
+    pub sampler: SampleOrdering,
 }
 
 fn one() -> usize {
@@ -311,7 +282,7 @@ impl TrainConfig {
             precision: Precision::F32,
             grad_accum: 1,
             ema: EmaConfig::default(),
-            sampler: SamplerSection::default(),
+            sampler: SampleOrdering::default(),
         }
     }
 
@@ -381,16 +352,6 @@ mod tests {
         for bad in ["", "[]", "a", "1..x", "-1", "5..5", "9..3", "0..=18446744073709551615"] {
             assert!(parse_episode_list(bad).is_err(), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn episodes_per_window_matter_to_a_resume_only_in_the_blocks_order() {
-        let lerobot = SamplerSection::default();
-        let blocks = SamplerSection { order: SampleOrder::Blocks, ..lerobot };
-        let wider = |s: SamplerSection| SamplerSection { block_episodes: s.block_episodes + 1, ..s };
-        assert!(lerobot.same_order(&wider(lerobot)));
-        assert!(!blocks.same_order(&wider(blocks)));
-        assert!(!blocks.same_order(&lerobot) && blocks.same_order(&blocks));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! of ours do the same (through pulp, gemm's dispatch). The instructions change, not the
 //! arithmetic: each value goes through the same operations in the same order (no multiply-add
 //! is fused, no sum reordered), so the results are the same bits. Worth it where a loop is
-//! bound by arithmetic rather than memory: the f64 sums ([`crate::sums`]).
+//! bound by arithmetic rather than memory: the f64 sums ([`super::sums`]).
 
 /// `work()`, compiled for AVX-512, for AVX2 + FMA and for the baseline, and run as the first
 /// this CPU has. Only code inlined into `work` is compiled for the wider instructions.

@@ -5,7 +5,7 @@
 //! planes are spread over rayon's pool. burn's module computes it as some ten operations, each a
 //! strided walk on one thread (`swap_dims` then `mean_dim`), and records as many for autodiff.
 //!
-//! Sums are accumulated in f64, each plane's in fixed lanes ([`crate::sums`]) and the planes in
+//! Sums are accumulated in f64, each plane's in fixed lanes ([`super::sums`]) and the planes in
 //! sample order, so a step repeats to the bit.
 
 use burn::backend::flex::FlexTensor;
@@ -13,9 +13,9 @@ use burn::tensor::DType;
 use rayon::prelude::*;
 
 use crate::Activation;
-use crate::flex_conv::{contiguous, tensor};
-use crate::norm_plane::{PlaneNorm, plane_at};
-use crate::sums::sum_f64;
+use super::conv::{contiguous, tensor};
+use super::norm_plane::{PlaneNorm, plane_at};
+use super::sums::sum_f64;
 
 /// Values per rayon task at least (whole planes of one sample and channel), where planes are
 /// small.

@@ -4,7 +4,7 @@
 //! The loops run on the CPU's widest SIMD instructions ([`widest`]), the same sums in the same
 //! order.
 
-use crate::simd::widest;
+use super::simd::widest;
 
 /// Lanes of a sum: four chains of eight f64, four AVX-512 registers' worth.
 const LANES: usize = 32;

@@ -1,0 +1,222 @@
+//! A run's data: the datasets opened and checked against the policy, their normalisation
+//! statistics, the frame cache settled (`--frame-cache auto` reuses or builds one) and the
+//! loader of each replica's shard.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use datasets::auto_cache::{self, AutoCache, FrameCacheChoice};
+use datasets::{Dataset, DatasetSet, FrameEncoding, OpenOptions, WindowSpec, diffusion_delta_timestamps, frame_cache};
+use loader::{Loader, SamplerState};
+use transforms::{Normalizer, diffusion_mapping};
+
+use super::Progress;
+use crate::error::{Error, Result};
+use crate::parallel::Replica;
+use crate::policy_config::PolicyFeatures;
+use crate::train_config::TrainConfig;
+
+/// The dataset side of a run, checked against the policy: the datasets, the features the policy
+/// is built for, and the windows its samples need.
+pub struct TrainData {
+    /// The dataset, or several read as one (LeRobot's `MultiLeRobotDataset`).
+    pub datasets: DatasetSet,
+    /// What the policy reads and writes.
+    pub features: PolicyFeatures,
+    /// The observation and action windows (LeRobot's `delta_timestamps` for the policy).
+    pub windows: WindowSpec,
+    /// The frame cache the loader reads for each dataset (`dataset.frame_cache`; `auto` is
+    /// settled by [`Self::settle_frame_cache`]).
+    pub frame_caches: Vec<Option<PathBuf>>,
+}
+
+impl TrainData {
+    /// Opens the datasets of `config` and checks the configuration against them.
+    pub fn open(config: &TrainConfig) -> Result<Self> {
+        let policy = &config.policy.config;
+        if config.batch_size == 0 || config.steps == 0 || config.log_freq == 0 || config.grad_accum == 0 {
+            return Err(Error::Config("batch_size, steps, grad_accum and log_freq must be at least 1".into()));
+        }
+        config.ema.validate()?;
+        config.dataset.image_transforms.validate()?;
+        let roots = config.dataset.root.paths();
+        if roots.is_empty() {
+            return Err(Error::Config("no dataset: set dataset.root (or dataset.repo_id, resolved first)".into()));
+        }
+        if roots.len() > 1 && config.dataset.episodes.is_some() {
+            return Err(Error::Config(
+                "dataset.episodes chooses episodes of one dataset; with several, each is read whole".into(),
+            ));
+        }
+        let options = OpenOptions { tolerance_s: config.dataset.tolerance_s };
+        let mut parts = Vec::with_capacity(roots.len());
+        for (name, root) in config.dataset.names().into_iter().zip(roots) {
+            parts.push((name, Arc::new(Dataset::open_with(root, options)?)));
+        }
+        let datasets = DatasetSet::new(parts)?;
+        let info = datasets.info();
+        let features = PolicyFeatures::from_info(info).map_err(|e| match datasets.left_out() {
+            [] => e,
+            left_out => Error::Config(format!("{e} (left out as not in every dataset: {})", left_out.join(", "))),
+        })?;
+        policy.validate(&features)?;
+        let deltas = diffusion_delta_timestamps(info, policy.n_obs_steps, policy.horizon);
+        let windows = WindowSpec::from_delta_timestamps(&deltas, info, config.dataset.tolerance_s)?;
+        let frame_caches = match &config.dataset.frame_cache {
+            FrameCacheChoice::Dir(dir) if roots.len() == 1 => vec![Some(dir.clone())],
+            FrameCacheChoice::Dir(_) => {
+                return Err(Error::Config(
+                    "a frame cache folder is one dataset's: with several datasets use frame_cache auto or off".into(),
+                ));
+            }
+            FrameCacheChoice::Auto | FrameCacheChoice::Off => Vec::new(),
+        };
+        Ok(Self { datasets, features, windows, frame_caches })
+    }
+
+    /// The datasets' normalisation statistics (aggregated over several), as the policy uses them.
+    pub fn normalizer(&self, config: &TrainConfig) -> Result<Normalizer> {
+        Ok(Normalizer::new(
+            self.datasets.info(),
+            self.datasets.stats(),
+            &diffusion_mapping(),
+            config.dataset.use_imagenet_stats,
+        )?)
+    }
+
+    /// The training loader, continuing from `resume`.
+    pub fn loader(&self, config: &TrainConfig, resume: SamplerState) -> Result<Loader> {
+        self.replica_loader(config, resume, &Replica::single())
+    }
+
+    /// The loader of `replica`'s shard of every epoch (every `N`-th sample of LeRobot's order,
+    /// from its rank), continuing from `resume`.
+    pub fn replica_loader(&self, config: &TrainConfig, resume: SamplerState, replica: &Replica) -> Result<Loader> {
+        let mut builder = Loader::builder(self.datasets.clone())
+            .shard(replica.rank(), replica.world_size())
+            .batch_size(config.batch_size)
+            .num_workers(config.num_workers)
+            .prefetch(config.prefetch)
+            .seed(config.seed)
+            .drop_frames(0, config.policy.config.drop_n_last_frames)
+            .windows(self.windows.clone())
+            .frame_caches(self.frame_caches.clone())
+            .ordering(config.sampler)
+            .frame_encoding(config.dataset.frame_encoding)
+            .resume(resume);
+        if let Some(episodes) = &config.dataset.episodes {
+            builder = builder.episodes(episodes.clone());
+        }
+        if let Some(weights) = &config.dataset.weights {
+            builder = builder.weights(weights.clone());
+        }
+        Ok(builder.build()?)
+    }
+
+    /// Each dataset's fingerprint: what a checkpoint records, so that a resumed run reads the
+    /// same data.
+    pub fn fingerprints(&self) -> Result<Vec<u64>> {
+        Ok(self.datasets.parts().iter().map(|d| frame_cache::fingerprint(d)).collect::<datasets::Result<_>>()?)
+    }
+
+    /// The frames and episodes sampled from (the chosen episodes, or all): LeRobot's
+    /// `num_frames` and `num_episodes`, from which the log counts epochs and episodes.
+    pub fn sampled(&self, config: &TrainConfig) -> Sampled {
+        let all = self.datasets.parts().iter().flat_map(|d| d.episodes());
+        let sampled: Vec<&datasets::Episode> = match &config.dataset.episodes {
+            Some(list) => all.filter(|e| list.contains(&e.index)).collect(),
+            None => all.collect(),
+        };
+        Sampled { frames: sampled.iter().map(|e| e.frames.len()).sum(), episodes: sampled.len() }
+    }
+
+    /// Settles `dataset.frame_cache = auto` (the other choices were settled by [`Self::open`]):
+    /// for each dataset, reuses its cache or decodes it first when it fits the budget (what is
+    /// left of it), reporting which and why through `on_progress`.
+    pub fn settle_frame_cache(
+        &mut self,
+        config: &TrainConfig,
+        on_progress: &mut impl FnMut(Progress<'_>),
+    ) -> Result<()> {
+        if config.dataset.frame_cache != FrameCacheChoice::Auto {
+            return Ok(());
+        }
+        if config.dataset.frame_encoding != FrameEncoding::Rgb {
+            let encoding = config.dataset.frame_encoding;
+            on_progress(Progress::Line(&format!(
+                "frame cache: off, the {encoding} frame encoding decodes the videos as the samples are read"
+            )));
+            return Ok(());
+        }
+        let root = auto_cache::default_root(|name| std::env::var_os(name));
+        let mut budget = config.dataset.frame_cache_budget_gb.map(|gb| (gb.max(0.0) * 1e9) as u64);
+        let several = self.datasets.parts().len() > 1;
+        let mut caches = Vec::with_capacity(self.datasets.parts().len());
+        for (part, dataset) in self.datasets.parts().iter().enumerate() {
+            let plan = auto_cache::plan(dataset, &root, budget)?;
+            let line = plan.to_string();
+            let line = if several { format!("{}: {line}", self.datasets.name(part)) } else { line };
+            on_progress(Progress::Line(&line));
+            caches.push(match plan {
+                AutoCache::Ready { dir } => {
+                    budget = budget.map(|b| b.saturating_sub(frame_cache::decoded_bytes(dataset)));
+                    Some(dir)
+                }
+                AutoCache::Build { dir, bytes } => {
+                    budget = budget.map(|b| b.saturating_sub(bytes));
+                    build_frame_cache(dataset, dir, on_progress)
+                }
+                AutoCache::TooBig { .. } | AutoCache::NoCameras => None,
+            });
+        }
+        self.frame_caches = caches;
+        Ok(())
+    }
+}
+
+/// Decodes `dataset`'s frames into `dir` on the worker pool, from a thread of its own while this
+/// one reports them ([`Progress::FrameCache`]); `None` when the build fails (a full /dev/shm,
+/// say): the run goes on decoding as it reads, and a bad video file then fails it there, naming
+/// the file.
+fn build_frame_cache(dataset: &Dataset, dir: PathBuf, on_progress: &mut impl FnMut(Progress<'_>)) -> Option<PathBuf> {
+    let total = dataset.len() as u64 * dataset.info().camera_keys().len() as u64;
+    let started = Instant::now();
+    let done = AtomicU64::new(0);
+    let built = std::thread::scope(|scope| {
+        let building = scope.spawn(|| {
+            frame_cache::write_frame_cache(dataset, &dir, None, &|frames| {
+                done.fetch_max(frames, Ordering::Relaxed);
+            })
+        });
+        while !building.is_finished() {
+            on_progress(Progress::FrameCache { done: done.load(Ordering::Relaxed), total });
+            crate::worker::sleep_helping(Duration::from_millis(100));
+        }
+        building.join()
+    });
+    match built.unwrap_or_else(|panic| std::panic::resume_unwind(panic)) {
+        Ok(_) => {
+            let seconds = started.elapsed().as_secs_f64();
+            on_progress(Progress::Line(&format!("frame cache: {total} frames decoded in {seconds:.1} s")));
+            Some(dir)
+        }
+        Err(e) => {
+            let message = datasets::error_message(&e);
+            on_progress(Progress::Line(&format!(
+                "frame cache: off, building it failed ({message}); decoding as the samples are read"
+            )));
+            None
+        }
+    }
+}
+
+/// How much a run samples from: LeRobot's `num_frames` and `num_episodes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sampled {
+    /// Frames of the sampled episodes.
+    pub frames: usize,
+    /// Episodes sampled.
+    pub episodes: usize,
+}

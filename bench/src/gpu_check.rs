@@ -19,14 +19,14 @@ use burn::module::AutodiffModule;
 use burn::prelude::*;
 use clap::Args;
 use datasets::synth::{CameraStorage, SynthConfig, write_dataset};
+use kernels::{DeviceKind, DeviceTask, Kernels, run_on};
 use loader::Batch;
 use serde_json::json;
 use trainer::lerobot::{EntryValues, StateDict, lerobot_state_dict, load_lerobot_weights};
 use trainer::{
-    DiffusionConfig, DiffusionModel, InputPipeline, StepRunner, Mode, PolicyFeatures, Precision, TrainConfig, TrainData,
-    TrainOutcome, init_model, train,
+    DiffusionConfig, DiffusionModel, InputPipeline, Mode, PolicyFeatures, Precision, StepRunner, TrainConfig,
+    TrainData, TrainOutcome, init_model, train,
 };
-use kernels::{DeviceKind, DeviceTask, Kernels, run_on};
 use transforms::{ImageTransformsConfig, Normalizer};
 
 /// Arguments of `bench gpu-check`.

@@ -9,9 +9,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use kernels::DeviceKind;
 use serde::Serialize;
 use trainer::{Precision, Preset};
-use kernels::DeviceKind;
 
 use crate::dataset_source::DatasetSource;
 use crate::loader_bench::{self, LoaderArgs, LoaderReport};

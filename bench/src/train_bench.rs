@@ -10,11 +10,11 @@ use burn::backend::Autodiff;
 use burn::prelude::*;
 use clap::Args;
 use datasets::auto_cache::FrameCacheChoice;
+use kernels::{DeviceKind, DeviceTask, Kernels, run_on};
 use loader::SamplerState;
 use serde::Serialize;
 use serde_json::json;
-use trainer::{InputPipeline, StepRunner, Precision, Preset, TrainConfig, TrainData, init_model};
-use kernels::{DeviceKind, DeviceTask, Kernels, run_on};
+use trainer::{InputPipeline, Precision, Preset, StepRunner, TrainConfig, TrainData, init_model};
 
 use crate::dataset_source::DatasetSource;
 

@@ -6,13 +6,11 @@ use std::time::Instant;
 
 use anyhow::Result;
 use clap::Args;
+use kernels::{DeviceKind, DeviceTask, Kernels, run_on};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
-use kernels::{DeviceKind, DeviceTask, Kernels, run_on};
-use transforms::{
-    IMAGENET_MEAN, IMAGENET_STD, ImageTransformsConfig, apply_plan, frames_to_float, normalize_channels,
-};
+use transforms::{IMAGENET_MEAN, IMAGENET_STD, ImageTransformsConfig, apply_plan, frames_to_float, normalize_channels};
 
 /// Arguments of `bench transforms`.
 #[derive(Debug, Clone, Args)]

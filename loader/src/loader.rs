@@ -18,7 +18,7 @@ use crate::episode_frames::EpisodeFrames;
 use crate::error::{Error, Result};
 use crate::layout::{BatchLayout, Source};
 use crate::prefetch::{Pipeline, produce};
-use crate::sampler::{EpisodeSampler, Planner, SampleOrder, SampleOrdering, SamplerConfig, SamplerState};
+use crate::sampler::{EpisodeSampler, Planner, SampleOrdering, SamplerConfig, SamplerState};
 
 /// Configures and builds a [`Loader`].
 #[derive(Debug, Clone)]
@@ -94,7 +94,7 @@ impl LoaderBuilder {
     }
 
     /// The order of each epoch's samples: LeRobot's (default), or the decode-once blocks order
-    /// with its windows of episodes ([`SampleOrder::Blocks`]).
+    /// with its windows of episodes ([`crate::SampleOrder::Blocks`]).
     pub fn ordering(mut self, ordering: SampleOrdering) -> Self {
         self.sampler.ordering = ordering;
         self

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use datasets::synth::{CameraSpec, SynthConfig, write_dataset};
-use datasets::{CollatedBatch, 
-    CodebaseVersion, Dataset, DecoderCache, DecoderCacheConfig, FrameFormat, Tensor, WindowSpec,
+use datasets::{
+    CodebaseVersion, CollatedBatch, Dataset, DecoderCache, DecoderCacheConfig, FrameFormat, Tensor, WindowSpec,
 };
 use loader::{Loader, LoaderBuilder, SampleOrdering, SamplerState};
 
@@ -148,7 +148,8 @@ fn the_blocks_order_gives_the_same_samples_decoding_each_frame_once() {
     let anchors = builder(&f).build().unwrap().sampler().anchors().to_vec();
     let frames = (f.dataset.len() * 2) as u64;
     for workers in [0, 2] {
-        let mut blocks = builder(&f).ordering(SampleOrdering::blocks(2)).num_workers(workers).max_epochs(1).build().unwrap();
+        let mut blocks =
+            builder(&f).ordering(SampleOrdering::blocks(2)).num_workers(workers).max_epochs(1).build().unwrap();
         let mut seen = check_against_dataset(&f, &mut blocks, |_| {});
         seen.sort_unstable();
         assert_eq!(seen, anchors, "every anchor once per epoch");

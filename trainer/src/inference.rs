@@ -16,11 +16,11 @@ use rand_distr::{Distribution, StandardNormal};
 use transforms::Normalizer;
 
 use crate::checkpoint;
-use crate::policy_config::{DiffusionConfig, PolicyFeatures};
 use crate::error::{Error, Result};
 use crate::inputs::{HostObservation, InputPipeline, Mode};
 use crate::model::{DiffusionModel, Sampler};
 use crate::noise::NoiseSchedule;
+use crate::policy_config::{DiffusionConfig, PolicyFeatures};
 use crate::train_config::TrainConfig;
 
 /// One environment step's observation.

@@ -10,9 +10,9 @@ use rand_chacha::ChaCha8Rng;
 use transforms::geometry;
 use transforms::{ImageTransformsConfig, Normalizer, apply_plan, frames_to_float, yuv420_frames_to_float};
 
-use crate::policy_config::{DiffusionConfig, PolicyFeatures};
 use crate::error::{Error, Result};
 use crate::model::Observation;
+use crate::policy_config::{DiffusionConfig, PolicyFeatures};
 
 /// Whether inputs are prepared for training (random crop, augmentation) or evaluation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -245,9 +245,8 @@ impl<'a> HostObservation<'a> {
     /// The observations of samples collated from [`datasets::Dataset::get`] (uint8 RGB frames,
     /// as `datasets sample` and `trainer sample` read them).
     pub fn from_collated(batch: &'a CollatedBatch, features: &PolicyFeatures) -> Result<Self> {
-        let tensor = |key: &str| {
-            batch.tensors.get(key).ok_or_else(|| Error::Config(format!("the samples have no `{key}`")))
-        };
+        let tensor =
+            |key: &str| batch.tensors.get(key).ok_or_else(|| Error::Config(format!("the samples have no `{key}`")));
         let floats = |key: &str| match &tensor(key)?.values {
             Values::F32(values) => Ok(values.as_slice()),
             _ => Err(Error::Config(format!("`{key}` is not float"))),

@@ -43,15 +43,15 @@ mod step;
 mod train;
 mod train_config;
 
-pub use policy_config::{DiffusionConfig, PolicyFeatures, Preset};
 pub use ema::{Ema, EmaConfig};
 pub use error::{Error, Result};
 pub use inference::{PolicyRunner, StepObservation};
 pub use inputs::{HostObservation, InputPipeline, Mode, TrainInputs};
 pub use model::{DiffusionModel, Observation, Sampler, TrainingNoise};
 pub use noise::{BetaSchedule, NoiseSchedule, PredictionType, SchedulerKind};
+pub use policy_config::{DiffusionConfig, PolicyFeatures, Preset};
 pub use precision::{LossScaler, Precision};
-pub use train_config::{DatasetConfig, DatasetRoots, PolicySection, TrainConfig, merge, parse_episode_list};
 pub use seeds::{Purpose, step_seed};
 pub use step::{Prepared, StepOutput, StepRunner, TrainingBackend};
 pub use train::{Progress, Sampled, TrainData, TrainOutcome, init_model, train, train_on};
+pub use train_config::{DatasetConfig, DatasetRoots, PolicySection, TrainConfig, merge, parse_episode_list};

@@ -15,7 +15,6 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 
-use crate::policy_config::DiffusionConfig;
 use crate::ema::Ema;
 use crate::error::{Error, Result};
 use crate::inputs::{InputPipeline, Mode, TrainInputs};
@@ -23,6 +22,7 @@ use crate::model::{DiffusionModel, TrainingNoise};
 use crate::noise::NoiseSchedule;
 use crate::optim::{Clipping, FlatAdam, FlatAdamRecord, FlatLayout, clip_from_squares, clip_grad_norm, learning_rate};
 use crate::parallel::Replica;
+use crate::policy_config::DiffusionConfig;
 use crate::precision::{LossScaler, Precision, ScaleUpdate};
 use crate::seeds::{Purpose, step_seed};
 

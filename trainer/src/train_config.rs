@@ -4,16 +4,16 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use kernels::DeviceKind;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use transforms::ImageTransformsConfig;
 
 use datasets::auto_cache::FrameCacheChoice;
 use loader::SampleOrdering;
 
-use crate::policy_config::{DiffusionConfig, Preset};
 use crate::ema::EmaConfig;
 use crate::error::{Error, Result};
+use crate::policy_config::{DiffusionConfig, Preset};
 use crate::precision::Precision;
 
 /// The dataset part of the configuration (LeRobot's `--dataset.*`).

@@ -10,8 +10,8 @@ use burn::prelude::*;
 use loader::SamplerState;
 use serde_json::json;
 use trainer::{
-    DiffusionModel, Ema, EmaConfig, InputPipeline, StepRunner, LossScaler, Precision, TrainConfig, TrainData, init_model,
-    train,
+    DiffusionModel, Ema, EmaConfig, InputPipeline, LossScaler, Precision, StepRunner, TrainConfig, TrainData,
+    init_model, train,
 };
 
 type Ad = Autodiff<Flex>;

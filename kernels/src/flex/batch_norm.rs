@@ -12,10 +12,10 @@ use burn::backend::flex::FlexTensor;
 use burn::tensor::DType;
 use rayon::prelude::*;
 
-use crate::Activation;
 use super::conv::{contiguous, tensor};
 use super::norm_plane::{PlaneNorm, plane_at};
 use super::sums::sum_f64;
+use crate::Activation;
 
 /// Values per rayon task at least (whole planes of one sample and channel), where planes are
 /// small.

@@ -11,10 +11,10 @@ use burn::backend::flex::FlexTensor;
 use burn::tensor::DType;
 use rayon::prelude::*;
 
-use crate::Activation;
 use super::conv::{contiguous, tensor};
 use super::norm_plane::{PlaneNorm, plane_at};
 use super::sums::sum_f64;
+use crate::Activation;
 
 /// The shape of one GroupNorm this module computes.
 #[derive(Debug, Clone, Copy)]

@@ -21,7 +21,6 @@ mod pool;
 mod simd;
 mod sums;
 
-
 /// Elements per task: large enough that a task's overhead is noise, small enough to spread a
 /// ResNet layer's weights over the cores.
 const CHUNK: usize = 1 << 15;

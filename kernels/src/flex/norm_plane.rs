@@ -3,8 +3,8 @@
 //! pass and the input gradient. One place for the arithmetic keeps the backward's recomputed
 //! output rounded as the forward's (a ReLU's mask exact) in both norms.
 
-use crate::Activation;
 use super::sums::sum_pairs_f64;
+use crate::Activation;
 
 /// One plane's normalisation: its statistics' mean and `1/√(σ² + ε)`, its channel's γ and β.
 #[derive(Debug, Clone, Copy)]

@@ -21,11 +21,11 @@ use serde_json::{Value, json};
 use transforms::{NormalizationMode, Normalizer};
 
 use super::names::{LayerVisitor, walk};
-use crate::policy_config::{DiffusionConfig, PolicyFeatures};
 use crate::error::{Error, Result};
 use crate::model::DiffusionModel;
 use crate::model::conv1d::GemmConv1d;
 use crate::model::encoder::SpatialSoftmax;
+use crate::policy_config::{DiffusionConfig, PolicyFeatures};
 
 /// One named tensor of a state dict, in PyTorch's layout.
 #[derive(Debug, Clone, PartialEq)]

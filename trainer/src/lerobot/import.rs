@@ -12,11 +12,11 @@ use burn::nn::{BatchNorm, GroupNorm, Linear};
 use burn::prelude::*;
 
 use super::names::{LayerVisitor, walk};
-use crate::policy_config::DiffusionConfig;
 use crate::error::{Error, Result};
 use crate::model::DiffusionModel;
 use crate::model::conv1d::GemmConv1d;
 use crate::model::encoder::SpatialSoftmax;
+use crate::policy_config::DiffusionConfig;
 
 /// A state dict: name → (shape, float values, row-major). Only float tensors are kept (the
 /// integer ones of a model's state dict are buffers such as BatchNorm's `num_batches_tracked`).

@@ -7,13 +7,13 @@ use burn::nn::conv::{Conv2d, ConvTranspose1d};
 use burn::nn::{BatchNorm, GroupNorm, Linear};
 use burn::prelude::*;
 
-use crate::policy_config::DiffusionConfig;
 use crate::error::Result;
 use crate::model::DiffusionModel;
 use crate::model::conv1d::GemmConv1d;
 use crate::model::encoder::{RgbEncoder, SpatialSoftmax};
 use crate::model::resnet::{BasicBlock, Norm2d, ResNet18};
 use crate::model::unet::{ConditionalUnet1d, Conv1dBlock, ResidualBlock};
+use crate::policy_config::DiffusionConfig;
 
 /// Reads or writes one layer at a time, given its PyTorch name (`diffusion.unet.final_conv.1`).
 /// The layouts differ from PyTorch's in two places: burn's `Linear` keeps `[in, out]` where

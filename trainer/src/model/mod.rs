@@ -12,8 +12,8 @@ use burn::module::{ModuleVisitor, Param};
 use burn::prelude::*;
 use kernels::Kernels;
 
-use crate::policy_config::{DiffusionConfig, PolicyFeatures};
 use crate::noise::{NoiseSchedule, PredictionType, SchedulerKind};
+use crate::policy_config::{DiffusionConfig, PolicyFeatures};
 use encoder::RgbEncoder;
 use unet::{ConditionalUnet1d, UnetShape};
 

@@ -8,8 +8,8 @@ use burn::tensor::backend::AutodiffBackend;
 use kernels::{AdamStep, FlatBuffers, Kernels};
 
 use super::flat::{FlatLayout, is_running_statistic};
-use crate::policy_config::DiffusionConfig;
 use crate::error::{Error, Result};
+use crate::policy_config::DiffusionConfig;
 
 /// Adam (torch's, with L2 weight decay; see [`kernels::AdamStep`]) whose moments are flat
 /// buffers laid out as [`FlatLayout`] says.

@@ -102,20 +102,25 @@ impl DeviceTask for Train {
         let (count, skipped) = (self.config.num_devices, self.config.num_devices * self.processes.local_rank());
         let devices = trainer::parallel::devices_from(&device, skipped + count).split_off(skipped);
         let outcome =
-            trainer::train_on::<Autodiff<B>>(&self.config, self.resume.as_deref(), devices, |progress| match progress {
-                // A hidden bar (output not a terminal) prints nothing: log lines go to stdout then.
-                Progress::Line(line) if bar.is_hidden() => println!("{line}"),
-                Progress::Line(line) => bar.println(line),
-                Progress::Step(step) => {
-                    if !bar.message().is_empty() {
-                        bar.set_message("");
+            trainer::train_on::<Autodiff<B>>(
+                &self.config,
+                self.resume.as_deref(),
+                devices,
+                |progress| match progress {
+                    // A hidden bar (output not a terminal) prints nothing: log lines go to stdout then.
+                    Progress::Line(line) if bar.is_hidden() => println!("{line}"),
+                    Progress::Line(line) => bar.println(line),
+                    Progress::Step(step) => {
+                        if !bar.message().is_empty() {
+                            bar.set_message("");
+                        }
+                        bar.set_position(step as u64);
                     }
-                    bar.set_position(step as u64);
-                }
-                Progress::FrameCache { done, total } => {
-                    bar.set_message(format!("frame cache {done}/{total} frames"));
-                }
-            });
+                    Progress::FrameCache { done, total } => {
+                        bar.set_message(format!("frame cache {done}/{total} frames"));
+                    }
+                },
+            );
         bar.finish_and_clear();
         Ok(outcome?)
     }

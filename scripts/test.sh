@@ -16,6 +16,9 @@ fi
 export TEST_PYTHON="$PWD/$venv/bin/python"
 
 cargo fmt --all --check
+# The tests keep their frame caches in folders of their own: none may appear in the user's.
+shm_caches() { ls -A /dev/shm/lerobot-rs-frames 2>/dev/null | sort || true; }
+caches_before=$(shm_caches)
 # The libraries link no command-line crates: those belong to the tools' `cli` feature.
 library_deps=$(cargo tree -p datasets -p loader -p transforms -p trainer --no-default-features \
   --edges normal --prefix none --locked)
@@ -46,4 +49,9 @@ target/test-wheel/bin/pip install --quiet --disable-pip-version-check "numpy==2.
 # The build without FFmpeg (the `video` features off), as the GPU kit builds it: every test that
 # needs no video, and the ones that check how it refuses video (datasets/tests/no_video.rs).
 cargo test --workspace --release --locked --no-default-features --features datasets/cli,trainer/cli
+if [[ "$(shm_caches)" != "$caches_before" ]]; then
+  echo "error: the tests left frame caches in /dev/shm/lerobot-rs-frames:" >&2
+  diff <(echo "$caches_before") <(shm_caches) >&2 || true
+  exit 1
+fi
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked "${gpu[@]}"

@@ -142,7 +142,11 @@ impl LoaderReport {
 /// the seconds the build took (0 when it was there).
 fn auto_frame_cache(dataset: &Dataset) -> Result<(PathBuf, f64)> {
     let root = auto_cache::default_root(|name| std::env::var_os(name));
-    match auto_cache::plan(dataset, &root, None)? {
+    let plan = auto_cache::plan(dataset, &root, None, &[])?;
+    for removal in &plan.removed {
+        eprintln!("{removal}");
+    }
+    match plan.cache {
         AutoCache::Ready { dir } => Ok((dir, 0.0)),
         AutoCache::Build { dir, .. } => {
             let started = Instant::now();

@@ -4,9 +4,12 @@
 //! A run with `--frame-cache auto` (the trainer's default) looks for a cache of its dataset in
 //! [`default_root`]`/{fingerprint}` (the fingerprint of [`crate::frame_cache::cache_fingerprint`]:
 //! a changed or rewritten dataset gets a new folder, never stale frames), reuses it when it
-//! opens, and otherwise builds it there when the decoded frames fit the budget: by default half of what the folder's
-//! filesystem has free, and on a memory-backed one (`/dev/shm`) also half of the memory available.
-//! Otherwise it reads the dataset's own files, as without a cache.
+//! opens, and otherwise builds it there when the decoded frames fit the folder's budget, which
+//! all its caches share: by default half of what the folder's filesystem has free (counting what
+//! the caches there take as free), and on a memory-backed one (`/dev/shm`) also half of the
+//! memory available (likewise). The least recently used caches that no process reads are removed
+//! to make room, and what processes that ended left is removed first ([`store`]). When the
+//! frames do not fit, the run reads the dataset's own files, as without a cache.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -15,6 +18,7 @@ use std::str::FromStr;
 
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::frame_cache::store::{self, Removal};
 use crate::frame_cache::{FrameCache, cache_fingerprint, decoded_bytes};
 
 /// The variable that names the folder automatic frame caches go in.
@@ -100,7 +104,7 @@ pub enum AutoCache {
     TooBig {
         /// What the cache would take.
         bytes: u64,
-        /// What it may take.
+        /// What the budget leaves once every cache no process reads is removed.
         budget: u64,
         /// Where it would have gone.
         root: PathBuf,
@@ -122,7 +126,7 @@ impl fmt::Display for AutoCache {
             ),
             Self::TooBig { bytes, budget, root } => write!(
                 f,
-                "frame cache: off, the decoded frames ({:.2} GB) are over the budget ({:.2} GB) in {}; \
+                "frame cache: off, the decoded frames ({:.2} GB) are over what the budget leaves ({:.2} GB) in {}; \
                  decoding as the samples are read (--frame-cache-budget or --frame-cache DIR to change it)",
                 gb(*bytes),
                 gb(*budget),
@@ -133,37 +137,57 @@ impl fmt::Display for AutoCache {
     }
 }
 
+/// What `--frame-cache auto` does for one dataset, and what was removed to get there.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Read, build or go without.
+    pub cache: AutoCache,
+    /// What processes that ended left, and the least recently used caches removed for room.
+    pub removed: Vec<Removal>,
+}
+
 /// Decides what `--frame-cache auto` does for `dataset` with caches in `root`: reuse the cache
-/// there, build it (when its bytes fit `budget`, or by default [`default_budget`]), or go without.
-pub fn plan(dataset: &Dataset, root: &Path, budget: Option<u64>) -> Result<AutoCache> {
+/// there, build it (when its bytes fit `budget`, which `root`'s caches share, by default
+/// [`default_budget`]), or go without. Removes first what ended processes left in `root`, then,
+/// to make room, the least recently used caches that no process reads and that are not in
+/// `keep` (the caches this run already chose).
+pub fn plan(dataset: &Dataset, root: &Path, budget: Option<u64>, keep: &[PathBuf]) -> Result<Plan> {
+    let mut removed = store::reclaim(root)?;
     let bytes = decoded_bytes(dataset);
     if bytes == 0 {
-        return Ok(AutoCache::NoCameras);
+        return Ok(Plan { cache: AutoCache::NoCameras, removed });
     }
     let dir = root.join(format!("{:016x}", cache_fingerprint(dataset)?));
     if FrameCache::open(&dir, dataset).is_ok() {
-        return Ok(AutoCache::Ready { dir });
+        return Ok(Plan { cache: AutoCache::Ready { dir }, removed });
     }
+    let held = store::held_bytes(root)?;
     let budget = match budget {
         Some(budget) => budget,
-        None => default_budget(root)?,
+        None => default_budget(root, held)?,
     };
-    Ok(if bytes <= budget {
+    let mut kept = keep.to_vec();
+    kept.push(dir.clone());
+    removed.extend(store::make_room(root, bytes, budget, &kept)?);
+    let held = store::held_bytes(root)?;
+    let cache = if held + bytes <= budget {
         AutoCache::Build { dir, bytes }
     } else {
-        AutoCache::TooBig { bytes, budget, root: root.to_path_buf() }
-    })
+        AutoCache::TooBig { bytes, budget: budget.saturating_sub(held), root: root.to_path_buf() }
+    };
+    Ok(Plan { cache, removed })
 }
 
-/// Half of what `root`'s filesystem (that of its nearest existing ancestor) has free, and on a
-/// memory-backed filesystem no more than half of the memory available (`/proc/meminfo`).
-pub fn default_budget(root: &Path) -> Result<u64> {
+/// Half of what `root`'s filesystem (that of its nearest existing ancestor) has free plus the
+/// `held` bytes its caches take, and on a memory-backed filesystem no more than half of the
+/// memory available plus `held` (`/proc/meminfo`).
+pub fn default_budget(root: &Path, held: u64) -> Result<u64> {
     let existing = root.ancestors().find(|p| p.exists()).unwrap_or(Path::new("."));
     let stats = rustix::fs::statvfs(existing).map_err(|e| Error::io(existing, e.into()))?;
     let free = stats.f_bavail.saturating_mul(stats.f_frsize);
     let memory_backed = rustix::fs::statfs(existing).is_ok_and(|s| s.f_type == TMPFS_MAGIC);
     let memory = if memory_backed { memory_available().unwrap_or(u64::MAX) } else { u64::MAX };
-    Ok(free.min(memory) / 2)
+    Ok(free.min(memory).saturating_add(held) / 2)
 }
 
 /// `statfs`'s type of tmpfs (`/dev/shm`), from linux/magic.h.
@@ -208,7 +232,7 @@ mod tests {
     fn the_default_budget_is_under_what_the_filesystem_has_free() {
         let dir = std::env::temp_dir();
         let stats = rustix::fs::statvfs(&dir).unwrap();
-        let budget = default_budget(&dir.join("not/yet/made")).unwrap();
+        let budget = default_budget(&dir.join("not/yet/made"), 0).unwrap();
         // Others may write or free space between the two readings: 64 MiB of slack.
         assert!(budget > 0 && budget <= stats.f_bavail * stats.f_frsize / 2 + (64 << 20));
     }

@@ -240,18 +240,28 @@ fn settle_frame_cache(
         }
         FrameCacheChoice::Auto => {
             let root = auto_cache::default_root(|name| std::env::var_os(name));
-            let plan = auto_cache::plan(dataset, &root, budget).map_err(|e| dataset_error(&e))?;
-            let line = plan.to_string();
-            let dir = match plan {
+            let plan = auto_cache::plan(dataset, &root, budget, &[]).map_err(|e| dataset_error(&e))?;
+            let mut lines: Vec<String> = plan.removed.iter().map(ToString::to_string).collect();
+            lines.push(plan.cache.to_string());
+            let dir = match plan.cache {
                 AutoCache::Ready { dir } => Some(dir),
+                // A build that fails (a full /dev/shm, say) leaves the loader decoding as it
+                // reads, as the trainer does; a bad video then fails it there, naming the file.
                 AutoCache::Build { dir, .. } => {
-                    datasets::frame_cache::write_frame_cache(dataset, &dir, None, &|_| {})
-                        .map_err(|e| dataset_error(&e))?;
-                    Some(dir)
+                    match datasets::frame_cache::write_frame_cache(dataset, &dir, None, &|_| {}) {
+                        Ok(_) => Some(dir),
+                        Err(e) => {
+                            let message = datasets::error_message(&e);
+                            lines.push(format!(
+                                "frame cache: off, building it failed ({message}); decoding as the samples are read"
+                            ));
+                            None
+                        }
+                    }
                 }
                 AutoCache::TooBig { .. } | AutoCache::NoCameras => None,
             };
-            Ok((dir, line))
+            Ok((dir, lines.join("\n")))
         }
     }
 }

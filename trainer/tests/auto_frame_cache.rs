@@ -4,7 +4,6 @@
 //! every way trains on the same frames (the same losses).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use datasets::synth::{CameraStorage, SynthConfig, write_dataset};
 
@@ -13,7 +12,7 @@ mod common;
 /// Trains 3 steps of a tiny policy on `root` with automatic caches under `caches`, plus `flags`;
 /// returns what it printed and its losses.
 fn train(root: &Path, caches: &Path, output: &Path, flags: &[&str]) -> (String, Vec<String>) {
-    let run = Command::new(env!("CARGO_BIN_EXE_trainer"))
+    let run = common::trainer_command()
         .env("LEROBOT_RS_FRAME_CACHE", caches)
         .arg("--dataset.root")
         .arg(root)

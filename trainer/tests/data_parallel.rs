@@ -3,7 +3,6 @@
 //! ends the run with its error instead of leaving the other waiting.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -138,7 +137,7 @@ fn a_replica_that_fails_ends_the_run_with_its_error() {
 fn the_tool_takes_a_device_list_and_refuses_other_launches() {
     let out = scratch("dp-cli");
     let trainer = || {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_trainer"));
+        let mut command = common::trainer_command();
         command.arg("--dataset.root").arg(dataset()).arg("--output_dir").arg(&*out);
         command
     };

@@ -1,15 +1,13 @@
 //! The README's first command, `trainer --demo`: it synthesises its dataset, trains and writes a
 //! checkpoint, with FFmpeg (AV1 videos) and without it (images in parquet).
 
-use std::process::Command;
-
 mod common;
 
 #[test]
 fn the_demo_synthesises_a_dataset_trains_and_writes_a_checkpoint() {
     let output = common::scratch("trainer-demo");
     // The demo's own choices, but 6 steps and a checkpoint at the end (flags win over the demo's).
-    let status = Command::new(env!("CARGO_BIN_EXE_trainer"))
+    let status = common::trainer_command()
         .env("LEROBOT_RS_FRAME_CACHE", output.join("frame-caches"))
         .args(["--demo", "--steps", "6", "--save_freq", "6", "--output_dir"])
         .arg(&output)

@@ -52,7 +52,7 @@ fn a_run_killed_while_writing_a_checkpoint_resumes_from_the_previous_one_exactly
     let output = dir.join("run");
     let config = tiny(&root, &output, 12, 1);
     let file = config_file(&config, &dir);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_trainer"))
+    let mut child = common::trainer_command()
         .arg("--config_path")
         .arg(&file)
         .stdout(Stdio::null())

@@ -48,6 +48,8 @@ fn mpirun(dir: &Path, programs: &[Vec<String>]) -> Output {
     command.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     // Oversubscribed cores: MPI's waits yield instead of spinning.
     command.env("OMPI_MCA_mpi_yield_when_idle", "1");
+    // The ranks' automatic frame caches under the scratch folder, not in the user's /dev/shm.
+    command.env(datasets::auto_cache::FRAME_CACHE_VAR, scratch_path("frame-caches"));
     command.args(["--oversubscribe", "--bind-to", "none"]);
     for (i, args) in programs.iter().enumerate() {
         if i > 0 {

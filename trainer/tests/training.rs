@@ -3,7 +3,6 @@
 //! predicts actions through LeRobot's queues and through `trainer sample`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use burn::backend::{Autodiff, Flex};
@@ -207,7 +206,7 @@ fn trainer_sample_writes_unnormalised_action_chunks() {
     let dir = scratch("sample-cli");
     let out = dir.join("actions.safetensors");
     std::fs::create_dir_all(out.parent().unwrap()).unwrap();
-    let status = Command::new(env!("CARGO_BIN_EXE_trainer"))
+    let status = common::trainer_command()
         .args(["sample", "--checkpoint"])
         .arg(trained_checkpoint())
         .arg("--root")
@@ -291,7 +290,7 @@ fn trainer_export_writes_lerobots_pretrained_policy_files() {
 }
 
 fn run_trainer(args: &[&str]) -> (bool, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_trainer")).args(args).output().unwrap();
+    let output = common::trainer_command().args(args).output().unwrap();
     (
         output.status.success(),
         String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -363,7 +362,7 @@ fn dry_run_finds_a_repo_id_where_lerobot_keeps_it_and_never_asks_the_hub_offline
     let root = write_synth(&home.join("lerobot/pusht_fake"));
     let out = scratch("dry-run-repo-id");
     let run = |repo_id: &str| {
-        Command::new(env!("CARGO_BIN_EXE_trainer"))
+        common::trainer_command()
             .args(["--dataset.repo_id", repo_id, "--dataset.episodes", "0,2..3", "--dry-run", "--output_dir"])
             .arg(&out)
             .env("HF_LEROBOT_HOME", &home)
@@ -559,7 +558,7 @@ fn dry_run_takes_several_repo_ids_and_weights() {
     let home = scratch("lerobot-home-two");
     write_synth(&home.join("lerobot/first"));
     second_dataset(&home.join("lerobot/second"));
-    let output = Command::new(env!("CARGO_BIN_EXE_trainer"))
+    let output = common::trainer_command()
         .args(["--dataset.repo_id", "lerobot/first,lerobot/second", "--dataset.weights", "0.7,0.3"])
         .args(["--policy.preset", "lerobot-0.6", "--dry-run", "--output_dir"])
         .arg(&*scratch("dry-run-two"))
@@ -585,7 +584,7 @@ fn dry_run_takes_several_repo_ids_and_weights() {
         ..Default::default()
     };
     datasets::synth::write_dataset(&odd, &config).unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_trainer"))
+    let output = common::trainer_command()
         .args(["--dataset.root"])
         .arg(home.join("lerobot/first"))
         .args(["--dataset.root"])

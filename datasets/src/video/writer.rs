@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
 
 use video_rs::ffmpeg;
 use video_rs::ffmpeg::format::Pixel;
@@ -25,19 +27,30 @@ fn encoder_name(codec: VideoCodec) -> &'static str {
     }
 }
 
+/// How long an encoder may take to flush its last frames before [`VideoWriter::finish`] reports
+/// it stuck (Debian's SVT-AV1 once hung there). A flush takes well under a second.
+const FLUSH_DEADLINE: Duration = Duration::from_secs(60);
+
 /// An MP4 being written, one RGB frame at a time.
 pub struct VideoWriter {
-    path: PathBuf,
-    output: ffmpeg::format::context::Output,
-    encoder: Encoder,
     scaler: scaling::Context,
     rgb: ffmpeg::frame::Video,
     yuv: ffmpeg::frame::Video,
+    shape: FrameShape,
+    frames: i64,
+    stream: EncodedStream,
+}
+
+/// The encoder and the file its packets go to: what finishing needs, movable to another thread
+/// (the colour converter is not).
+struct EncodedStream {
+    path: PathBuf,
+    codec: VideoCodec,
+    output: ffmpeg::format::context::Output,
+    encoder: Encoder,
     packet: ffmpeg::Packet,
     time_base: ffmpeg::Rational,
     stream_time_base: ffmpeg::Rational,
-    shape: FrameShape,
-    frames: i64,
 }
 
 impl VideoWriter {
@@ -95,17 +108,20 @@ impl VideoWriter {
         let scaler = scaling::Context::get(Pixel::RGB24, w, h, Pixel::YUV420P, w, h, scaling::Flags::BICUBIC)
             .map_err(|e| err("cannot convert RGB to YUV", e))?;
         Ok(VideoWriter {
-            path: path.to_path_buf(),
-            output,
-            encoder,
             scaler,
             rgb: ffmpeg::frame::Video::new(Pixel::RGB24, w, h),
             yuv: ffmpeg::frame::Video::empty(),
-            packet: ffmpeg::Packet::empty(),
-            time_base,
-            stream_time_base,
             shape,
             frames: 0,
+            stream: EncodedStream {
+                path: path.to_path_buf(),
+                codec,
+                output,
+                encoder,
+                packet: ffmpeg::Packet::empty(),
+                time_base,
+                stream_time_base,
+            },
         })
     }
 
@@ -114,7 +130,7 @@ impl VideoWriter {
         let (h, w) = (self.shape.height, self.shape.width);
         if chw.len() != self.shape.len() {
             return Err(Error::video(
-                &self.path,
+                &self.stream.path,
                 format!("frame has {} bytes, {} expected", chw.len(), self.shape.len()),
             ));
         }
@@ -131,11 +147,12 @@ impl VideoWriter {
         }
         self.scaler
             .run(&self.rgb, &mut self.yuv)
-            .map_err(|e| Error::video_failed(&self.path, "colour conversion failed", e))?;
+            .map_err(|e| Error::video_failed(&self.stream.path, "colour conversion failed", e))?;
         self.yuv.set_pts(Some(self.frames));
         self.frames += 1;
-        self.encoder.send_frame(&self.yuv).map_err(|e| Error::video_failed(&self.path, "encoding failed", e))?;
-        self.write_packets()
+        let stream = &mut self.stream;
+        stream.encoder.send_frame(&self.yuv).map_err(|e| Error::video_failed(&stream.path, "encoding failed", e))?;
+        stream.write_packets()
     }
 
     /// The number of frames pushed so far.
@@ -143,13 +160,52 @@ impl VideoWriter {
         self.frames as usize
     }
 
-    /// Flushes the encoder and finishes the file.
-    pub fn finish(mut self) -> Result<()> {
+    /// Flushes the encoder and finishes the file; an encoder that has not flushed within
+    /// [`FLUSH_DEADLINE`] is an error naming the file and the codec (its thread is left behind).
+    pub fn finish(self) -> Result<()> {
+        self.finish_within(FLUSH_DEADLINE, || {})
+    }
+
+    /// [`Self::finish`] with the flush under `deadline`, the flush thread calling `before` first.
+    fn finish_within(self, deadline: Duration, before: impl FnOnce() + Send + 'static) -> Result<()> {
+        let mut stream = self.stream;
+        let (path, codec) = (stream.path.clone(), stream.codec);
+        let (done, finished) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("encoder-flush".into())
+            .spawn(move || {
+                before();
+                let _ = done.send(stream.finish());
+            })
+            .map_err(|e| Error::io(&path, e))?;
+        match finished.recv_timeout(deadline) {
+            Ok(result) => result,
+            Err(RecvTimeoutError::Timeout) => Err(Error::video(
+                &path,
+                format!(
+                    "the {} encoder ({}) did not finish flushing within {} s; the file is incomplete",
+                    codec.info_name(),
+                    encoder_name(codec),
+                    deadline.as_secs_f64()
+                ),
+            )),
+            Err(RecvTimeoutError::Disconnected) => Err(Error::video(
+                &path,
+                format!("the {} encoder's flush panicked; the file is incomplete", codec.info_name()),
+            )),
+        }
+    }
+}
+
+impl EncodedStream {
+    /// Flushes the encoder, writes its last packets and the file's trailer.
+    fn finish(&mut self) -> Result<()> {
         self.encoder.send_eof().map_err(|e| Error::video_failed(&self.path, "cannot flush the encoder", e))?;
         self.write_packets()?;
         self.output.write_trailer().map_err(|e| Error::video_failed(&self.path, "cannot write the trailer", e))
     }
 
+    /// Writes the packets the encoder has ready.
     fn write_packets(&mut self) -> Result<()> {
         loop {
             match self.encoder.receive_packet(&mut self.packet) {
@@ -232,5 +288,26 @@ mod tests {
                 });
             }
         });
+    }
+
+    #[test]
+    fn an_encoder_stuck_flushing_is_an_error_naming_the_file_and_codec() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stuck.mp4");
+        let shape = FrameShape { channels: 3, height: 64, width: 64 };
+        let mut w = VideoWriter::create(&path, shape, 10, VideoCodec::Av1).unwrap();
+        w.push_chw(&vec![90; shape.len()]).unwrap();
+        // The flush does not start until the error has come back: stuck, as far as it knows.
+        let (release, stuck) = mpsc::channel::<()>();
+        let err = w
+            .finish_within(Duration::from_millis(50), move || {
+                let _ = stuck.recv();
+            })
+            .unwrap_err()
+            .to_string();
+        release.send(()).unwrap();
+        for expected in ["stuck.mp4", "libsvtav1", "did not finish flushing within 0.05 s"] {
+            assert!(err.contains(expected), "{err:?} lacks {expected:?}");
+        }
     }
 }

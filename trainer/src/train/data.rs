@@ -151,23 +151,21 @@ impl TrainData {
             return Ok(());
         }
         let root = auto_cache::default_root(|name| std::env::var_os(name));
-        let mut budget = config.dataset.frame_cache_budget_gb.map(|gb| (gb.max(0.0) * 1e9) as u64);
+        let budget = config.dataset.frame_cache_budget_gb.map(|gb| (gb.max(0.0) * 1e9) as u64);
         let several = self.datasets.parts().len() > 1;
-        let mut caches = Vec::with_capacity(self.datasets.parts().len());
+        let mut caches: Vec<Option<PathBuf>> = Vec::with_capacity(self.datasets.parts().len());
         for (part, dataset) in self.datasets.parts().iter().enumerate() {
-            let plan = auto_cache::plan(dataset, &root, budget)?;
-            let line = plan.to_string();
+            let chosen: Vec<PathBuf> = caches.iter().flatten().cloned().collect();
+            let plan = auto_cache::plan(dataset, &root, budget, &chosen)?;
+            for removal in &plan.removed {
+                on_progress(Progress::Line(&removal.to_string()));
+            }
+            let line = plan.cache.to_string();
             let line = if several { format!("{}: {line}", self.datasets.name(part)) } else { line };
             on_progress(Progress::Line(&line));
-            caches.push(match plan {
-                AutoCache::Ready { dir } => {
-                    budget = budget.map(|b| b.saturating_sub(frame_cache::decoded_bytes(dataset)));
-                    Some(dir)
-                }
-                AutoCache::Build { dir, bytes } => {
-                    budget = budget.map(|b| b.saturating_sub(bytes));
-                    build_frame_cache(dataset, dir, on_progress)
-                }
+            caches.push(match plan.cache {
+                AutoCache::Ready { dir } => Some(dir),
+                AutoCache::Build { dir, .. } => build_frame_cache(dataset, dir, on_progress),
                 AutoCache::TooBig { .. } | AutoCache::NoCameras => None,
             });
         }

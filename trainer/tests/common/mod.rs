@@ -157,3 +157,12 @@ pub fn checkpoint_weights(path: &Path) -> Vec<f32> {
     model.visit(&mut gather);
     gather.0
 }
+
+/// The `trainer` tool, with its automatic frame caches under the scratch folder: tests never
+/// leave caches in the user's /dev/shm.
+#[cfg(feature = "cli")]
+pub fn trainer_command() -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_trainer"));
+    command.env(datasets::auto_cache::FRAME_CACHE_VAR, scratch_path("frame-caches"));
+    command
+}

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::{ArgAction, Args, ValueEnum};
@@ -19,7 +19,7 @@ use datasets::{
 #[derive(Debug, Args)]
 pub struct DatasetArgs {
     /// The dataset folder (with --dataset.repo_id: where it is, or is to be downloaded).
-    #[arg(long, alias = "dataset.root", required_unless_present = "repo_id")]
+    #[arg(long, alias = "dataset.root")]
     root: Option<PathBuf>,
     /// The dataset's Hub id, OWNER/NAME: looked for under HF_LEROBOT_HOME and LeRobot's Hub
     /// cache, downloaded from the Hub if missing.
@@ -37,7 +37,7 @@ impl DatasetArgs {
     /// The dataset's folder: `--root`, or where `--dataset.repo_id` was found or downloaded to.
     pub fn resolve(&self) -> Result<PathBuf> {
         let Some(repo_id) = &self.repo_id else {
-            return Ok(self.root.clone().expect("clap asks for --root without --dataset.repo_id"));
+            return self.root.clone().context("a dataset is needed: --root DIR or --dataset.repo_id OWNER/NAME");
         };
         let roots: Vec<PathBuf> = self.root.iter().cloned().collect();
         let requests = DatasetRequest::for_ids(repo_id, &roots, self.revision.as_deref(), self.download)?;
@@ -215,6 +215,57 @@ pub fn cache(root: &Path, out: &Path, resize: Option<&str>) -> Result<ExitCode> 
         started.elapsed().as_secs_f64()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the automatic frame caches: folder, dataset, size, last use, state.
+pub fn list_caches() -> Result<ExitCode> {
+    let root = datasets::auto_cache::default_root(|name| std::env::var_os(name));
+    let entries = datasets::frame_cache::store::entries(&root)?;
+    if entries.is_empty() {
+        println!("no automatic frame caches in {}", root.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let total: u64 = entries.iter().map(|e| e.bytes).sum();
+    println!(
+        "{} automatic frame cache(s) in {} ({:.2} GB), least recently used first:",
+        entries.len(),
+        root.display(),
+        total as f64 / 1e9
+    );
+    for entry in &entries {
+        let name = entry.dir.file_name().unwrap_or_default().to_string_lossy();
+        let dataset = entry.record.as_ref().map_or("(not complete)".into(), |r| r.dataset.display().to_string());
+        let age = entry.last_used.elapsed().map_or("just now".into(), |d| format!("{} ago", human_age(d)));
+        println!(
+            "  {name}  {:>8.2} GB  {:<9}  used {age:<12}  {dataset}",
+            entry.bytes as f64 / 1e9,
+            entry.state.to_string()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Removes the automatic frame caches no process uses, saying what each freed.
+pub fn clear_caches() -> Result<ExitCode> {
+    let root = datasets::auto_cache::default_root(|name| std::env::var_os(name));
+    let removed = datasets::frame_cache::store::clear(&root)?;
+    for removal in &removed {
+        println!("{removal}");
+    }
+    let freed: u64 = removed.iter().map(|r| r.bytes).sum();
+    let left = datasets::frame_cache::store::entries(&root)?;
+    println!("freed {:.2} GB in {}; {} cache(s) in use stay", freed as f64 / 1e9, root.display(), left.len());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A duration as a person reads it: seconds, minutes, hours or days.
+fn human_age(d: Duration) -> String {
+    match d.as_secs() {
+        s if s < 120 => format!("{s} s"),
+        s if s < 7200 => format!("{} min", s / 60),
+        s if s < 172_800 => format!("{} h", s / 3600),
+        s => format!("{} days", s / 86_400),
+    }
 }
 
 /// Dataset presets of `synth`.

@@ -41,16 +41,25 @@ enum Command {
         #[arg(long)]
         write: bool,
     },
-    /// Decode every camera frame once into a memory-mapped cache (one file per camera).
+    /// Decode every camera frame once into a memory-mapped cache (one file per camera); or show
+    /// (--list) or free (--clear) the automatic caches that training runs make.
     Cache {
         #[command(flatten)]
         dataset: commands::DatasetArgs,
         /// The cache folder to write, e.g. /dev/shm/pusht-frames.
-        #[arg(long)]
-        out: PathBuf,
+        #[arg(long, required_unless_present_any = ["list", "clear"])]
+        out: Option<PathBuf>,
         /// Resize every frame to HxW (bilinear) while caching.
         #[arg(long)]
         resize: Option<String>,
+        /// List the automatic caches (under $LEROBOT_RS_FRAME_CACHE, by default
+        /// /dev/shm/lerobot-rs-frames): each one's dataset, size, last use and state.
+        #[arg(long, conflicts_with_all = ["out", "resize", "clear"])]
+        list: bool,
+        /// Remove every automatic cache no process is reading or writing, and what ended
+        /// processes left.
+        #[arg(long, conflicts_with_all = ["out", "resize"])]
+        clear: bool,
     },
     /// Write a synthetic dataset.
     Synth(commands::SynthArgs),
@@ -106,7 +115,10 @@ fn main() -> ExitCode {
             dataset.resolve().and_then(|root| commands::validate(&root, tolerance_s))
         }
         Command::Stats { dataset, write } => dataset.resolve().and_then(|root| commands::stats(&root, write)),
-        Command::Cache { dataset, out, resize } => {
+        Command::Cache { list: true, .. } => commands::list_caches(),
+        Command::Cache { clear: true, .. } => commands::clear_caches(),
+        Command::Cache { dataset, out, resize, .. } => {
+            let out = out.expect("clap asks for --out without --list or --clear");
             dataset.resolve().and_then(|root| commands::cache(&root, &out, resize.as_deref()))
         }
         Command::Synth(args) => commands::synth(&args),

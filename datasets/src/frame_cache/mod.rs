@@ -5,22 +5,30 @@
 //! row, in global `index` order. The header carries a format version and a fingerprint of the
 //! dataset it was made from (its `info.json`, episode table and timestamps); opening refuses a
 //! cache of another version or another dataset, or one whose size does not add up (truncated).
+//! The folder's record ([`RECORD`], [`CacheRecord`]), written last, marks the cache complete and
+//! says whose frames it holds; its modification time is when the cache was last opened.
+//!
+//! Writing ([`write`]), reading ([`FrameCache`]) and removing (the [`store`] of automatic caches)
+//! take the folder's [`locks`], so that what a killed process left is found and removed by the
+//! next run.
 
 use std::fs::File;
-use std::io::Write;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
-use crate::dataset::{Dataset, check_video_shape};
+use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::meta::features::{Feature, FrameShape, MAX_FEATURE_VALUES};
 use crate::meta::info::INFO_PATH;
-use crate::table::ColumnValues;
-use crate::table::image::decode_chw;
-use crate::video::DecoderCache;
+
+pub mod locks;
+pub mod store;
+mod write;
+
+pub use write::write_frame_cache;
+
+use locks::{FolderLock, LockMode, READERS_LOCK};
 
 /// The cache format this build reads and writes.
 pub const FORMAT_VERSION: u32 = 1;
@@ -145,130 +153,36 @@ pub fn cache_file(dir: &Path, key: &str) -> PathBuf {
     dir.join(format!("{key}.frames"))
 }
 
-/// Decodes every frame of every camera of `dataset` into `dir` (one file per camera), resized
-/// to `resize` (height, width) if given. `progress` is called with the number of frames done
-/// so far. Files are written beside their final name and renamed into place when complete.
-pub fn write_frame_cache(
-    dataset: &Dataset,
-    dir: &Path,
-    resize: Option<(usize, usize)>,
-    progress: &(dyn Fn(u64) + Sync),
-) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let fingerprint = cache_fingerprint(dataset)?;
-    let done = AtomicU64::new(0);
-    let mut written = Vec::new();
-    for key in dataset.info().camera_keys() {
-        let feature = dataset.info().feature(key.as_str()).expect("a camera");
-        let source = feature.frame_shape().expect("a camera has a frame shape");
-        let shape = match resize {
-            Some((height, width)) => FrameShape { channels: source.channels, height, width },
-            None => source,
-        };
-        let header = CacheHeader {
-            version: FORMAT_VERSION,
-            fingerprint,
-            frames: dataset.len() as u64,
-            shape,
-            source,
-            key: key.to_string(),
-        };
-        let path = cache_file(dir, key.as_str());
-        // One temporary file per writer (process and call): runs that build the same cache at
-        // once each write a whole file and publish it by renaming; none writes into another's.
-        static WRITERS: AtomicU64 = AtomicU64::new(0);
-        let writer = WRITERS.fetch_add(1, Ordering::Relaxed);
-        let tmp = path.with_extension(format!("frames.tmp.{}.{writer}", std::process::id()));
-        let removed_on_error = RemoveOnDrop(Some(tmp.clone()));
-        let file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-        let total = HEADER_LEN as u64 + dataset.len() as u64 * shape.len() as u64;
-        file.set_len(total).map_err(|e| Error::io(&tmp, e))?;
-        let camera = dataset.info().video_keys().iter().position(|k| *k == key);
-        dataset.episodes().par_iter().try_for_each_init(
-            || (DecoderCache::default(), Vec::new(), Vec::new()),
-            |(decoders, pixels, resized), episode| -> Result<()> {
-                pixels.resize(episode.len() * source.len(), 0);
-                match camera {
-                    Some(c) => {
-                        let path = dataset.video_file(episode, c)?;
-                        let from = episode.videos[c].from_timestamp;
-                        let times: Vec<f64> = episode.frames.clone().map(|r| from + dataset.timestamp(r)).collect();
-                        let decoder = decoders.get(&path)?;
-                        check_video_shape(dataset.root(), feature, source, decoder.shape(), &path)?;
-                        decoder.frames_at(&times, dataset.options().tolerance_s, pixels)?;
-                    }
-                    None => {
-                        let Some(ColumnValues::Image(images)) = dataset.table().column(key.as_str()).map(|c| &c.values)
-                        else {
-                            return Err(Error::request(format!("camera `{key}` has no image column")));
-                        };
-                        for (i, row) in episode.frames.clone().enumerate() {
-                            let (s, chw) = decode_chw(images.get(row)).map_err(|message| Error::Image {
-                                path: dataset.table().file_of(row).to_path_buf(),
-                                field: key.to_string(),
-                                row,
-                                message,
-                            })?;
-                            if s != source {
-                                return Err(Error::Image {
-                                    path: dataset.table().file_of(row).to_path_buf(),
-                                    field: key.to_string(),
-                                    row,
-                                    message: format!("image is {s}, meta/info.json declares {source}"),
-                                });
-                            }
-                            pixels[i * source.len()..(i + 1) * source.len()].copy_from_slice(&chw);
-                        }
-                    }
-                }
-                let out: &[u8] = if shape == source {
-                    pixels
-                } else {
-                    resized.clear();
-                    for frame in pixels.chunks_exact(source.len()) {
-                        resized.extend_from_slice(&resize_chw(frame, source, shape));
-                    }
-                    resized
-                };
-                let offset = HEADER_LEN as u64 + episode.frames.start as u64 * shape.len() as u64;
-                file.write_all_at(out, offset).map_err(|e| Error::io(&tmp, e))?;
-                progress(done.fetch_add(episode.len() as u64, Ordering::Relaxed) + episode.len() as u64);
-                Ok(())
-            },
-        )?;
-        file.write_all_at(&header.encode(), 0).map_err(|e| Error::io(&tmp, e))?;
-        file.sync_all().map_err(|e| Error::io(&tmp, e))?;
-        drop(file);
-        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
-        removed_on_error.keep();
-        written.push(path);
-    }
-    let note = dir.join("README.txt");
-    let mut f = File::create(&note).map_err(|e| Error::io(&note, e))?;
-    writeln!(
-        f,
-        "Decoded-frame cache of {} (format {FORMAT_VERSION}), written by `datasets cache`.",
-        dataset.root().display()
-    )
-    .map_err(|e| Error::io(&note, e))?;
-    Ok(written)
+/// The file in a cache folder that marks its cache complete: a [`CacheRecord`].
+pub const RECORD: &str = "cache.json";
+
+/// What a complete cache folder holds, written last by [`write_frame_cache`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheRecord {
+    /// The cache format ([`FORMAT_VERSION`]).
+    pub format: u32,
+    /// The dataset's folder when the cache was written.
+    pub dataset: PathBuf,
+    /// Its [`cache_fingerprint`], in hexadecimal.
+    pub fingerprint: String,
+    /// The cameras cached, one file each.
+    pub cameras: Vec<String>,
 }
 
-/// Removes a half-written file when the writer returns early (an error, a full disk).
-struct RemoveOnDrop(Option<PathBuf>);
-
-impl RemoveOnDrop {
-    /// The file was published: leave it.
-    fn keep(mut self) {
-        self.0 = None;
+impl CacheRecord {
+    /// Writes the record into `dir` atomically (a temporary file renamed into place).
+    fn write(&self, dir: &Path) -> Result<()> {
+        let path = dir.join(RECORD);
+        let tmp = dir.join(format!("{RECORD}{}{}", write::TEMPORARY, std::process::id()));
+        let json = serde_json::to_vec_pretty(self).expect("a record serialises");
+        std::fs::write(&tmp, json).map_err(|e| Error::io(&tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))
     }
-}
 
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        if let Some(path) = self.0.take() {
-            let _ = std::fs::remove_file(path);
-        }
+    /// The record in `dir`, `None` if it has none (a cache not complete) or one this build
+    /// cannot read.
+    pub fn read(dir: &Path) -> Option<Self> {
+        serde_json::from_slice(&std::fs::read(dir.join(RECORD)).ok()?).ok()
     }
 }
 
@@ -283,26 +197,12 @@ pub fn decoded_bytes(dataset: &Dataset) -> u64 {
         .sum()
 }
 
-/// Resizes one CHW frame with a triangle (bilinear, area-averaging when shrinking) filter.
-fn resize_chw(frame: &[u8], from: FrameShape, to: FrameShape) -> Vec<u8> {
-    let plane = from.height * from.width;
-    let mut hwc = vec![0u8; frame.len()];
-    for i in 0..plane {
-        for c in 0..from.channels {
-            hwc[i * from.channels + c] = frame[c * plane + i];
-        }
+/// Sets the modification time of `dir`'s record to now: the cache was used. Best effort (a
+/// read-only cache keeps its time).
+fn mark_used(dir: &Path) {
+    if let Ok(record) = File::options().append(true).open(dir.join(RECORD)) {
+        let _ = record.set_modified(std::time::SystemTime::now());
     }
-    let image = image::RgbImage::from_raw(from.width as u32, from.height as u32, hwc).expect("sizes match");
-    let small =
-        image::imageops::resize(&image, to.width as u32, to.height as u32, image::imageops::FilterType::Triangle);
-    let out_plane = to.height * to.width;
-    let mut chw = vec![0u8; to.len()];
-    for (i, px) in small.pixels().enumerate() {
-        for c in 0..3 {
-            chw[c * out_plane + i] = px.0[c];
-        }
-    }
-    chw
 }
 
 /// One camera's frames, memory-mapped.
@@ -328,20 +228,29 @@ impl CachedCamera {
     }
 }
 
-/// The frame cache of a dataset: one memory-mapped file per camera.
+/// The frame cache of a dataset: one memory-mapped file per camera, and the folder's readers
+/// lock held shared, so that no other process removes it while it is read.
 #[derive(Debug)]
 pub struct FrameCache {
     dir: PathBuf,
     cameras: Vec<CachedCamera>,
+    _reading: Option<FolderLock>,
 }
 
 impl FrameCache {
     /// Opens the cache in `dir` for `dataset`, refusing files of another format version, of
-    /// another dataset (or an older state of this one), or of the wrong size.
+    /// another dataset (or an older state of this one), or of the wrong size, and marks it used
+    /// now (for the least-recently-used order in which the [`store`] removes caches).
     pub fn open(dir: &Path, dataset: &Dataset) -> Result<Self> {
         let fingerprint = cache_fingerprint(dataset)?;
+        let keys = dataset.info().camera_keys();
+        // Lock only a folder that holds a cache, leaving other folders as they are.
+        let reading = match keys.first().map(|key| cache_file(dir, key.as_str())) {
+            Some(first) if first.exists() => Some(FolderLock::acquire_existing(dir, READERS_LOCK, LockMode::Shared)?),
+            _ => None,
+        };
         let mut cameras = Vec::new();
-        for key in dataset.info().camera_keys() {
+        for key in keys {
             let path = cache_file(dir, key.as_str());
             let map = crate::table::mmap::map_readonly(&path)?
                 .ok_or_else(|| Error::field(&path, "header", "the file is empty"))?;
@@ -376,7 +285,8 @@ impl FrameCache {
             let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
             cameras.push(CachedCamera { header, map, file, path });
         }
-        Ok(FrameCache { dir: dir.to_path_buf(), cameras })
+        mark_used(dir);
+        Ok(FrameCache { dir: dir.to_path_buf(), cameras, _reading: reading })
     }
 
     /// The cache folder.

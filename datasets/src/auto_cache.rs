@@ -126,7 +126,7 @@ impl fmt::Display for AutoCache {
             ),
             Self::TooBig { bytes, budget, root } => write!(
                 f,
-                "frame cache: off, the decoded frames ({:.2} GB) are over what the budget leaves ({:.2} GB) in {}; \
+                "frame cache: off, the decoded frames ({:.2} GB) are over the budget (what it leaves: {:.2} GB) in {}; \
                  decoding as the samples are read (--frame-cache-budget or --frame-cache DIR to change it)",
                 gb(*bytes),
                 gb(*budget),

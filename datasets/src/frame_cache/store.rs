@@ -79,11 +79,12 @@ impl Entry {
     }
 }
 
-/// Every cache folder in `root` (none if `root` does not exist), least recently used first.
+/// Every cache folder in `root` (none if `root` does not exist or is not a folder: then no
+/// cache can be built there either, which the build reports), least recently used first.
 pub fn entries(root: &Path) -> Result<Vec<Entry>> {
     let listing = match std::fs::read_dir(root) {
         Ok(listing) => listing,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => return Ok(Vec::new()),
         Err(e) => return Err(Error::io(root, e)),
     };
     let mut entries = Vec::new();

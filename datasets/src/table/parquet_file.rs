@@ -32,6 +32,7 @@ pub(crate) fn catch_decoder_panics<T>(path: &Path, decode: impl FnOnce() -> Resu
 
 /// Whether a panic raised now will be caught by [`catch_decoder_panics`] (for the fuzz targets'
 /// panic hook).
+#[cfg(feature = "fuzzing")]
 pub(crate) fn inside_decoder_guard() -> bool {
     DECODING.get()
 }

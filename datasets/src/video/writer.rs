@@ -161,7 +161,7 @@ impl VideoWriter {
     }
 
     /// Flushes the encoder and finishes the file; an encoder that has not flushed within
-    /// [`FLUSH_DEADLINE`] is an error naming the file and the codec (its thread is left behind).
+    /// a minute is an error naming the file and the codec (its thread is left behind).
     pub fn finish(self) -> Result<()> {
         self.finish_within(FLUSH_DEADLINE, || {})
     }

@@ -161,15 +161,15 @@ pub fn plan(dataset: &Dataset, root: &Path, budget: Option<u64>, keep: &[PathBuf
     if FrameCache::open(&dir, dataset).is_ok() {
         return Ok(Plan { cache: AutoCache::Ready { dir }, removed });
     }
-    let held = store::held_bytes(root)?;
+    let entries = store::entries(root)?;
     let budget = match budget {
         Some(budget) => budget,
-        None => default_budget(root, held)?,
+        None => default_budget(root, store::held_bytes(&entries))?,
     };
     let mut kept = keep.to_vec();
     kept.push(dir.clone());
-    removed.extend(store::make_room(root, bytes, budget, &kept)?);
-    let held = store::held_bytes(root)?;
+    let (made_room, held) = store::make_room(entries, bytes, budget, &kept)?;
+    removed.extend(made_room);
     let cache = if held + bytes <= budget {
         AutoCache::Build { dir, bytes }
     } else {
@@ -188,6 +188,13 @@ pub fn default_budget(root: &Path, held: u64) -> Result<u64> {
     let memory_backed = rustix::fs::statfs(existing).is_ok_and(|s| s.f_type == TMPFS_MAGIC);
     let memory = if memory_backed { memory_available().unwrap_or(u64::MAX) } else { u64::MAX };
     Ok(free.min(memory).saturating_add(held) / 2)
+}
+
+/// The line a run prints when building its automatic cache failed with `error` (a full
+/// `/dev/shm`, say): it goes on decoding as it reads.
+pub fn build_failed_line(error: &Error) -> String {
+    let message = crate::error_message(error);
+    format!("frame cache: off, building it failed ({message}); decoding as the samples are read")
 }
 
 /// `statfs`'s type of tmpfs (`/dev/shm`), from linux/magic.h.

@@ -251,10 +251,7 @@ fn settle_frame_cache(
                     match datasets::frame_cache::write_frame_cache(dataset, &dir, None, &|_| {}) {
                         Ok(_) => Some(dir),
                         Err(e) => {
-                            let message = datasets::error_message(&e);
-                            lines.push(format!(
-                                "frame cache: off, building it failed ({message}); decoding as the samples are read"
-                            ));
+                            lines.push(auto_cache::build_failed_line(&e));
                             None
                         }
                     }

@@ -165,17 +165,22 @@ pub fn reclaim(root: &Path) -> Result<Vec<Removal>> {
     Ok(removed)
 }
 
-/// Removes idle caches of `root`, least recently used first, until its caches and `needed`
-/// more bytes fit in `budget`, never one in `keep`. Removes nothing if even all of them would
-/// not make room.
-pub fn make_room(root: &Path, needed: u64, budget: u64, keep: &[PathBuf]) -> Result<Vec<Removal>> {
-    let entries = entries(root)?;
-    let held: u64 = entries.iter().map(|e| e.bytes).sum();
+/// What `entries` take together.
+pub fn held_bytes(entries: &[Entry]) -> u64 {
+    entries.iter().map(|e| e.bytes).sum()
+}
+
+/// Removes idle caches among `entries` (a store's, least recently used first), in that order,
+/// until the caches and `needed` more bytes fit in `budget`, never one in `keep`; returns what
+/// it removed and what the caches left take. Removes nothing if even all of them would not make
+/// room.
+pub fn make_room(entries: Vec<Entry>, needed: u64, budget: u64, keep: &[PathBuf]) -> Result<(Vec<Removal>, u64)> {
+    let held = held_bytes(&entries);
     let removable: Vec<Entry> =
         entries.into_iter().filter(|e| e.state == EntryState::Idle && !keep.contains(&e.dir)).collect();
     let freeable: u64 = removable.iter().map(|e| e.bytes).sum();
     if held.saturating_sub(freeable) + needed > budget {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), held));
     }
     let mut held = held;
     let mut removed = Vec::new();
@@ -188,7 +193,7 @@ pub fn make_room(root: &Path, needed: u64, budget: u64, keep: &[PathBuf]) -> Res
             removed.push(removal);
         }
     }
-    Ok(removed)
+    Ok((removed, held))
 }
 
 /// Removes every idle or abandoned cache of `root` (`datasets cache --clear`); those some
@@ -203,11 +208,6 @@ pub fn clear(root: &Path) -> Result<Vec<Removal>> {
     Ok(removed)
 }
 
-/// What the caches of `root` take.
-pub fn held_bytes(root: &Path) -> Result<u64> {
-    Ok(entries(root)?.iter().map(|e| e.bytes).sum())
-}
-
 /// Removes `entry`'s folder if it is still unused (`None` if a process took it meanwhile).
 fn remove(entry: Entry, reason: Reason) -> Result<Option<Removal>> {
     let Some(unused) = Unused::try_acquire(&entry.dir)? else { return Ok(None) };
@@ -217,7 +217,7 @@ fn remove(entry: Entry, reason: Reason) -> Result<Option<Removal>> {
 }
 
 /// The temporary files in `dir`.
-fn temporary_files(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(super) fn temporary_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut found = Vec::new();
     for item in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
         let path = item.map_err(|e| Error::io(dir, e))?.path();

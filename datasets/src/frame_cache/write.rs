@@ -161,12 +161,9 @@ pub(super) const TEMPORARY: &str = ".tmp.";
 
 /// Removes the temporary files in `dir`: with its writer lock held, they are a dead writer's.
 fn remove_temporary_files(dir: &Path) -> Result<()> {
-    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
-        let path = entry.map_err(|e| Error::io(dir, e))?.path();
-        if path.file_name().is_some_and(|n| n.to_string_lossy().contains(TEMPORARY)) {
-            tracing::info!("frame cache: removing {}, left by a writer that ended", path.display());
-            super::locks::remove_path(&path)?;
-        }
+    for path in super::store::temporary_files(dir)? {
+        tracing::info!("frame cache: removing {}, left by a writer that ended", path.display());
+        super::locks::remove_path(&path)?;
     }
     Ok(())
 }

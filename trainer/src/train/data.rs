@@ -201,10 +201,7 @@ fn build_frame_cache(dataset: &Dataset, dir: PathBuf, on_progress: &mut impl FnM
             Some(dir)
         }
         Err(e) => {
-            let message = datasets::error_message(&e);
-            on_progress(Progress::Line(&format!(
-                "frame cache: off, building it failed ({message}); decoding as the samples are read"
-            )));
+            on_progress(Progress::Line(&auto_cache::build_failed_line(&e)));
             None
         }
     }

@@ -3,7 +3,9 @@
 # packages the build needs (a C compiler and linker, git, curl for rustup's installer, FFmpeg's
 # development libraries for video-rs and ffmpeg-next, libclang and pkg-config for their bindings,
 # the ffmpeg command line, Open MPI for training across processes (the trainer's `mpi`
-# feature, which the tests build), and Python's venv for the test tools), then checks for the Rust
+# feature, which the tests build), Python's venv for the test tools, and Mesa's Vulkan drivers
+# (lavapipe: Vulkan on the CPU, where burn's wgpu backend runs our cubecl kernels and counts their
+# launches without a GPU), then checks for the Rust
 # toolchain, which Debian's own rustc is too old to be: it says how to get it and fails if it is
 # missing. Idempotent: installs nothing when everything is present. Uses sudo when not run as
 # root.
@@ -16,6 +18,7 @@ packages=(
   libavfilter-dev libavdevice-dev ffmpeg
   libopenmpi-dev openmpi-bin
   python3 python3-venv
+  mesa-vulkan-drivers
 )
 missing=()
 for p in "${packages[@]}"; do

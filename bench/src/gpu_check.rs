@@ -160,7 +160,7 @@ impl DeviceTask for OneStep<'_> {
 
     fn run<B: Kernels>(self, device: B::Device) -> Result<StepResult> {
         let i = self.inputs;
-        let fresh = DiffusionModel::<Autodiff<B>>::new(&i.config, &i.features, &device);
+        let fresh = DiffusionModel::<Autodiff<B>>::skeleton(&i.config, &i.features, &device);
         let model = load_lerobot_weights(fresh, &i.config, &i.weights, Path::new("host weights"))?;
         let pipeline =
             InputPipeline::new(i.config.clone(), i.features.clone(), i.normalizer.clone(), i.augment.clone());

@@ -191,3 +191,35 @@ fn datasets_cache_lists_and_clears_the_automatic_caches() {
     assert!(!built.exists(), "--clear left {}", built.display());
     assert!(tool("--list").contains("no automatic frame caches"));
 }
+
+/// A cache folder on a filesystem with less room than the cache (a /dev/shm another process has
+/// filled): the build fails at once with an error naming the file and the space it needed, never
+/// a signal, and leaves nothing in the folder. The filesystem is a 1 MB tmpfs of the child's own,
+/// mounted in a user and mount namespace (`unshare`), so the machine's memory is never filled.
+#[test]
+fn a_cache_larger_than_the_room_left_is_an_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = two_camera_dataset(&dir.path().join("d"), 3);
+    let mount = dir.path().join("small");
+    std::fs::create_dir(&mount).unwrap();
+    let script = r#"mount -t tmpfs -o size=1M none "$0" || exit 97; "$1" cache --root "$2" --out "$0/cache"; built=$?; ls -A "$0/cache"; exit $built"#;
+    let out = Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "sh", "-c", script])
+        .args([&mount, Path::new(env!("CARGO_BIN_EXE_datasets")), dataset.root()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(97) || stderr.contains("unshare failed") {
+        eprintln!("skipped: this machine gives no user and mount namespace to mount a small tmpfs in: {stderr}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1), "the build ends with an error, not a signal: {:?}\n{stderr}", out.status);
+    assert!(
+        stderr.contains("/cache/") && stderr.contains(".frames") && stderr.contains("could not reserve"),
+        "{stderr}"
+    );
+    // What the failed build left in the small tmpfs, listed before the namespace (and the tmpfs)
+    // went: no frames, whole or temporary.
+    let left = String::from_utf8_lossy(&out.stdout);
+    assert!(!left.contains(".frames") && !left.contains(RECORD), "left behind: {left}");
+}

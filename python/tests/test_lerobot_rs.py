@@ -129,6 +129,35 @@ def test_the_blocks_order_gives_every_sample_once_with_the_same_frames():
         lerobot_rs.Loader(dataset, 32, order="random")
 
 
+def test_loaders_running_at_once_in_one_process_give_the_batches_each_gives_alone():
+    import threading
+
+    def epoch(make):
+        return [
+            (batch["index"].tolist(), batch["observation.image"].tobytes(), batch["action"].tobytes())
+            for batch in make()
+        ]
+
+    video = lambda: lerobot_rs.Loader(pusht(), 32, num_workers=2, seed=3, order="blocks", block_episodes=2)
+    images = lambda: lerobot_rs.Loader(
+        lerobot_rs.Dataset(root=DATASETS[1], delta_timestamps=DIFFUSION), 16, num_workers=1, seed=4
+    )
+    alone = [epoch(video), epoch(images)]
+    together = [None] * 4
+
+    def run(i, make):
+        together[i] = epoch(make)
+
+    threads = [threading.Thread(target=run, args=(i, make)) for i, make in enumerate([video, images] * 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(run is not None and len(run) > 0 for run in together)
+    assert together[0] == alone[0] and together[2] == alone[0], "the video loader beside others"
+    assert together[1] == alone[1] and together[3] == alone[1], "the image loader beside others"
+
+
 def test_a_loader_resumed_from_its_state_dict_continues_exactly():
     dataset = pusht()
 

@@ -81,7 +81,7 @@ impl<B: Kernels> PolicyRunner<B> {
         let features: PolicyFeatures = checkpoint::read_json(&dir, "features.json")?;
         let config = train.policy.config;
         let name = if ema && dir.join("ema.mpk").exists() { "ema" } else { "model" };
-        let model = DiffusionModel::<B>::new(&config, &features, &device)
+        let model = DiffusionModel::<B>::skeleton(&config, &features, &device)
             .load_file(dir.join(name), &checkpoint::recorder(), &device)
             .map_err(|e| Error::checkpoint(&dir, format!("{name}: {e}")))?;
         Ok(Self::new(model, config, features, normalizer, seed, device))

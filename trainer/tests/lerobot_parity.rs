@@ -184,7 +184,7 @@ fn check_case(case: &str) {
 
     // Our state dict for this configuration has LeRobot's names and shapes.
     let device = Default::default();
-    let fresh = DiffusionModel::<Train>::new(&config, &features, &device);
+    let fresh = DiffusionModel::<Train>::skeleton(&config, &features, &device);
     let mut ours: Vec<(String, Vec<usize>)> =
         lerobot_state_dict(&fresh, &config, false).into_iter().map(|e| (e.name, e.shape)).collect();
     let mut theirs: Vec<(String, Vec<usize>)> = serde_json::from_value(description["state_dict"].clone()).unwrap();
@@ -275,7 +275,7 @@ fn loading_refuses_weights_of_another_configuration() {
     let description = read_json("groupnorm_shared_1cam.json");
     let (config, features) = config_of(&description);
     let dict = formula_state_dict(&read_json("batchnorm_per_camera_2cam.json")["weights"]);
-    let model = DiffusionModel::<Flex>::new(&config, &features, &Default::default());
+    let model = DiffusionModel::<Flex>::skeleton(&config, &features, &Default::default());
     let err =
         load_lerobot_weights(model, &config, &dict, Path::new("other/model.safetensors")).unwrap_err().to_string();
     assert!(err.contains("other/model.safetensors") && err.contains("diffusion.rgb_encoder"), "{err}");

@@ -30,7 +30,7 @@ fn aloha() -> PolicyFeatures {
 
 /// (total learnable, RGB encoders, U-Net) of a freshly built model.
 fn counts(preset: Preset, features: &PolicyFeatures) -> (usize, usize, usize) {
-    let model = DiffusionModel::<Flex>::new(&DiffusionConfig::preset(preset), features, &Default::default());
+    let model = DiffusionModel::<Flex>::skeleton(&DiffusionConfig::preset(preset), features, &Default::default());
     let encoders = model.rgb_encoder.iter().map(|e| e.num_params() - running_stats(e)).sum();
     (model.num_learnable_params(), encoders, model.unet.num_params())
 }
@@ -175,7 +175,7 @@ fn the_export_names_and_shapes_every_tensor_as_lerobot_does() {
         ("aloha_lerobot06", Preset::Lerobot06, aloha()),
     ] {
         let config = DiffusionConfig::preset(preset);
-        let model = DiffusionModel::<Flex>::new(&config, &features, &Default::default());
+        let model = DiffusionModel::<Flex>::skeleton(&config, &features, &Default::default());
         let mut ours: Vec<(String, Vec<usize>)> = trainer::lerobot::lerobot_state_dict(&model, &config, false)
             .into_iter()
             .map(|e| (e.name, e.shape))

@@ -511,6 +511,28 @@ fn yuv_frames_converted_on_the_device_are_lerobots_to_the_bit() {
     assert_eq!(differing, 0, "{:.2}% of the values differ, by at most {largest}", 100.0 * share);
 }
 
+/// Training on YUV frames converted on the device gives the run of RGB frames, step for step.
+#[test]
+fn a_run_trains_on_yuv_frames_as_on_rgb_ones_and_refuses_a_frame_cache() {
+    let losses = |name: &str, encoding: &str| {
+        let out = scratch(name);
+        let config =
+            tiny(&out, 2, json!({"dataset": {"frame_encoding": encoding}, "save_checkpoint": false, "log_freq": 1}));
+        train::<Backend>(&config, None, Default::default(), |_| {}).unwrap().losses
+    };
+    let (rgb, yuv) = (losses("yuv-rgb", "rgb"), losses("yuv-yuv", "yuv420"));
+    assert_eq!(rgb.len(), 2);
+    // The same samples, noise and crops, and the same frames once on the device.
+    assert_eq!(rgb, yuv);
+    let cache = scratch("yuv-cache");
+    let dataset = datasets::Dataset::open(dataset()).unwrap();
+    datasets::frame_cache::write_frame_cache(&dataset, &cache, None, &|_| {}).unwrap();
+    let out = scratch("yuv-refused");
+    let config = tiny(&out, 1, json!({"dataset": {"frame_encoding": "yuv420", "frame_cache": &*cache}}));
+    let error = train::<Backend>(&config, None, Default::default(), |_| {}).unwrap_err().to_string();
+    assert!(error.contains("holds RGB frames"), "{error}");
+}
+
 /// A second small dataset beside [`dataset`]: 2 episodes of 25 frames, other trajectories.
 fn second_dataset(root: &Path) -> PathBuf {
     if root.exists() {

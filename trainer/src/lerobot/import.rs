@@ -78,7 +78,7 @@ pub fn load_lerobot_weights<B: Backend>(
     dict: &StateDict,
     source: &Path,
 ) -> Result<DiffusionModel<B>> {
-    let device = model.unet.final_conv.bias.device();
+    let device = model.unet.final_conv.bias.lazy_device();
     let mut importer = Importer::new(dict, source, device);
     walk(&mut model, config, &mut importer)?;
     importer.all_used()?;

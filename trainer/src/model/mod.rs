@@ -4,17 +4,18 @@
 
 pub mod conv1d;
 pub mod encoder;
+pub mod generator;
 pub mod norm;
 pub mod resnet;
 pub mod unet;
 
-use burn::module::{ModuleVisitor, Param};
 use burn::prelude::*;
 use kernels::Kernels;
 
 use crate::noise::{NoiseSchedule, PredictionType, SchedulerKind};
 use crate::policy_config::{DiffusionConfig, PolicyFeatures};
 use encoder::RgbEncoder;
+pub use generator::{materialize, with_seeded_generator};
 use unet::{ConditionalUnet1d, UnetShape};
 
 /// The network: everything LeRobot's `policy.diffusion` holds.
@@ -127,6 +128,12 @@ impl<B: Kernels> DiffusionModel<B> {
         }
     }
 
+    /// The model for `features` with every parameter zero until weights are loaded into it:
+    /// building and loading it draws nothing from burn's generator (see [`generator`]).
+    pub fn skeleton(config: &DiffusionConfig, features: &PolicyFeatures, device: &B::Device) -> Self {
+        generator::undrawn(Self::new(config, features, device))
+    }
+
     /// The parameters the optimiser updates, as LeRobot counts `num_learnable_params`: every
     /// float parameter except BatchNorm's running statistics (buffers in PyTorch).
     pub fn num_learnable_params(&self) -> usize {
@@ -221,17 +228,4 @@ impl<B: Kernels> DiffusionModel<B> {
         let start = self.n_obs_steps - 1;
         actions.slice(s![.., start..start + sampler.n_action_steps, ..])
     }
-}
-
-/// Initialises every lazily initialised parameter of `module` now, in a fixed order. burn draws
-/// a parameter's initial value on its first use; a copy made before that (a mixed-precision
-/// cast, an EMA) would otherwise draw its own values and lose the link to the original.
-pub fn materialize<B: Backend, M: Module<B>>(module: &M) {
-    struct Touch;
-    impl<B: Backend> ModuleVisitor<B> for Touch {
-        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-            let _ = param.val();
-        }
-    }
-    module.visit(&mut Touch);
 }

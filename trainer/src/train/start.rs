@@ -15,7 +15,7 @@ use crate::ema::Ema;
 use crate::error::{Error, Result};
 use crate::inputs::InputPipeline;
 use crate::lerobot::load_resnet18;
-use crate::model::DiffusionModel;
+use crate::model::{DiffusionModel, materialize, with_seeded_generator};
 use crate::policy_config::{DiffusionConfig, PolicyFeatures};
 use crate::precision::LossScaler;
 use crate::step::{StepRunner, TrainingBackend};
@@ -29,16 +29,13 @@ pub fn init_model<B: Kernels>(
     seed: u64,
     device: &B::Device,
 ) -> Result<DiffusionModel<B>> {
-    // The backend's generator is one per process: two models initialised at once on two threads
-    // (two runs in one process, replicas) would otherwise draw from each other's seeding.
-    static SEEDED_INIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let guard = SEEDED_INIT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    B::seed(device, seed);
-    let mut model = DiffusionModel::new(config, features, device);
-    // burn initialises parameters lazily, on first use, from the device's RNG as it is then:
-    // draw them all now, in a fixed order, right after seeding.
-    crate::model::materialize(&model);
-    drop(guard);
+    // burn initialises parameters lazily, from its one generator per process as it is then:
+    // draw them all now, in a fixed order, with nothing else drawing in between.
+    let mut model = with_seeded_generator::<B, _>(device, seed, || {
+        let model = DiffusionModel::new(config, features, device);
+        materialize(&model);
+        model
+    });
     if let Some(path) = &config.pretrained_backbone_weights {
         model.rgb_encoder =
             model.rgb_encoder.into_iter().map(|e| load_resnet18(e, path, device)).collect::<Result<_>>()?;
@@ -98,7 +95,7 @@ impl<B: TrainingBackend> Start<B> {
         check_continues(&state, fresh, run)?;
         let normalizer: Normalizer = checkpoint::read_json(&dir, "normalizer.json")?;
         let policy = &config.policy.config;
-        let model = DiffusionModel::<B>::new(policy, &run.features, &device)
+        let model = DiffusionModel::<B>::skeleton(policy, &run.features, &device)
             .load_file(dir.join("model"), &checkpoint::recorder(), &device)
             .map_err(|e| Error::checkpoint(&dir, format!("model: {e}")))?;
         let ema = match config.ema.enable {
@@ -211,7 +208,7 @@ fn load_ema<B: TrainingBackend>(
         on_progress(Progress::Line("the checkpoint has no EMA: starting one from its weights"));
         return Ok(Ema::new(&model.valid(), config.ema.clone()));
     }
-    let average = DiffusionModel::<B::InnerBackend>::new(&config.policy.config, &run.features, device)
+    let average = DiffusionModel::<B::InnerBackend>::skeleton(&config.policy.config, &run.features, device)
         .load_file(dir.join("ema"), &checkpoint::recorder(), device)
         .map_err(|e| Error::checkpoint(dir, format!("ema: {e}")))?;
     Ok(Ema::new(&average, config.ema.clone()))

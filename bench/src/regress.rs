@@ -222,6 +222,8 @@ pub fn measure(root: &Path, cache: &Path, repeats: usize) -> Result<Vec<Ratio>> 
         loop_steps: 0,
         num_workers: 1,
         device: kernels::DeviceKind::Cpu,
+        count_launches: false,
+        max_launches: None,
         precision: trainer::Precision::F32,
     };
     for i in 0..repeats {

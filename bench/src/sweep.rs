@@ -178,6 +178,8 @@ pub fn run(args: &SweepArgs) -> Result<SweepReport> {
                 loop_steps: args.loop_steps,
                 num_workers: args.train_workers,
                 device: args.device,
+                count_launches: false,
+                max_launches: None,
                 precision,
             };
             match train_bench::run(&cell) {

@@ -2,15 +2,16 @@
 //! of LeRobot's `../shared/anchors/bench_train.py`, so the two compare), then the real loop with
 //! the loader running: steps/s and the share of time spent waiting for data.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use burn::backend::Autodiff;
 use burn::prelude::*;
 use clap::Args;
 use datasets::auto_cache::FrameCacheChoice;
-use kernels::{DeviceKind, DeviceTask, Kernels, run_on};
+use kernels::{DeviceKind, DeviceTask, Kernels, LaunchLog, run_on};
 use loader::SamplerState;
 use serde::Serialize;
 use serde_json::json;
@@ -61,6 +62,13 @@ pub struct TrainStepArgs {
     /// Compute precision: f32, bf16 or f16.
     #[arg(long, default_value = "f32")]
     pub precision: Precision,
+    /// Count the kernels each phase launches (wgpu or cuda), from cubecl's own launch log; the
+    /// logging costs host time, so the phase times of such a run are not the step's.
+    #[arg(long)]
+    pub count_launches: bool,
+    /// With --count-launches: fail when a step launches more kernels than this (CI's budget).
+    #[arg(long, requires = "count_launches")]
+    pub max_launches: Option<usize>,
 }
 
 /// Mean milliseconds of each phase of a step.
@@ -80,6 +88,25 @@ pub struct Phases {
     pub optim: f64,
     /// The whole step.
     pub total: f64,
+}
+
+/// Kernels launched in each phase of one step (the last timed one), and by kernel.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Launches {
+    /// Upload, transforms, normalisation and noise.
+    pub prepare: usize,
+    /// Forward to the loss.
+    pub forward: usize,
+    /// Backward.
+    pub backward: usize,
+    /// Global-norm clipping.
+    pub clip: usize,
+    /// Adam update.
+    pub optim: usize,
+    /// The whole step.
+    pub total: usize,
+    /// The step's launches by kernel (cubecl's name, with its element types).
+    pub by_kernel: BTreeMap<String, usize>,
 }
 
 /// The real loop's figures.
@@ -112,6 +139,8 @@ pub struct TrainStepReport {
     pub steps: usize,
     /// Mean phase times, ms.
     pub phases: Phases,
+    /// Kernels launched per phase, when counted.
+    pub launches: Option<Launches>,
     /// Median step time, ms.
     pub step_ms_median: f64,
     /// Fastest step, ms (the least disturbed by other processes).
@@ -127,6 +156,7 @@ pub struct TrainStepReport {
 struct Task {
     args: TrainStepArgs,
     batch: usize,
+    launch_log: Option<LaunchLog>,
 }
 
 impl Task {
@@ -197,28 +227,44 @@ impl DeviceTask for Task {
 
         let mut phases = Vec::new();
         let mut losses = Vec::new();
+        // Launches so far, read after a synchronisation (each phase's count is the difference).
+        let launched = || self.launch_log.as_ref().map_or(0, LaunchLog::settled_count);
+        let mut launches = None;
         for step in 0..self.args.warmup + self.args.steps {
-            let t0 = Instant::now();
+            let before = self.launch_log.as_ref().map(LaunchLog::by_kernel);
+            // Each phase timed from its start to the device's synchronisation after it; the
+            // launches counted between phases, outside the times.
+            let mut times = [0.0; 6];
+            let mut counts = [launched(); 6];
+            let mut phase = |i: usize, times: &mut [f64; 6], started: Instant| -> Result<()> {
+                sync()?;
+                times[i] = 1e3 * started.elapsed().as_secs_f64();
+                counts[i + 1] = launched();
+                Ok(())
+            };
+            let started = Instant::now();
             let prepared = runner.prepare(&batch, step, 0)?;
-            sync()?;
-            let t1 = Instant::now();
+            phase(0, &mut times, started)?;
+            let started = Instant::now();
             let loss = runner.loss(&prepared);
-            sync()?;
-            let t2 = Instant::now();
+            phase(1, &mut times, started)?;
+            let started = Instant::now();
             let grads = runner.gradients(&loss);
-            sync()?;
-            let t3 = Instant::now();
+            phase(2, &mut times, started)?;
             // Clipping: the gradients gathered into the flat buffer, and its norm.
+            let started = Instant::now();
             let (grads, clipping) = runner.flatten_and_clip(grads);
-            sync()?;
-            let t4 = Instant::now();
+            phase(3, &mut times, started)?;
+            let started = Instant::now();
             runner.update(grads, &clipping, step);
-            sync()?;
-            let t5 = Instant::now();
+            phase(4, &mut times, started)?;
+            times[5] = times[..5].iter().sum();
+            if let (Some(log), Some(before)) = (&self.launch_log, before) {
+                launches = Some(step_launches(&counts, &before, &log.by_kernel()));
+            }
             losses.push(f64::from(loss.into_scalar().elem::<f32>()));
             if step >= self.args.warmup {
-                let ms = |a: Instant, b: Instant| 1e3 * (b - a).as_secs_f64();
-                phases.push([ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t3, t4), ms(t4, t5), ms(t0, t5)]);
+                phases.push(times);
             }
         }
         let n = phases.len().max(1) as f64;
@@ -276,9 +322,30 @@ impl DeviceTask for Task {
             step_ms_min: totals.first().copied().unwrap_or(0.0),
             samples_per_s: self.batch as f64 * 1e3 / phases_mean.total.max(1e-9),
             phases: phases_mean,
+            launches,
             losses,
             real_loop,
         })
+    }
+}
+
+/// One step's [`Launches`] from the counts after each phase (`counts[0]` before the step) and
+/// the launches by kernel before and after it.
+fn step_launches(counts: &[usize; 6], before: &BTreeMap<String, usize>, after: &BTreeMap<String, usize>) -> Launches {
+    let phase = |i: usize| counts[i + 1] - counts[i];
+    let by_kernel = after
+        .iter()
+        .map(|(kernel, &n)| (kernel.clone(), n - before.get(kernel).copied().unwrap_or(0)))
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    Launches {
+        prepare: phase(0),
+        forward: phase(1),
+        backward: phase(2),
+        clip: phase(3),
+        optim: phase(4),
+        total: counts[5] - counts[0],
+        by_kernel,
     }
 }
 
@@ -286,15 +353,43 @@ impl DeviceTask for Task {
 pub fn run(args: &TrainStepArgs) -> Result<Vec<TrainStepReport>> {
     let roots = args.dataset.resolve()?.into_iter().map(|(_, root)| root).collect();
     let args = &TrainStepArgs { dataset: DatasetSource::folders(roots), ..args.clone() };
+    let launch_log = match (args.count_launches, args.device) {
+        (false, _) => None,
+        (true, DeviceKind::Cpu) => bail!("--count-launches counts cubecl's kernels: use --device wgpu or cuda"),
+        (true, _) => {
+            let path = std::env::temp_dir().join(format!("lerobot-rs-launches-{}.log", std::process::id()));
+            Some(LaunchLog::start(&path).map_err(anyhow::Error::msg)?)
+        }
+    };
     args.batch
         .iter()
         .map(|&batch| {
-            let report = run_on(args.device, Task { args: args.clone(), batch })??;
+            let report = run_on(args.device, Task { args: args.clone(), batch, launch_log: launch_log.clone() })??;
             // Each cell as it ends: a sweep cut short by a time limit keeps what it measured.
             eprintln!("{}", render(&report));
+            if let Some(launches) = &report.launches {
+                eprintln!("{}", render_launches(launches));
+                if let Some(budget) = args.max_launches.filter(|&budget| launches.total > budget) {
+                    bail!("a step launched {} kernels, more than the budget of {budget}", launches.total);
+                }
+            }
             Ok(report)
         })
         .collect()
+}
+
+/// One line: the kernels each phase launched.
+pub fn render_launches(l: &Launches) -> String {
+    format!(
+        "launches per step: {} (prepare {}, forward {}, backward {}, clip {}, optim {}); {} distinct kernels",
+        l.total,
+        l.prepare,
+        l.forward,
+        l.backward,
+        l.clip,
+        l.optim,
+        l.by_kernel.len()
+    )
 }
 
 /// The header of [`render`]'s rows.

@@ -24,10 +24,38 @@ pub fn kernel_cache_dir(var: impl Fn(&str) -> Option<OsString>) -> Option<PathBu
         .or_else(|| set("HOME").map(|dir| dir.join(".cache").join("lerobot-rs").join("kernels")))
 }
 
-/// Sets cubecl's configuration once, before the first GPU device is made: cubecl's own
-/// (`cubecl.toml` and its environment variables), with the compiled-kernel cache in
-/// [`kernel_cache_dir`] where that configuration names none. Returns the folder the compiled
-/// kernels are kept in, if any.
+/// cubecl's configuration as this crate sets it: cubecl's own (`cubecl.toml` and its
+/// environment variables), with the compiled-kernel cache in [`kernel_cache_dir`] where that
+/// configuration names none.
+#[cfg(any(feature = "cuda-untuned", feature = "wgpu-untuned"))]
+fn default_config() -> burn::cubecl::config::CubeClRuntimeConfig {
+    use burn::cubecl::config::cache::CacheConfig;
+    use burn::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
+    let mut config = CubeClRuntimeConfig::from_current_dir().override_from_env();
+    if config.compilation.cache.is_none() {
+        config.compilation.cache = kernel_cache_dir(|name| std::env::var_os(name)).map(CacheConfig::File);
+    }
+    config
+}
+
+/// Sets cubecl's configuration to [`default_config`] changed by `adjust`, unless something read
+/// or set it already (cubecl reads it once, when the first GPU device is made); whether it did.
+#[cfg(any(feature = "cuda-untuned", feature = "wgpu-untuned"))]
+pub(crate) fn install(adjust: impl FnOnce(&mut burn::cubecl::config::CubeClRuntimeConfig)) -> bool {
+    use burn::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
+    let mut storage = CubeClRuntimeConfig::storage().lock();
+    if storage.is_some() {
+        return false;
+    }
+    let mut config = default_config();
+    adjust(&mut config);
+    *storage = Some(std::sync::Arc::new(config));
+    true
+}
+
+/// Sets cubecl's configuration once, before the first GPU device is made ([`default_config`],
+/// unless something set it already, as [`crate::LaunchLog::start`] does). Returns the folder the
+/// compiled kernels are kept in, if any.
 #[cfg(any(feature = "cuda-untuned", feature = "wgpu-untuned"))]
 pub fn configure() -> Option<PathBuf> {
     use burn::cubecl::config::cache::CacheConfig;
@@ -37,17 +65,9 @@ pub fn configure() -> Option<PathBuf> {
     static KEPT_IN: OnceLock<Option<PathBuf>> = OnceLock::new();
     KEPT_IN
         .get_or_init(|| {
-            let mut storage = CubeClRuntimeConfig::storage().lock();
-            if let Some(config) = storage.as_ref() {
-                // Something read cubecl's configuration already: it stays as it is.
-                return config.compilation.cache.as_ref().map(CacheConfig::root);
-            }
-            let mut config = CubeClRuntimeConfig::from_current_dir().override_from_env();
-            if config.compilation.cache.is_none() {
-                config.compilation.cache = kernel_cache_dir(|name| std::env::var_os(name)).map(CacheConfig::File);
-            }
-            let kept_in = config.compilation.cache.as_ref().map(CacheConfig::root);
-            *storage = Some(std::sync::Arc::new(config));
+            // Already set (or read): it stays as it is.
+            install(|_| {});
+            let kept_in = CubeClRuntimeConfig::get().compilation.cache.as_ref().map(CacheConfig::root);
             match &kept_in {
                 Some(dir) => tracing::info!(
                     "GPU kernels compile at their first use (minutes for PushT's model on a fresh machine) \

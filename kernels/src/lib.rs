@@ -38,12 +38,14 @@ mod cube;
 mod device;
 mod flex;
 pub mod kernel_cache;
+pub mod launches;
 pub mod portable;
 #[cfg(test)]
 mod test_support;
 
 pub use activation::Activation;
 pub use device::{DeviceError, DeviceKind, DeviceTask, run_on};
+pub use launches::LaunchLog;
 
 use burn::prelude::*;
 use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndices, ModuleOps};

@@ -53,9 +53,11 @@ pub(crate) fn install(adjust: impl FnOnce(&mut burn::cubecl::config::CubeClRunti
     true
 }
 
-/// Sets cubecl's configuration once, before the first GPU device is made ([`default_config`],
-/// unless something set it already, as [`crate::LaunchLog::start`] does). Returns the folder the
-/// compiled kernels are kept in, if any.
+/// Sets cubecl's configuration once, before the first GPU device is made: cubecl's own
+/// (`cubecl.toml` and its environment variables), with the compiled-kernel cache in
+/// [`kernel_cache_dir`] where that configuration names none, unless something set it already
+/// (as [`crate::LaunchLog::start`] does). Returns the folder the compiled kernels are kept in, if
+/// any.
 #[cfg(any(feature = "cuda-untuned", feature = "wgpu-untuned"))]
 pub fn configure() -> Option<PathBuf> {
     use burn::cubecl::config::cache::CacheConfig;

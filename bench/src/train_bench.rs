@@ -231,12 +231,11 @@ impl DeviceTask for Task {
         let launched = || self.launch_log.as_ref().map_or(0, LaunchLog::settled_count);
         let mut launches = None;
         for step in 0..self.args.warmup + self.args.steps {
-            let before = self.launch_log.as_ref().map(LaunchLog::by_kernel);
             // Each phase timed from its start to the device's synchronisation after it; the
             // launches counted between phases, outside the times.
             let mut times = [0.0; 6];
             let mut counts = [launched(); 6];
-            let mut phase = |i: usize, times: &mut [f64; 6], started: Instant| -> Result<()> {
+            let mut phase = |i: usize, started: Instant| -> Result<()> {
                 sync()?;
                 times[i] = 1e3 * started.elapsed().as_secs_f64();
                 counts[i + 1] = launched();
@@ -244,23 +243,23 @@ impl DeviceTask for Task {
             };
             let started = Instant::now();
             let prepared = runner.prepare(&batch, step, 0)?;
-            phase(0, &mut times, started)?;
+            phase(0, started)?;
             let started = Instant::now();
             let loss = runner.loss(&prepared);
-            phase(1, &mut times, started)?;
+            phase(1, started)?;
             let started = Instant::now();
             let grads = runner.gradients(&loss);
-            phase(2, &mut times, started)?;
+            phase(2, started)?;
             // Clipping: the gradients gathered into the flat buffer, and its norm.
             let started = Instant::now();
             let (grads, clipping) = runner.flatten_and_clip(grads);
-            phase(3, &mut times, started)?;
+            phase(3, started)?;
             let started = Instant::now();
             runner.update(grads, &clipping, step);
-            phase(4, &mut times, started)?;
+            phase(4, started)?;
             times[5] = times[..5].iter().sum();
-            if let (Some(log), Some(before)) = (&self.launch_log, before) {
-                launches = Some(step_launches(&counts, &before, &log.by_kernel()));
+            if let Some(log) = &self.launch_log {
+                launches = Some(step_launches(&counts, log.by_kernel(counts[0])));
             }
             losses.push(f64::from(loss.into_scalar().elem::<f32>()));
             if step >= self.args.warmup {
@@ -330,14 +329,9 @@ impl DeviceTask for Task {
 }
 
 /// One step's [`Launches`] from the counts after each phase (`counts[0]` before the step) and
-/// the launches by kernel before and after it.
-fn step_launches(counts: &[usize; 6], before: &BTreeMap<String, usize>, after: &BTreeMap<String, usize>) -> Launches {
+/// the step's launches by kernel.
+fn step_launches(counts: &[usize; 6], by_kernel: BTreeMap<String, usize>) -> Launches {
     let phase = |i: usize| counts[i + 1] - counts[i];
-    let by_kernel = after
-        .iter()
-        .map(|(kernel, &n)| (kernel.clone(), n - before.get(kernel).copied().unwrap_or(0)))
-        .filter(|&(_, n)| n > 0)
-        .collect();
     Launches {
         prepare: phase(0),
         forward: phase(1),

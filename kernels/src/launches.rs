@@ -63,23 +63,28 @@ impl LaunchLog {
 
     /// The launches in the file now.
     pub fn count(&self) -> usize {
-        self.lines().len()
+        launched_kernels(&self.text()).count()
     }
 
-    /// The launches in the file now, by kernel (cubecl's name for it, with its element types).
-    pub fn by_kernel(&self) -> BTreeMap<String, usize> {
+    /// The launches in the file after the first `first`, by kernel (cubecl's name for it, with
+    /// its element types): with `first` a count read before a step, the step's.
+    pub fn by_kernel(&self, first: usize) -> BTreeMap<String, usize> {
         let mut counts = BTreeMap::new();
-        for kernel in self.lines() {
-            *counts.entry(kernel).or_insert(0) += 1;
+        for kernel in launched_kernels(&self.text()).skip(first) {
+            *counts.entry(kernel.to_string()).or_insert(0) += 1;
         }
         counts
     }
 
-    /// The kernel of every launch line, in order (none while the file does not exist).
-    fn lines(&self) -> Vec<String> {
-        let text = std::fs::read_to_string(&self.path).unwrap_or_default();
-        text.lines().filter_map(|line| line.strip_prefix(LAUNCH_LINE)).map(|k| k.trim().to_string()).collect()
+    /// The file's text (none while it does not exist).
+    fn text(&self) -> String {
+        std::fs::read_to_string(&self.path).unwrap_or_default()
     }
+}
+
+/// The kernel of every launch line of `log`, in order.
+fn launched_kernels(log: &str) -> impl Iterator<Item = &str> {
+    log.lines().filter_map(|line| line.strip_prefix(LAUNCH_LINE)).map(str::trim)
 }
 
 #[cfg(test)]
@@ -93,7 +98,8 @@ mod tests {
         assert_eq!(log.count(), 0, "no file yet");
         std::fs::write(&path, "Executing A | f32\nsomething else\nExecuting B\nExecuting A | f32\n").unwrap();
         assert_eq!(log.settled_count(), 3);
-        assert_eq!(log.by_kernel(), BTreeMap::from([("A | f32".to_string(), 2), ("B".to_string(), 1)]));
+        assert_eq!(log.by_kernel(0), BTreeMap::from([("A | f32".to_string(), 2), ("B".to_string(), 1)]));
+        assert_eq!(log.by_kernel(2), BTreeMap::from([("A | f32".to_string(), 1)]));
         std::fs::remove_file(&path).unwrap();
     }
 }

@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use burn::backend::{Autodiff, Flex};
 use serde_json::json;
-use trainer::{HostObservation, PolicyRunner, TrainConfig, train};
+use trainer::{PolicyRunner, TrainConfig, train};
 
-use common::{scratch, scratch_path, tiny_config, write_synth};
+use common::{one_sample, scratch, scratch_path, tiny_config, write_synth};
 
 type Backend = Autodiff<Flex>;
 
@@ -54,14 +54,7 @@ fn sampled_chunk(checkpoint: &Path) -> Vec<f32> {
     let mut runner = PolicyRunner::<Flex>::load(checkpoint, 5, false, Default::default()).unwrap();
     let shape = runner.features().cameras[0].1;
     let (frames, state) = (vec![128u8; 2 * shape.len()], vec![0.5f32; 2 * runner.features().state_dim]);
-    let host = HostObservation {
-        batch: 1,
-        state: &state,
-        env_state: None,
-        cameras: vec![("observation.image".into(), &frames, shape)],
-        encoding: datasets::FrameEncoding::Rgb,
-    };
-    runner.predict_chunk(&host).unwrap().into_data().to_vec().unwrap()
+    runner.predict_chunk(&one_sample(&state, &frames, shape)).unwrap().into_data().to_vec().unwrap()
 }
 
 #[test]

@@ -8,13 +8,13 @@ use std::sync::OnceLock;
 use burn::backend::{Autodiff, Flex};
 use serde_json::json;
 use trainer::checkpoint::{self, CheckpointContents, TrainingState};
-use trainer::{HostObservation, PolicyRunner, StepObservation, TrainConfig, train};
+use trainer::{PolicyRunner, StepObservation, TrainConfig, train};
 
 type Backend = Autodiff<Flex>;
 
 mod common;
 
-use common::{scratch, scratch_path, tiny_config, write_synth};
+use common::{one_sample, scratch, scratch_path, tiny_config, write_synth};
 
 /// A small PushT-like dataset (3 episodes of 20 frames, 96×96 AV1), written once per test run.
 fn dataset() -> &'static Path {
@@ -187,14 +187,8 @@ fn select_action_runs_lerobots_queues() {
     let state: Vec<f32> = obs.state.repeat(2);
     let frames: Vec<u8> = obs.images[0].repeat(2);
     let shape = fresh.features().cameras[0].1;
-    let host = HostObservation {
-        batch: 1,
-        state: &state,
-        env_state: None,
-        cameras: vec![("observation.image".into(), &frames, shape)],
-        encoding: datasets::FrameEncoding::Rgb,
-    };
-    let chunk: Vec<f32> = fresh.predict_chunk(&host).unwrap().into_data().to_vec().unwrap();
+    let chunk: Vec<f32> =
+        fresh.predict_chunk(&one_sample(&state, &frames, shape)).unwrap().into_data().to_vec().unwrap();
     assert_eq!(chunk.len(), 8 * 2);
     assert_eq!(&chunk[..2], first.as_slice());
     runner.reset();

@@ -125,6 +125,18 @@ pub fn compare(w1: &[f32], w2: &[f32]) -> (f64, f32, f64) {
     (close, max, relative)
 }
 
+/// One sample's observation of the synthetic dataset's camera (`observation.image`): `state` and
+/// `frames` (RGB) over the policy's observation steps.
+pub fn one_sample<'a>(state: &'a [f32], frames: &'a [u8], shape: datasets::FrameShape) -> trainer::HostObservation<'a> {
+    trainer::HostObservation {
+        batch: 1,
+        state,
+        env_state: None,
+        cameras: vec![("observation.image".into(), frames, shape)],
+        encoding: datasets::FrameEncoding::Rgb,
+    }
+}
+
 /// A tiny policy (U-Net 16/32/64, 32×32 crops) that trains in milliseconds a step on `root`,
 /// with `extra` merged over the defaults.
 pub fn tiny_config(root: &Path, output: &Path, steps: usize, extra: serde_json::Value) -> TrainConfig {

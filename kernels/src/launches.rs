@@ -19,6 +19,15 @@ pub struct LaunchLog {
 }
 
 impl LaunchLog {
+    /// Without a cubecl backend compiled in there are no kernels to count: an error that says
+    /// which features count them.
+    #[cfg(not(any(feature = "cuda-untuned", feature = "wgpu-untuned")))]
+    pub fn start(_path: &Path) -> Result<Self, String> {
+        Err("kernel launches are counted on burn's cubecl backends, and this build has none: \
+             build with the `wgpu-untuned`, `wgpu`, `cuda-untuned` or `cuda` feature"
+            .into())
+    }
+
     /// Logs every kernel launch of this process to `path` (emptied first). cubecl reads its
     /// configuration once, when the first GPU device is made: call this before that, else it
     /// fails. The kernel cache keeps working as [`crate::kernel_cache::configure`] sets it up.

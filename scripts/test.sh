@@ -55,3 +55,14 @@ if [[ "$(shm_caches)" != "$caches_before" ]]; then
   exit 1
 fi
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked "${gpu[@]}"
+# burn's wgpu backend without fusion on Mesa's lavapipe (Vulkan on the CPU, from the install
+# script): our cubecl kernels against the CPU's passes, then the kernels one training step of the
+# tiny policy launches, against a budget (4,700 counted when it was set; bench/RESULTS.md,
+# "Kernel launches per step"). A change that launches more fails here.
+cargo test --release --locked -p kernels --features wgpu-untuned --lib cube
+cargo build --release --locked -p bench --features bench/wgpu-untuned
+kernel_cache=$(mktemp -d)
+LEROBOT_RS_KERNEL_CACHE="$kernel_cache" target/release/bench train-step \
+  --root tests/fixtures/lerobot-0.6.1/pusht_mini --tiny --device wgpu --batch 8 --warmup 1 --steps 1 \
+  --num-workers 1 --count-launches --max-launches 4750 >/dev/null
+rm -rf "$kernel_cache"

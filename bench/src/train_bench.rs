@@ -355,7 +355,8 @@ pub fn run(args: &TrainStepArgs) -> Result<Vec<TrainStepReport>> {
             Some(LaunchLog::start(&path).map_err(anyhow::Error::msg)?)
         }
     };
-    args.batch
+    let reports = args
+        .batch
         .iter()
         .map(|&batch| {
             let report = run_on(args.device, Task { args: args.clone(), batch, launch_log: launch_log.clone() })??;
@@ -369,7 +370,11 @@ pub fn run(args: &TrainStepArgs) -> Result<Vec<TrainStepReport>> {
             }
             Ok(report)
         })
-        .collect()
+        .collect();
+    if let Some(log) = &launch_log {
+        log.remove();
+    }
+    reports
 }
 
 /// One line: the kernels each phase launched.

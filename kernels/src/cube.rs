@@ -1,14 +1,23 @@
-//! The GPU backends' fused optimiser update: one cubecl kernel per parameter, where the portable
-//! version is some twenty of burn's operations (three of them range assignments into the flat
-//! buffers), each its own kernel launch without burn's fusion.
+//! The GPU backends' optimiser pass: the gradients gathered into the flat buffer and the fused
+//! update, each a cubecl kernel that takes many parameters per launch (up to
+//! [`MAX_PARTS_PER_LAUNCH`], as the device's bindings allow), where the portable versions are a
+//! launch per parameter for the gather and some twenty of burn's operations per parameter for
+//! the update, each its own kernel launch without burn's fusion.
 //!
 //! It applies to burn's cubecl backends without fusion (the `cuda-untuned` and `wgpu-untuned`
 //! builds); with fusion on, the backends are burn's `Fusion` over these and keep the portable
 //! version, whose elementwise chain fusion compiles into few kernels.
+//!
+//! A launch covers the flat range its parameters span, one unit per element; the kernel is
+//! unrolled over its parameters and each unit works on the one whose range holds its element
+//! (torch's `multi_tensor_apply` hands each block one tensor's chunk instead: the same memory
+//! traffic, without the comparisons, which cost little beside it).
 #![expect(unsafe_code, reason = "cubecl launches a kernel without bounds checks only through unsafe")]
 
+use std::ops::Range;
+
 use burn::tensor::ops::FloatTensor;
-use burn::tensor::{DType, TensorMetadata};
+use burn::tensor::{DType, Shape, TensorMetadata};
 use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
@@ -17,8 +26,12 @@ use cubecl::{CubeDim, calculate_cube_count_elemwise};
 
 use crate::{AdamStep, FlatBuffers, Kernels, portable};
 
-/// The update's scalars ([`crate::AdamConstants`], the average's weight) and the parameter's offset in
-/// the flat buffers.
+/// The most parameters one launch takes: the kernel is unrolled over them, and each is a
+/// binding or two.
+pub const MAX_PARTS_PER_LAUNCH: usize = 64;
+
+/// The update's scalars ([`crate::AdamConstants`], the average's weight) and the flat range
+/// `[base, end)` a launch covers.
 #[derive(CubeLaunch, CubeType)]
 struct AdamScalars {
     weight_decay: f32,
@@ -29,51 +42,98 @@ struct AdamScalars {
     epsilon: f32,
     step_size: f32,
     ema_weight: f32,
-    offset: usize,
+    base: usize,
+    end: usize,
 }
 
-/// One weight per unit: `updated[i]` from `weights[i]` and the flat buffers' element
-/// `offset + i`, in [`AdamStep`]'s (torch's) order of operations, the decay added only where
-/// there is one (as the CPU's pass and the portable operations do); the moments and, when
+/// One unit per element `j` of the flat range `[base, end)`: the parameter `t` whose range
+/// `[starts[t], ends[t])` holds it gets `updated[t][j − starts[t]]` from its weight and the flat
+/// buffers' element `j`, in [`AdamStep`]'s (torch's) order of operations, the decay added only
+/// where there is one (as the CPU's pass and the portable operations do); the moments and, when
 /// `has_average`, the average are updated in place.
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
 fn adam_kernel<F: Float>(
-    weights: &Tensor<F>,
+    weights: &Sequence<Tensor<F>>,
+    updated: &mut Sequence<Tensor<F>>,
+    starts: Sequence<usize>,
+    ends: Sequence<usize>,
     grads: &Tensor<F>,
     moment_1: &mut Tensor<F>,
     moment_2: &mut Tensor<F>,
     average: &mut Tensor<F>,
     scale: &Tensor<F>,
-    updated: &mut Tensor<F>,
     scalars: &AdamScalars,
     #[comptime] has_weight_decay: bool,
     #[comptime] has_average: bool,
     #[define(F)] _dtype: StorageType,
 ) {
-    let i = ABSOLUTE_POS;
-    if i >= updated.len() {
+    let j = scalars.base + ABSOLUTE_POS;
+    if j >= scalars.end {
         terminate!();
     }
-    let j = scalars.offset + i;
-    let w = weights[i];
-    let mut g = grads[j] * scale[0];
-    if has_weight_decay {
-        g += w * F::cast_from(scalars.weight_decay);
+    let count = comptime!(weights.len());
+    #[unroll]
+    for t in 0..count {
+        if j >= starts[t] && j < ends[t] {
+            let i = j - starts[t];
+            let w = weights[t][i];
+            let mut g = grads[j] * scale[0];
+            if has_weight_decay {
+                g += w * F::cast_from(scalars.weight_decay);
+            }
+            let m = moment_1[j] + (g - moment_1[j]) * F::cast_from(scalars.one_minus_beta_1);
+            let v = moment_2[j] * F::cast_from(scalars.beta_2) + g * F::cast_from(scalars.one_minus_beta_2) * g;
+            let denominator = F::sqrt(v) / F::cast_from(scalars.bias_correction_2_sqrt) + F::cast_from(scalars.epsilon);
+            let w = w + m / denominator * -F::cast_from(scalars.step_size);
+            moment_1[j] = m;
+            moment_2[j] = v;
+            let out = updated.index_mut(t);
+            out[i] = w;
+            if has_average {
+                let ema = F::cast_from(scalars.ema_weight);
+                if ema >= F::new(1.0) {
+                    average[j] = w;
+                } else {
+                    average[j] = average[j] + (w - average[j]) * ema;
+                }
+            }
+        }
     }
-    let m = moment_1[j] + (g - moment_1[j]) * F::cast_from(scalars.one_minus_beta_1);
-    let v = moment_2[j] * F::cast_from(scalars.beta_2) + g * F::cast_from(scalars.one_minus_beta_2) * g;
-    let denominator = F::sqrt(v) / F::cast_from(scalars.bias_correction_2_sqrt) + F::cast_from(scalars.epsilon);
-    let w = w + m / denominator * -F::cast_from(scalars.step_size);
-    moment_1[j] = m;
-    moment_2[j] = v;
-    updated[i] = w;
-    if has_average {
-        let ema = F::cast_from(scalars.ema_weight);
-        if ema >= F::new(1.0) {
-            average[j] = w;
-        } else {
-            average[j] = average[j] + (w - average[j]) * ema;
+}
+
+/// One unit per element `j` of the flat range `[base, end)`: `flat[j]` is the element of the
+/// part `t` whose range `[starts[t], ends[t])` holds it, at row-major position `j − starts[t]`
+/// read through the part's shape and strides (burn's gradients may be permuted views).
+#[cube(launch_unchecked)]
+fn gather_kernel<F: Float>(
+    parts: &Sequence<Tensor<F>>,
+    starts: Sequence<usize>,
+    ends: Sequence<usize>,
+    flat: &mut Tensor<F>,
+    base: usize,
+    end: usize,
+    #[define(F)] _dtype: StorageType,
+) {
+    let j = base + ABSOLUTE_POS;
+    if j >= end {
+        terminate!();
+    }
+    let count = comptime!(parts.len());
+    #[unroll]
+    for t in 0..count {
+        if j >= starts[t] && j < ends[t] {
+            let part = &parts[t];
+            let rank = part.rank();
+            let mut rest = j - starts[t];
+            let mut at = 0;
+            for k in 0..rank {
+                let dim = rank - 1 - k;
+                let size = part.shape(dim);
+                at += (rest % size) * part.stride(dim);
+                rest /= size;
+            }
+            flat[j] = part[at];
         }
     }
 }
@@ -84,7 +144,78 @@ fn writable<R: CubeRuntime>(tensor: CubeTensor<R>) -> CubeTensor<R> {
     if tensor.can_mut() && tensor.is_contiguous() { tensor } else { tensor.copy() }
 }
 
+/// A new contiguous f32 tensor of `shape`, its values unset.
+fn empty_f32<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape) -> CubeTensor<R> {
+    let bytes = shape.num_elements() * size_of::<f32>();
+    CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), shape, like.client.empty(bytes), DType::F32)
+}
+
+/// The parameters of each launch: consecutive runs of at most [`MAX_PARTS_PER_LAUNCH`], fewer
+/// where the device binds fewer buffers to a kernel (`bindings_per_part` each, beside the flat
+/// buffers and cubecl's metadata).
+fn launches<R: CubeRuntime>(client: &ComputeClient<R>, parts: usize, bindings_per_part: usize) -> Vec<Range<usize>> {
+    let bindings = client.properties().hardware.max_bindings as usize;
+    let per_launch = (bindings.saturating_sub(8) / bindings_per_part).clamp(1, MAX_PARTS_PER_LAUNCH);
+    (0..parts).step_by(per_launch).map(|first| first..(first + per_launch).min(parts)).collect()
+}
+
+/// The flat range a launch covers: from the first start to the last end.
+fn span(starts: &[usize], ends: &[usize]) -> (usize, usize) {
+    (starts.iter().copied().min().unwrap_or(0), ends.iter().copied().max().unwrap_or(0))
+}
+
 impl<R: CubeRuntime, F: FloatElement, I: IntElement, BT: BoolElement> Kernels for CubeBackend<R, F, I, BT> {
+    fn concat_flat(
+        parts: Vec<FloatTensor<Self>>,
+        reuse: Option<FloatTensor<Self>>,
+        device: &Self::Device,
+    ) -> FloatTensor<Self> {
+        if parts.is_empty() || parts.iter().any(|p| p.dtype != DType::F32) {
+            return portable::concat_flat::<Self>(parts, device);
+        }
+        let lens: Vec<usize> = parts.iter().map(|p| p.meta.num_elements()).collect();
+        let total: usize = lens.iter().sum();
+        let flat = match reuse {
+            Some(buffer) if buffer.dtype == DType::F32 && buffer.meta.num_elements() == total => writable(buffer),
+            _ => empty_f32(&parts[0], [total].into()),
+        };
+        let starts: Vec<usize> = lens.iter().scan(0, |at, &n| Some(std::mem::replace(at, *at + n))).collect();
+        // Parts without elements take no binding (a buffer of no bytes cannot be bound).
+        let parts: Vec<(CubeTensor<R>, usize, usize)> =
+            parts.into_iter().zip(starts).zip(lens).filter(|(_, n)| *n > 0).map(|((p, s), n)| (p, s, s + n)).collect();
+        let client = flat.client.clone();
+        for range in launches(&client, parts.len(), 1) {
+            let chunk = &parts[range];
+            let starts: Vec<usize> = chunk.iter().map(|(_, start, _)| *start).collect();
+            let ends: Vec<usize> = chunk.iter().map(|(_, _, end)| *end).collect();
+            let (base, end) = span(&starts, &ends);
+            let cube_dim = CubeDim::new(&client, end - base);
+            let cube_count = calculate_cube_count_elemwise(&client, end - base, cube_dim);
+            let mut tensors = SequenceArg::new();
+            for (part, _, _) in chunk {
+                tensors.push(part.clone().into_tensor_arg());
+            }
+            // SAFETY: each unit writes `flat[j]` for `j` below `end` ≤ `total`, the buffer's
+            // length, and reads part `t` at `Σ (row-major digit) · stride` over its own shape,
+            // within the part's elements; `flat` is uniquely held and contiguous.
+            unsafe {
+                gather_kernel::launch_unchecked::<R>(
+                    &client,
+                    cube_count,
+                    cube_dim,
+                    tensors,
+                    starts.into_iter().collect(),
+                    ends.into_iter().collect(),
+                    flat.clone().into_tensor_arg(),
+                    base,
+                    end,
+                    DType::F32.into(),
+                );
+            }
+        }
+        flat
+    }
+
     fn adam_update(
         weights: FloatTensor<Self>,
         flat: &mut FlatBuffers<Self>,
@@ -92,27 +223,40 @@ impl<R: CubeRuntime, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
         scale: &FloatTensor<Self>,
         step: &AdamStep,
     ) -> FloatTensor<Self> {
-        // The kernel reads and writes without bounds checks: every flat buffer must hold the
+        let mut updated = Self::adam_update_all(vec![weights], &[offset], flat, scale, step);
+        updated.pop().expect("one parameter in, one out")
+    }
+
+    fn adam_update_all(
+        weights: Vec<FloatTensor<Self>>,
+        offsets: &[usize],
+        flat: &mut FlatBuffers<Self>,
+        scale: &FloatTensor<Self>,
+        step: &AdamStep,
+    ) -> Vec<FloatTensor<Self>> {
+        assert_eq!(weights.len(), offsets.len(), "one offset per parameter");
+        // The kernel reads and writes without bounds checks: every flat buffer must hold each
         // parameter's range, in f32, and the scale its one value; anything else takes the
-        // portable operations (and their errors).
-        let len = weights.meta.num_elements();
-        let holds_range = |t: &CubeTensor<R>| t.dtype == DType::F32 && t.meta.num_elements() >= offset + len;
-        let fits = len > 0
-            && weights.dtype == DType::F32
+        // portable operations (and their errors), one parameter at a time.
+        let ends: Vec<usize> = weights.iter().zip(offsets).map(|(w, &offset)| offset + w.meta.num_elements()).collect();
+        let (_, end) = span(offsets, &ends);
+        let holds_ranges = |t: &CubeTensor<R>| t.dtype == DType::F32 && t.meta.num_elements() >= end;
+        // Each unit writes its element's moments: the ranges must come in order, apart.
+        let apart = (1..offsets.len()).all(|k| ends[k - 1] <= offsets[k]);
+        let fits = apart
+            && weights.iter().all(|w| w.dtype == DType::F32 && w.meta.num_elements() > 0)
             && scale.dtype == DType::F32
             && scale.meta.num_elements() >= 1
-            && [&flat.grads, &flat.moment_1, &flat.moment_2].into_iter().chain(flat.average.as_ref()).all(holds_range);
-        if !fits {
-            return portable::adam_update::<Self>(weights, flat, offset, scale, step);
+            && [&flat.grads, &flat.moment_1, &flat.moment_2].into_iter().chain(flat.average.as_ref()).all(holds_ranges);
+        if weights.is_empty() || !fits {
+            return weights
+                .into_iter()
+                .zip(offsets)
+                .map(|(w, &offset)| portable::adam_update::<Self>(w, flat, offset, scale, step))
+                .collect();
         }
         let take = |buffer: &mut CubeTensor<R>| {
-            let empty = CubeTensor::new_contiguous(
-                buffer.client.clone(),
-                buffer.device.clone(),
-                [0].into(),
-                buffer.client.empty(0),
-                DType::F32,
-            );
+            let empty = empty_f32(buffer, [0].into());
             writable(std::mem::replace(buffer, empty))
         };
         let moment_1 = take(&mut flat.moment_1);
@@ -123,52 +267,62 @@ impl<R: CubeRuntime, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
             // Not read: any f32 buffer stands in.
             _ => moment_2.clone(),
         };
-        let weights = into_contiguous(weights);
         let grads = into_contiguous(flat.grads.clone());
         let scale = into_contiguous(scale.clone());
-        let client = weights.client.clone();
-        let updated = CubeTensor::new_contiguous(
-            client.clone(),
-            weights.device.clone(),
-            weights.shape(),
-            client.empty(len * size_of::<f32>()),
-            DType::F32,
-        );
-        let cube_dim = CubeDim::new(&client, len);
-        let cube_count = calculate_cube_count_elemwise(&client, len, cube_dim);
+        let weights: Vec<CubeTensor<R>> = weights.into_iter().map(into_contiguous).collect();
+        let updated: Vec<CubeTensor<R>> = weights.iter().map(|w| empty_f32(w, w.shape())).collect();
+        let client = grads.client.clone();
         let c = step.constants();
-        let scalars = AdamScalarsLaunch::new(
-            c.weight_decay,
-            c.one_minus_beta_1,
-            c.beta_2,
-            c.one_minus_beta_2,
-            c.bias_correction_2_sqrt,
-            c.epsilon,
-            c.step_size,
-            step.ema_weight.unwrap_or(0.0),
-            offset,
-        );
-        // SAFETY: every index the kernel reads or writes is below `len` in `updated` and
-        // `weights` (checked by the kernel), below `offset + len` in the flat buffers and 1 in
-        // `scale` (checked above; `moment_2` standing in for a missing average is never read);
-        // the buffers written are uniquely held ([`writable`]) and contiguous.
-        unsafe {
-            adam_kernel::launch_unchecked::<R>(
-                &client,
-                cube_count,
-                cube_dim,
-                weights.into_tensor_arg(),
-                grads.into_tensor_arg(),
-                moment_1.clone().into_tensor_arg(),
-                moment_2.clone().into_tensor_arg(),
-                average.clone().into_tensor_arg(),
-                scale.into_tensor_arg(),
-                updated.clone().into_tensor_arg(),
-                scalars,
-                c.weight_decay != 0.0,
-                has_average,
-                DType::F32.into(),
+        for range in launches(&client, weights.len(), 2) {
+            let (starts, ends) = (&offsets[range.clone()], &ends[range.clone()]);
+            let (base, end) = span(starts, ends);
+            let cube_dim = CubeDim::new(&client, end - base);
+            let cube_count = calculate_cube_count_elemwise(&client, end - base, cube_dim);
+            let scalars = AdamScalarsLaunch::new(
+                c.weight_decay,
+                c.one_minus_beta_1,
+                c.beta_2,
+                c.one_minus_beta_2,
+                c.bias_correction_2_sqrt,
+                c.epsilon,
+                c.step_size,
+                step.ema_weight.unwrap_or(0.0),
+                base,
+                end,
             );
+            let tensors = |list: &[CubeTensor<R>]| {
+                let mut sequence = SequenceArg::new();
+                for tensor in &list[range.clone()] {
+                    sequence.push(tensor.clone().into_tensor_arg());
+                }
+                sequence
+            };
+            // SAFETY: each unit reads and writes parameter `t` below `ends[t] − starts[t]`, its
+            // element count (`weights` and `updated` are contiguous), and the flat buffers below
+            // `end`, which each holds (checked above), `scale` at 0; `moment_2` standing in for
+            // a missing average is never read; the buffers written are uniquely held
+            // ([`writable`], `updated` new) and contiguous, and no two units write one element
+            // (the ranges are apart, checked above).
+            unsafe {
+                adam_kernel::launch_unchecked::<R>(
+                    &client,
+                    cube_count,
+                    cube_dim,
+                    tensors(&weights),
+                    tensors(&updated),
+                    starts.iter().copied().collect(),
+                    ends.iter().copied().collect(),
+                    grads.clone().into_tensor_arg(),
+                    moment_1.clone().into_tensor_arg(),
+                    moment_2.clone().into_tensor_arg(),
+                    average.clone().into_tensor_arg(),
+                    scale.clone().into_tensor_arg(),
+                    scalars,
+                    c.weight_decay != 0.0,
+                    has_average,
+                    DType::F32.into(),
+                );
+            }
         }
         flat.moment_1 = moment_1;
         flat.moment_2 = moment_2;
@@ -188,7 +342,7 @@ mod tests {
     use burn::prelude::*;
     use burn::tensor::TensorPrimitive;
 
-    use super::{AdamStep, CubeBackend, FlatBuffers, FloatTensor, Kernels};
+    use super::{AdamStep, CubeBackend, FlatBuffers, FloatTensor, Kernels, MAX_PARTS_PER_LAUNCH};
 
     /// cubecl's wgpu backend without fusion, which this module's kernel serves.
     type Gpu = CubeBackend<cubecl::wgpu::WgpuRuntime, f32, i32, u32>;
@@ -223,19 +377,22 @@ mod tests {
         }
     }
 
-    /// Two parameters through twenty updates, with new gradients each step and a clipping
-    /// scale, with decay and an average (copied at the first step, blended after), without
-    /// either (the kernel's placeholder for the average), and with an average buffer no weight
-    /// moves: the kernel's weights, moments and average equal the CPU's fused pass (itself equal
-    /// to the portable operations) to 1e-6 relative. (On lavapipe, to the bit; a GPU compiler
-    /// may fuse a multiply and an add.)
+    /// More parameters than one launch takes (so two launches, the second of a different
+    /// width), of sizes from one weight to 70,000, through twenty updates with new gradients
+    /// each step and a clipping scale, with decay and an average (copied at the first step,
+    /// blended after), without either (the kernel's placeholder for the average), and with an
+    /// average buffer no weight moves: the kernel's weights, moments and average, all
+    /// parameters updated at once, equal the CPU's fused pass one parameter at a time (itself
+    /// equal to the portable operations) to 1e-6 relative. (On lavapipe, to the bit; a GPU
+    /// compiler may fuse a multiply and an add.)
     #[test]
     fn the_kernel_equals_the_cpu_update_over_twenty_steps() {
         // (case, weight decay, an average buffer, the average moved)
         let cases =
             [("decay, average", 1e-6, true, true), ("neither", 0.0, false, false), ("average kept", 1e-6, true, false)];
         for (case, weight_decay, average, moved) in cases {
-            let sizes = [70_000, 37];
+            let sizes: Vec<usize> =
+                [70_000, 37].into_iter().chain((0..MAX_PARTS_PER_LAUNCH + 6).map(|i| 1 + i * 37 % 500)).collect();
             let len: usize = sizes.iter().sum();
             let (cpu, gpu) = (Default::default(), cubecl::wgpu::WgpuDevice::default());
             let (mut on_cpu, mut on_gpu) = (buffers::<Flex>(len, &cpu), buffers::<Gpu>(len, &gpu));
@@ -244,8 +401,9 @@ mod tests {
             }
             let (scale_cpu, scale_gpu) = (primitive::<Flex>(vec![0.37], &cpu), primitive::<Gpu>(vec![0.37], &gpu));
             let initial = |i: usize| values(sizes[i], 5.0 + i as f32);
-            let mut weights_cpu: Vec<_> = (0..2).map(|i| primitive::<Flex>(initial(i), &cpu)).collect();
-            let mut weights_gpu: Vec<_> = (0..2).map(|i| primitive::<Gpu>(initial(i), &gpu)).collect();
+            let mut weights_cpu: Vec<_> = (0..sizes.len()).map(|i| primitive::<Flex>(initial(i), &cpu)).collect();
+            let mut weights_gpu: Vec<_> = (0..sizes.len()).map(|i| primitive::<Gpu>(initial(i), &gpu)).collect();
+            let offsets: Vec<usize> = sizes.iter().scan(0, |at, &n| Some(std::mem::replace(at, *at + n))).collect();
             for time in 1..=20 {
                 let grads = values(len, 10.0 + time as f32);
                 on_cpu.grads = primitive::<Flex>(grads.clone(), &cpu);
@@ -259,12 +417,10 @@ mod tests {
                     time,
                     ema_weight: moved.then_some(if time == 1 { 1.0 } else { 0.25 }),
                 };
-                let mut offset = 0;
-                for (w_cpu, w_gpu) in weights_cpu.iter_mut().zip(&mut weights_gpu) {
+                for (w_cpu, &offset) in weights_cpu.iter_mut().zip(&offsets) {
                     *w_cpu = Flex::adam_update(w_cpu.clone(), &mut on_cpu, offset, &scale_cpu, &step);
-                    *w_gpu = Gpu::adam_update(w_gpu.clone(), &mut on_gpu, offset, &scale_gpu, &step);
-                    offset += w_cpu.layout().num_elements();
                 }
+                weights_gpu = Gpu::adam_update_all(weights_gpu, &offsets, &mut on_gpu, &scale_gpu, &step);
             }
             for (i, (a, b)) in weights_cpu.iter().zip(&weights_gpu).enumerate() {
                 assert!(max_relative(&read::<Flex>(a), &read::<Gpu>(b)) <= 1e-6, "{case}: weights of parameter {i}");
@@ -284,5 +440,38 @@ mod tests {
                 assert!(max_relative(&read::<Flex>(a), &read::<Gpu>(b)) <= 1e-6, "{case}: {name}");
             }
         }
+    }
+
+    /// Gradients as burn hands them over: contiguous, permuted views (a convolution's weight
+    /// gradient), a transposed matrix, a slice of a larger buffer, an empty one, more of them
+    /// than one launch takes: gathered into the flat buffer equal to the bit what the CPU
+    /// gathers, written into a reused buffer the same.
+    #[test]
+    fn the_gather_equals_the_cpus_for_every_layout() {
+        fn parts<B: Backend>(device: &B::Device) -> Vec<FloatTensor<B>> {
+            let tensor = |shape: [usize; 3], seed: f32| {
+                Tensor::<B, 1>::from_data(
+                    TensorData::new(values(shape.iter().product(), seed), [shape.iter().product::<usize>()]),
+                    device,
+                )
+                .reshape(shape)
+            };
+            let mut parts = vec![
+                tensor([4, 3, 5], 1.0),
+                tensor([4, 3, 5], 2.0).permute([2, 0, 1]),
+                tensor([1, 7, 6], 3.0).swap_dims(1, 2),
+                tensor([2, 9, 4], 4.0).slice([0..2, 3..8, 1..3]),
+                tensor([0, 3, 2], 5.0),
+            ];
+            parts.extend((0..MAX_PARTS_PER_LAUNCH).map(|i| tensor([1 + i % 3, 2, 1 + i % 5], 6.0 + i as f32)));
+            parts.into_iter().map(|t| t.into_primitive().tensor()).collect()
+        }
+        let (cpu, gpu) = (Default::default(), cubecl::wgpu::WgpuDevice::default());
+        let expected = read::<Flex>(&Flex::concat_flat(parts::<Flex>(&cpu), None, &cpu));
+        let gathered = Gpu::concat_flat(parts::<Gpu>(&gpu), None, &gpu);
+        assert_eq!(read::<Gpu>(&gathered), expected, "a new buffer");
+        let reused =
+            Gpu::concat_flat(parts::<Gpu>(&gpu), Some(primitive::<Gpu>(vec![7.0; expected.len()], &gpu)), &gpu);
+        assert_eq!(read::<Gpu>(&reused), expected, "a reused buffer");
     }
 }

@@ -85,6 +85,15 @@ impl LaunchLog {
         counts
     }
 
+    /// Deletes the log. cubecl may still hold it open: what it writes afterwards is lost.
+    pub fn remove(&self) {
+        if let Err(e) = std::fs::remove_file(&self.path)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!("{}: cannot delete the launch log: {e}", self.path.display());
+        }
+    }
+
     /// The file's text (none while it does not exist).
     fn text(&self) -> String {
         std::fs::read_to_string(&self.path).unwrap_or_default()

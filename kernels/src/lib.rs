@@ -7,12 +7,13 @@
 //! implementations written with burn's tensor operations (used as they are on wgpu and CUDA,
 //! where burn's fusion compiles each method's elementwise chain into few kernels), and the CPU
 //! backend (Flex) overrides them with single passes over the buffers, in place (`flex/`). On wgpu
-//! and CUDA without burn's fusion, the optimiser update is a cubecl kernel (`cube.rs`).
+//! and CUDA without burn's fusion, the gradients' gather and the optimiser update are cubecl
+//! kernels that take many parameters per launch (`cube.rs`).
 //!
 //! The optimiser's state is flat: one contiguous buffer per quantity (gradients, Adam's two
 //! moments, the weights' moving average) in which each trainable parameter owns a range
-//! ([`FlatBuffers`]). The weights stay in the model's own tensors; one call updates one of them
-//! and its ranges of the flat buffers.
+//! ([`FlatBuffers`]). The weights stay in the model's own tensors; one call updates them all
+//! and their ranges of the flat buffers ([`Kernels::adam_update_all`]).
 //!
 //! ```
 //! use burn::backend::Flex;
@@ -181,6 +182,20 @@ pub trait Kernels: Backend {
         portable::adam_update::<Self>(weights, flat, offset, scale, step)
     }
 
+    /// Updates every trainable parameter of a step: `weights[k]` (1-D, f32) owns the ranges of
+    /// `flat` that start at `offsets[k]`; returns the new weights in the same order. The same
+    /// numbers as [`Kernels::adam_update`] on each in turn, which is what it does unless the
+    /// backend updates many parameters in one launch.
+    fn adam_update_all(
+        weights: Vec<FloatTensor<Self>>,
+        offsets: &[usize],
+        flat: &mut FlatBuffers<Self>,
+        scale: &FloatTensor<Self>,
+        step: &AdamStep,
+    ) -> Vec<FloatTensor<Self>> {
+        adam_update_each::<Self>(weights, offsets, flat, scale, step)
+    }
+
     /// Whether [`Kernels::conv2d_no_bias`] and its gradients are this backend's own
     /// matrix-product kernels for tensors of `dtype` (the CPU's, in f32), rather than burn's
     /// convolution. A caller that would otherwise build a convolution from burn's matrix
@@ -298,6 +313,22 @@ pub trait Kernels: Backend {
     ) -> [FloatTensor<Self>; 3] {
         portable::batch_norm_backward::<Self>(x, [gamma, beta], stats, output_grad, activation)
     }
+}
+
+/// [`Kernels::adam_update_all`] one parameter at a time ([`Kernels::adam_update`]).
+fn adam_update_each<B: Kernels>(
+    weights: Vec<FloatTensor<B>>,
+    offsets: &[usize],
+    flat: &mut FlatBuffers<B>,
+    scale: &FloatTensor<B>,
+    step: &AdamStep,
+) -> Vec<FloatTensor<B>> {
+    assert_eq!(weights.len(), offsets.len(), "one offset per parameter");
+    weights
+        .into_iter()
+        .zip(offsets)
+        .map(|(weights, &offset)| B::adam_update(weights, flat, offset, scale, step))
+        .collect()
 }
 
 /// [`Kernels::concat_flat`], then [`Kernels::sum_of_squares`] of the gathered buffer: two passes,

@@ -5,6 +5,7 @@ use burn::prelude::*;
 use burn::record::Record;
 use burn::tensor::TensorPrimitive;
 use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::ops::FloatTensor;
 use kernels::{AdamStep, FlatBuffers, Kernels};
 
 use super::flat::{FlatLayout, is_running_statistic};
@@ -103,15 +104,14 @@ impl<B: Kernels> FlatAdam<B> {
             moment_2: take(&mut self.moment_2),
             average: average.as_mut().map(|slot| take(slot)),
         };
-        let mut update = Update::<B> {
-            layout: &self.layout,
-            flat: &mut flat,
-            scale: scale.clone().into_primitive().tensor(),
-            step,
-            path: Vec::new(),
-            index: 0,
-        };
-        let model = model.map(&mut update);
+        // The weights are taken out of the model (so that the CPU's pass holds their only
+        // handle and writes in place), updated all at once, and put back.
+        let mut taken = TakeWeights::<B>::new(&self.layout);
+        let model = model.map(&mut taken);
+        let scale = scale.clone().into_primitive().tensor();
+        let updated = B::adam_update_all(taken.weights, &taken.offsets, &mut flat, &scale, &step);
+        let model =
+            model.map(&mut PutWeights::<B> { weights: taken.places.into_iter().zip(updated), path: Vec::new() });
         let FlatBuffers { grads, moment_1, moment_2, average: updated_average } = flat;
         self.moment_1 = float(moment_1);
         self.moment_2 = float(moment_2);
@@ -150,21 +150,32 @@ impl<B: Kernels> FlatAdam<B> {
     }
 }
 
-fn float<B: Backend>(primitive: burn::tensor::ops::FloatTensor<B>) -> Tensor<B, 1> {
+fn float<B: Backend>(primitive: FloatTensor<B>) -> Tensor<B, 1> {
     Tensor::from_primitive(TensorPrimitive::Float(primitive))
 }
 
-/// Runs the fused update on each trainable parameter, in the layout's order.
-struct Update<'a, B: Kernels> {
+/// Where a trainable parameter's weights were taken from ([`TakeWeights`]): their shape and
+/// whether they were trainable.
+type Place = (Shape, bool);
+
+/// Takes each trainable parameter's weights out of the model, flattened, with their offsets in
+/// the flat buffers, in the layout's order; an empty tensor holds each one's place until
+/// [`PutWeights`].
+struct TakeWeights<'a, B: Backend> {
     layout: &'a FlatLayout,
-    flat: &'a mut FlatBuffers<B>,
-    scale: burn::tensor::ops::FloatTensor<B>,
-    step: AdamStep,
     path: Vec<String>,
-    index: usize,
+    weights: Vec<FloatTensor<B>>,
+    offsets: Vec<usize>,
+    places: Vec<Place>,
 }
 
-impl<AB: AutodiffBackend<InnerBackend = B>, B: Kernels> ModuleMapper<AB> for Update<'_, B> {
+impl<'a, B: Backend> TakeWeights<'a, B> {
+    fn new(layout: &'a FlatLayout) -> Self {
+        Self { layout, path: Vec::new(), weights: Vec::new(), offsets: Vec::new(), places: Vec::new() }
+    }
+}
+
+impl<AB: AutodiffBackend<InnerBackend = B>, B: Backend> ModuleMapper<AB> for TakeWeights<'_, B> {
     fn enter_module(&mut self, name: &str, _container_type: &str) {
         self.path.push(name.to_string());
     }
@@ -178,12 +189,36 @@ impl<AB: AutodiffBackend<InnerBackend = B>, B: Kernels> ModuleMapper<AB> for Upd
             return param;
         }
         let (id, tensor, mapper) = param.consume();
-        let offset = self.layout.offset(self.index, id);
-        self.index += 1;
-        let require_grad = tensor.is_require_grad();
-        let shape = tensor.shape();
-        let weights = tensor.inner().reshape([shape.num_elements()]).into_primitive().tensor();
-        let weights = B::adam_update(weights, self.flat, offset, &self.scale, &self.step);
+        self.offsets.push(self.layout.offset(self.weights.len(), id));
+        let (device, shape) = (tensor.device(), tensor.shape());
+        self.places.push((shape.clone(), tensor.is_require_grad()));
+        self.weights.push(tensor.inner().reshape([shape.num_elements()]).into_primitive().tensor());
+        Param::from_mapped_value(id, Tensor::empty([0; D], &device), mapper)
+    }
+}
+
+/// Puts the updated weights back where [`TakeWeights`] took them, in the same order, with their
+/// shapes and as trainable as they were.
+struct PutWeights<B: Backend> {
+    weights: std::iter::Zip<std::vec::IntoIter<Place>, std::vec::IntoIter<FloatTensor<B>>>,
+    path: Vec<String>,
+}
+
+impl<AB: AutodiffBackend<InnerBackend = B>, B: Backend> ModuleMapper<AB> for PutWeights<B> {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
+        if is_running_statistic(&self.path) {
+            return param;
+        }
+        let (id, _placeholder, mapper) = param.consume();
+        let ((shape, require_grad), weights) = self.weights.next().expect("one updated tensor per parameter taken");
         let mut tensor = Tensor::<AB, D>::from_inner(float::<B>(weights).reshape(shape));
         if require_grad {
             tensor = tensor.require_grad();

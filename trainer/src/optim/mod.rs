@@ -3,8 +3,8 @@
 //! diffusers' cosine schedule with linear warm-up, stepped per optimiser step.
 //!
 //! The gradients are gathered into one flat buffer ([`FlatLayout`]), so that their norm is one
-//! reduction, and clipping, decay, Adam and the EMA blend are one pass per parameter
-//! ([`kernels::Kernels::adam_update`]) over that buffer and the flat moments ([`FlatAdam`]). The
+//! reduction, and clipping, decay, Adam and the EMA blend are one pass over every parameter
+//! ([`kernels::Kernels::adam_update_all`]) and that buffer and the flat moments ([`FlatAdam`]). The
 //! same buffer is what a data-parallel run reduces across devices, in one call per step.
 
 mod adam;

@@ -333,9 +333,9 @@ impl<R: CubeRuntime, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
     }
 }
 
-/// Run by hand where a wgpu adapter exists (a GPU, or Mesa's lavapipe on the CPU, Debian's
-/// `mesa-vulkan-drivers`): `cargo test --release -p kernels --features wgpu-untuned cube`. CI builds no
-/// GPU backend for its tests.
+/// Run where a wgpu adapter exists (a GPU, or Mesa's lavapipe on the CPU, Debian's
+/// `mesa-vulkan-drivers`): `cargo test --release -p kernels --features wgpu-untuned --lib cube`,
+/// as `scripts/test.sh` does on lavapipe.
 #[cfg(all(test, feature = "wgpu-untuned"))]
 mod tests {
     use burn::backend::Flex;

@@ -33,10 +33,15 @@ cargo clippy --workspace --all-targets --locked "${gpu[@]}" -- -D warnings
 # ... and without FFmpeg, as the GPU kit builds them (scripts/gpu-kit.sh).
 cargo clippy --workspace --all-targets --locked "${gpu[@]}" --no-default-features \
   --features datasets/cli,trainer/cli -- -D warnings
-# MPI too (Open MPI, which install-debian-packages.sh installs): trainer/tests/mpi.rs starts
-# runs of two processes with mpirun.
-cargo test --workspace --release --locked --features trainer/mpi
-cargo test --workspace --release --locked --features trainer/mpi --test tensorboard -- --ignored
+# One release build for the tests, the bench (CI's regression check runs target/release/bench
+# after this script) and the launch count. MPI (Open MPI, from install-debian-packages.sh):
+# trainer/tests/mpi.rs starts runs of two processes with mpirun. burn's wgpu backend without
+# fusion, on Mesa's lavapipe (Vulkan on the CPU, from the install script): kernels' cubecl tests
+# check our kernels against the CPU's passes, and bench/tests/launch_budget.rs counts the kernels
+# one step of the tiny policy launches against a budget.
+tests=(--features trainer/mpi,bench/wgpu-untuned)
+cargo test --workspace --release --locked "${tests[@]}"
+cargo test --workspace --release --locked "${tests[@]}" --test tensorboard -- --ignored
 # The Python wheel (python/): built by maturin from the same release build, installed in a fresh
 # virtual environment with numpy only (and pytest), and tested there (python/tests).
 "$venv/bin/pip" install --quiet --disable-pip-version-check "maturin==1.9.4"
@@ -46,23 +51,12 @@ rm -rf target/wheels target/test-wheel
 python3 -m venv target/test-wheel
 target/test-wheel/bin/pip install --quiet --disable-pip-version-check "numpy==2.4.6" "pytest==9.2.0" target/wheels/*.whl
 (cd target && test-wheel/bin/python -m pytest -q ../python/tests)
-# The build without FFmpeg (the `video` features off), as the GPU kit builds it: every test that
-# needs no video, and the ones that check how it refuses video (datasets/tests/no_video.rs).
-cargo test --workspace --release --locked --no-default-features --features datasets/cli,trainer/cli
+# The build without FFmpeg (the `video` features off), as the GPU kit builds it (the second clippy
+# run above compiles all of it): how the dataset crate refuses video (datasets/tests/no_video.rs).
+cargo test --release --locked --no-default-features --features datasets/cli -p datasets --test no_video
 if [[ "$(shm_caches)" != "$caches_before" ]]; then
   echo "error: the tests left frame caches in /dev/shm/lerobot-rs-frames:" >&2
   diff <(echo "$caches_before") <(shm_caches) >&2 || true
   exit 1
 fi
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked "${gpu[@]}"
-# burn's wgpu backend without fusion on Mesa's lavapipe (Vulkan on the CPU, from the install
-# script): our cubecl kernels against the CPU's passes, then the kernels one training step of the
-# tiny policy launches, against a budget (4,700 counted when it was set; bench/RESULTS.md,
-# "Kernel launches per step"). A change that launches more fails here.
-cargo test --release --locked -p kernels --features wgpu-untuned --lib cube
-cargo build --release --locked -p bench --features bench/wgpu-untuned
-kernel_cache=$(mktemp -d)
-LEROBOT_RS_KERNEL_CACHE="$kernel_cache" target/release/bench train-step \
-  --root tests/fixtures/lerobot-0.6.1/pusht_mini --tiny --device wgpu --batch 8 --warmup 1 --steps 1 \
-  --num-workers 1 --count-launches --max-launches 4750 >/dev/null
-rm -rf "$kernel_cache"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What CI runs, cheapest first: formatting, lints (the GPU backends included, so that they
-# compile), tests (in release: tests, benches and the trainer share one build; then again
-# without FFmpeg), documentation.
+# compile), tests (in release: tests, benches and the trainer share one build; then a second
+# one without FFmpeg and with wgpu, on lavapipe), documentation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # SVT-AV1 prints a banner on stderr for every encoder the synthetic writer opens.
@@ -27,19 +27,17 @@ if grep -E '^(clap|anyhow|indicatif|tracing-subscriber) ' <<<"$library_deps"; th
   exit 1
 fi
 # Lints and docs see the GPU backends too (`cuda` and `wgpu` compile without a GPU), so that
-# their code cannot rot unseen; both share one check build.
-gpu=(--features bench/wgpu,bench/cuda,trainer/mpi)
+# their code cannot rot unseen (the lavapipe tests at the end among it); both share one check
+# build.
+gpu=(--features bench/wgpu,bench/cuda,trainer/wgpu-untuned,trainer/mpi)
 cargo clippy --workspace --all-targets --locked "${gpu[@]}" -- -D warnings
 # ... and without FFmpeg, as the GPU kit builds them (scripts/gpu-kit.sh).
 cargo clippy --workspace --all-targets --locked "${gpu[@]}" --no-default-features \
   --features datasets/cli,trainer/cli -- -D warnings
-# One release build for the tests, the bench (CI's regression check runs target/release/bench
-# after this script) and the launch count. MPI (Open MPI, from install-debian-packages.sh):
-# trainer/tests/mpi.rs starts runs of two processes with mpirun. burn's wgpu backend without
-# fusion, on Mesa's lavapipe (Vulkan on the CPU, from the install script): kernels' cubecl tests
-# check our kernels against the CPU's passes, and bench/tests/launch_budget.rs counts the kernels
-# one step of the tiny policy launches against a budget.
-tests=(--features trainer/mpi,bench/wgpu-untuned)
+# One release build for the tests, the bench (CI's regression check runs the target/release/bench
+# it makes, after this script) and the trainer. MPI (Open MPI, from install-debian-packages.sh):
+# trainer/tests/mpi.rs starts runs of two processes with mpirun.
+tests=(--features trainer/mpi)
 cargo test --workspace --release --locked "${tests[@]}"
 cargo test --workspace --release --locked "${tests[@]}" --test tensorboard -- --ignored
 # The Python wheel (python/): built by maturin from the same release build, installed in a fresh
@@ -51,9 +49,19 @@ rm -rf target/wheels target/test-wheel
 python3 -m venv target/test-wheel
 target/test-wheel/bin/pip install --quiet --disable-pip-version-check "numpy==2.4.6" "pytest==9.2.0" target/wheels/*.whl
 (cd target && test-wheel/bin/python -m pytest -q ../python/tests)
-# The build without FFmpeg (the `video` features off), as the GPU kit builds it (the second clippy
-# run above compiles all of it): how the dataset crate refuses video (datasets/tests/no_video.rs).
-cargo test --release --locked --no-default-features --features datasets/cli -p datasets --test no_video
+# One build without FFmpeg (the `video` features off, as the GPU kit builds them; the second
+# clippy run above compiles all of it) and with burn's wgpu backend without fusion, run on Mesa's
+# lavapipe (Vulkan on the CPU, from the install script). A GPU backend in the build above would
+# instantiate every task for it; here only the tests below use it.
+# - how the dataset crate refuses video (datasets/tests/no_video.rs);
+# - our cubecl kernels against the CPU's passes (kernels/tests/cube.rs);
+# - the kernels one training step of the tiny policy launches, against budgets
+#   (trainer/tests/launch_budget.rs), compiled into a kernel cache of the test's own.
+kernel_cache=$(mktemp -d)
+LEROBOT_RS_KERNEL_CACHE="$kernel_cache" cargo test --release --locked -p datasets -p kernels -p trainer \
+  --no-default-features --features datasets/cli,trainer/wgpu-untuned \
+  --test no_video --test cube --test launch_budget
+rm -rf "$kernel_cache"
 if [[ "$(shm_caches)" != "$caches_before" ]]; then
   echo "error: the tests left frame caches in /dev/shm/lerobot-rs-frames:" >&2
   diff <(echo "$caches_before") <(shm_caches) >&2 || true

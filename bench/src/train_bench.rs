@@ -164,7 +164,9 @@ impl Task {
         let mut overrides = json!({
             // The frames the bench names: its cache, or the dataset's own files (never `auto`).
             "dataset": {"root": self.args.dataset.roots, "weights": self.args.weights, "frame_cache": self.args.frame_cache.clone().map_or(FrameCacheChoice::Off, FrameCacheChoice::Dir)},
-            "policy": {"preset": self.args.preset},
+            // The step's time does not depend on the backbone's starting weights: none are
+            // loaded (or downloaded, for lerobot-0.6's ImageNet weights).
+            "policy": {"preset": self.args.preset, "pretrained_backbone_weights": null},
             "batch_size": self.batch,
             "steps": 100_000,
             "num_workers": self.args.num_workers,

@@ -45,6 +45,8 @@ pub mod portable;
 mod test_support;
 
 pub use activation::Activation;
+#[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
+pub use cube::MAX_PARTS_PER_LAUNCH;
 pub use device::{DeviceError, DeviceKind, DeviceTask, run_on};
 pub use launches::LaunchLog;
 
@@ -313,6 +315,11 @@ pub trait Kernels: Backend {
     ) -> [FloatTensor<Self>; 3] {
         portable::batch_norm_backward::<Self>(x, [gamma, beta], stats, output_grad, activation)
     }
+}
+
+/// Where each of parts of `lens` elements starts when they are laid end to end.
+pub(crate) fn starts_of(lens: &[usize]) -> Vec<usize> {
+    lens.iter().scan(0, |at, &n| Some(std::mem::replace(at, *at + n))).collect()
 }
 
 /// [`Kernels::adam_update_all`] one parameter at a time ([`Kernels::adam_update`]).

@@ -40,6 +40,14 @@ pub enum Error {
         /// The replica that stopped.
         rank: usize,
     },
+    /// Pretrained weights named by the configuration could not be found or downloaded.
+    #[error("pretrained weights {name}: {message}")]
+    PretrainedWeights {
+        /// The name or file the configuration gives.
+        name: String,
+        /// What went wrong, and what to do about it.
+        message: String,
+    },
     /// Writing outputs (logs, metrics) failed.
     #[error("{}: {source}", path.display())]
     Io {

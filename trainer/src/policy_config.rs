@@ -1,8 +1,6 @@
 //! LeRobot's `DiffusionConfig`, with its two sets of defaults, and the features of a dataset
 //! the policy is built for.
 
-use std::path::PathBuf;
-
 use burn::config::Config;
 use datasets::{DatasetInfo, FrameShape};
 use serde::{Deserialize, Serialize};
@@ -64,10 +62,11 @@ pub struct DiffusionConfig {
     /// parity, off by default).
     #[config(default = false)]
     pub crop_per_sample: bool,
-    /// torchvision ResNet-18 weights (`.pth` or `.safetensors`) to start the backbone from.
-    /// Never downloaded. Default none.
+    /// torchvision ResNet-18 weights to start the backbone from: a weights name as LeRobot gives
+    /// it (`ResNet18_Weights.IMAGENET1K_V1`, found in or downloaded to torch's hub cache) or a
+    /// file (`.pth` or `.safetensors`). Default none (lerobot-0.6: ImageNet's, as LeRobot's).
     #[config(default = "None")]
-    pub pretrained_backbone_weights: Option<PathBuf>,
+    pub pretrained_backbone_weights: Option<String>,
     /// Replace BatchNorm by GroupNorm(c/16). Default true (lerobot-0.6: false).
     #[config(default = true)]
     pub use_group_norm: bool,
@@ -152,6 +151,7 @@ impl DiffusionConfig {
                 horizon: 64,
                 n_action_steps: 32,
                 crop_shape: None,
+                pretrained_backbone_weights: Some("ResNet18_Weights.IMAGENET1K_V1".into()),
                 use_group_norm: false,
                 use_separate_rgb_encoder_per_camera: true,
                 ..classic
@@ -201,7 +201,9 @@ impl DiffusionConfig {
             return bad(format!("down_dims entry {d} must be divisible by n_groups ({}) and by 8", self.n_groups));
         }
         if self.use_group_norm && self.pretrained_backbone_weights.is_some() {
-            return bad("GroupNorm cannot replace BatchNorm in a pretrained backbone: set use_group_norm false".into());
+            return bad("GroupNorm cannot replace BatchNorm in a pretrained backbone: set use_group_norm false, or \
+                 pretrained_backbone_weights none"
+                .into());
         }
         if features.cameras.is_empty() && features.env_state_dim.is_none() {
             return bad("the policy needs at least one camera or observation.environment_state".into());

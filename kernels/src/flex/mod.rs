@@ -150,7 +150,7 @@ impl Kernels for Flex {
             return crate::concat_flat_then_squares::<Self>(parts, reuse, device);
         }
         let lens: Vec<usize> = parts.iter().map(|p| p.layout().num_elements()).collect();
-        let starts: Vec<usize> = lens.iter().scan(0, |at, &n| Some(std::mem::replace(at, *at + n))).collect();
+        let starts = crate::starts_of(&lens);
         let mut flat = flat_buffer(lens.iter().sum(), reuse);
         let out = contiguous_mut(&mut flat);
         // A few gradients are views (burn's own convolutions and transposed convolutions):

@@ -22,8 +22,8 @@ use crate::policy_config::DiffusionConfig;
 /// integer ones of a model's state dict are buffers such as BatchNorm's `num_batches_tracked`).
 pub type StateDict = HashMap<String, (Vec<usize>, Vec<f32>)>;
 
-/// Reads a state dict from `.safetensors` or, for any other extension, a PyTorch `.pth` zip.
-/// Float tensors of any width become f32; integer and boolean tensors are left out.
+/// Reads a state dict from safetensors (by its extension or its first bytes) or else a PyTorch
+/// `.pth` zip. Float tensors of any width become f32; integer and boolean tensors are left out.
 ///
 /// A `.pth` must hold contiguous tensors, as torchvision's weight files and `torch.save` of a
 /// standard module's `state_dict()` do: burn-store 0.21 reads each tensor's storage in order and
@@ -32,7 +32,7 @@ pub type StateDict = HashMap<String, (Vec<usize>, Vec<f32>)>;
 /// safetensors, which holds only contiguous tensors).
 pub fn read_state_dict(path: &Path) -> Result<StateDict> {
     let bad = |m: String| Error::checkpoint(path, m);
-    let is_safetensors = path.extension().is_some_and(|e| e == "safetensors");
+    let is_safetensors = path.extension().is_some_and(|e| e == "safetensors") || begins_as_safetensors(path);
     let mut dict = StateDict::new();
     if is_safetensors {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
@@ -65,6 +65,14 @@ pub fn read_state_dict(path: &Path) -> Result<StateDict> {
         }
     }
     Ok(dict)
+}
+
+/// Whether the file starts as safetensors do (an 8-byte little-endian header length, then the
+/// header's `{`), where a `.pth` starts as a zip (`PK`) or a pickle.
+fn begins_as_safetensors(path: &Path) -> bool {
+    use std::io::Read;
+    let mut start = [0u8; 9];
+    std::fs::File::open(path).and_then(|mut file| file.read_exact(&mut start)).is_ok() && start[8] == b'{'
 }
 
 /// Puts the weights of a LeRobot Diffusion Policy state dict (its `model.safetensors`: names as

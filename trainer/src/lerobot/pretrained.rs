@@ -1,6 +1,6 @@
 //! Loading torchvision's ResNet-18 weights (`resnet18-*.pth`, or the same state dict as
 //! `.safetensors`) from a local file into an encoder's backbone: LeRobot 0.6's
-//! `pretrained_backbone_weights`, never downloaded.
+//! `pretrained_backbone_weights` (`torch_hub` finds the file for a name).
 
 use std::path::Path;
 

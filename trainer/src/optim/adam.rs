@@ -1,6 +1,6 @@
 //! Adam's state as two flat buffers, and the fused update of a whole model.
 
-use burn::module::{ModuleMapper, Param};
+use burn::module::Param;
 use burn::prelude::*;
 use burn::record::Record;
 use burn::tensor::TensorPrimitive;
@@ -8,7 +8,8 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
 use kernels::{AdamStep, FlatBuffers, Kernels};
 
-use super::flat::{FlatLayout, is_running_statistic};
+use super::flat::FlatLayout;
+use super::trainable::{MapTrainable, map_trainable};
 use crate::error::{Error, Result};
 use crate::policy_config::DiffusionConfig;
 
@@ -106,12 +107,10 @@ impl<B: Kernels> FlatAdam<B> {
         };
         // The weights are taken out of the model (so that the CPU's pass holds their only
         // handle and writes in place), updated all at once, and put back.
-        let mut taken = TakeWeights::<B>::new(&self.layout);
-        let model = model.map(&mut taken);
+        let (model, taken) = map_trainable(model, TakeWeights::<B>::new(&self.layout));
         let scale = scale.clone().into_primitive().tensor();
         let updated = B::adam_update_all(taken.weights, &taken.offsets, &mut flat, &scale, &step);
-        let model =
-            model.map(&mut PutWeights::<B> { weights: taken.places.into_iter().zip(updated), path: Vec::new() });
+        let (model, _) = map_trainable(model, PutWeights::<B> { weights: taken.places.into_iter().zip(updated) });
         let FlatBuffers { grads, moment_1, moment_2, average: updated_average } = flat;
         self.moment_1 = float(moment_1);
         self.moment_2 = float(moment_2);
@@ -163,7 +162,6 @@ type Place = (Shape, bool);
 /// [`PutWeights`].
 struct TakeWeights<'a, B: Backend> {
     layout: &'a FlatLayout,
-    path: Vec<String>,
     weights: Vec<FloatTensor<B>>,
     offsets: Vec<usize>,
     places: Vec<Place>,
@@ -171,25 +169,14 @@ struct TakeWeights<'a, B: Backend> {
 
 impl<'a, B: Backend> TakeWeights<'a, B> {
     fn new(layout: &'a FlatLayout) -> Self {
-        Self { layout, path: Vec::new(), weights: Vec::new(), offsets: Vec::new(), places: Vec::new() }
+        Self { layout, weights: Vec::new(), offsets: Vec::new(), places: Vec::new() }
     }
 }
 
-impl<AB: AutodiffBackend<InnerBackend = B>, B: Backend> ModuleMapper<AB> for TakeWeights<'_, B> {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
-    }
-
-    fn map_float<const D: usize>(&mut self, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
-        if is_running_statistic(&self.path) {
-            return param;
-        }
+impl<AB: AutodiffBackend<InnerBackend = B>, B: Backend> MapTrainable<AB> for TakeWeights<'_, B> {
+    fn map<const D: usize>(&mut self, index: usize, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
         let (id, tensor, mapper) = param.consume();
-        self.offsets.push(self.layout.offset(self.weights.len(), id));
+        self.offsets.push(self.layout.offset(index, id));
         let (device, shape) = (tensor.device(), tensor.shape());
         self.places.push((shape.clone(), tensor.is_require_grad()));
         self.weights.push(tensor.inner().reshape([shape.num_elements()]).into_primitive().tensor());
@@ -201,22 +188,10 @@ impl<AB: AutodiffBackend<InnerBackend = B>, B: Backend> ModuleMapper<AB> for Tak
 /// shapes and as trainable as they were.
 struct PutWeights<B: Backend> {
     weights: std::iter::Zip<std::vec::IntoIter<Place>, std::vec::IntoIter<FloatTensor<B>>>,
-    path: Vec<String>,
 }
 
-impl<AB: AutodiffBackend<InnerBackend = B>, B: Backend> ModuleMapper<AB> for PutWeights<B> {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
-    }
-
-    fn map_float<const D: usize>(&mut self, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
-        if is_running_statistic(&self.path) {
-            return param;
-        }
+impl<AB: AutodiffBackend<InnerBackend = B>, B: Backend> MapTrainable<AB> for PutWeights<B> {
+    fn map<const D: usize>(&mut self, _index: usize, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
         let (id, _placeholder, mapper) = param.consume();
         let ((shape, require_grad), weights) = self.weights.next().expect("one updated tensor per parameter taken");
         let mut tensor = Tensor::<AB, D>::from_inner(float::<B>(weights).reshape(shape));

@@ -1,13 +1,15 @@
 //! The trainable parameters laid end to end: each one's range in the optimiser's flat buffers,
 //! the gradients gathered into one buffer, weights read out of and written back into the model.
 
-use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
+use burn::module::{Module, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
 use burn::tensor::TensorPrimitive;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
 use kernels::Kernels;
+
+use super::trainable::{MapTrainable, VisitTrainable, map_trainable, visit_trainable};
 
 /// Where each trainable parameter of a model lives in a flat buffer, in the model's visiting
 /// order. BatchNorm's running statistics are not trainable and have no range.
@@ -20,27 +22,14 @@ pub struct FlatLayout {
 impl FlatLayout {
     /// The layout of `model`'s trainable parameters.
     pub fn of<B: Backend, M: Module<B>>(model: &M) -> Self {
-        struct Collect {
-            path: Vec<String>,
-            layout: FlatLayout,
-        }
-        impl<B: Backend> ModuleVisitor<B> for Collect {
-            fn enter_module(&mut self, name: &str, _container_type: &str) {
-                self.path.push(name.to_string());
-            }
-            fn exit_module(&mut self, _name: &str, _container_type: &str) {
-                self.path.pop();
-            }
-            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-                if !is_running_statistic(&self.path) {
-                    self.layout.params.push((param.id, self.layout.len));
-                    self.layout.len += param.shape().num_elements();
-                }
+        struct Collect(FlatLayout);
+        impl<B: Backend> VisitTrainable<B> for Collect {
+            fn visit<const D: usize>(&mut self, _index: usize, param: &Param<Tensor<B, D>>) {
+                self.0.params.push((param.id, self.0.len));
+                self.0.len += param.shape().num_elements();
             }
         }
-        let mut collect = Collect { path: Vec::new(), layout: Self { params: Vec::new(), len: 0 } };
-        model.visit(&mut collect);
-        collect.layout
+        visit_trainable(model, Collect(Self { params: Vec::new(), len: 0 })).0
     }
 
     /// Elements in a flat buffer.
@@ -53,7 +42,7 @@ impl FlatLayout {
         self.len == 0
     }
 
-    /// The offset of the next trainable parameter met in visiting order, checked against `id`.
+    /// The offset of the `index`-th trainable parameter in visiting order, checked against `id`.
     pub(super) fn offset(&self, index: usize, id: ParamId) -> usize {
         let (expected, offset) = self.params[index];
         assert_eq!(expected, id, "the model's parameters changed since its flat layout was taken");
@@ -104,22 +93,12 @@ impl FlatLayout {
         struct Gather<'a, B: AutodiffBackend> {
             layout: &'a FlatLayout,
             grads: &'a mut GradientsParams,
-            path: Vec<String>,
             parts: Vec<FloatTensor<B::InnerBackend>>,
             device: B::Device,
         }
-        impl<B: AutodiffBackend> ModuleVisitor<B> for Gather<'_, B> {
-            fn enter_module(&mut self, name: &str, _container_type: &str) {
-                self.path.push(name.to_string());
-            }
-            fn exit_module(&mut self, _name: &str, _container_type: &str) {
-                self.path.pop();
-            }
-            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-                if is_running_statistic(&self.path) {
-                    return;
-                }
-                self.layout.offset(self.parts.len(), param.id);
+        impl<B: AutodiffBackend> VisitTrainable<B> for Gather<'_, B> {
+            fn visit<const D: usize>(&mut self, index: usize, param: &Param<Tensor<B, D>>) {
+                self.layout.offset(index, param.id);
                 let part = match self.grads.remove::<B::InnerBackend, D>(param.id) {
                     Some(g) => g,
                     None => {
@@ -132,38 +111,24 @@ impl FlatLayout {
                 self.parts.push(part.into_primitive().tensor());
             }
         }
-        let mut gather =
-            Gather::<B> { layout: self, grads, path: Vec::new(), parts: Vec::new(), device: device.clone() };
-        model.visit(&mut gather);
-        gather.parts
+        visit_trainable(model, Gather::<B> { layout: self, grads, parts: Vec::new(), device: device.clone() }).parts
     }
 
     /// `model`'s trainable weights laid end to end (f32).
     pub fn gather_weights<B: Backend, M: Module<B>>(&self, model: &M) -> Tensor<B, 1> {
         struct Gather<'a, B: Backend> {
             layout: &'a FlatLayout,
-            path: Vec<String>,
             parts: Vec<Tensor<B, 1>>,
         }
-        impl<B: Backend> ModuleVisitor<B> for Gather<'_, B> {
-            fn enter_module(&mut self, name: &str, _container_type: &str) {
-                self.path.push(name.to_string());
-            }
-            fn exit_module(&mut self, _name: &str, _container_type: &str) {
-                self.path.pop();
-            }
-            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-                if !is_running_statistic(&self.path) {
-                    self.layout.offset(self.parts.len(), param.id);
-                    let value = param.val();
-                    let n = value.shape().num_elements();
-                    self.parts.push(value.cast(burn::tensor::FloatDType::F32).reshape([n]));
-                }
+        impl<B: Backend> VisitTrainable<B> for Gather<'_, B> {
+            fn visit<const D: usize>(&mut self, index: usize, param: &Param<Tensor<B, D>>) {
+                self.layout.offset(index, param.id);
+                let value = param.val();
+                let n = value.shape().num_elements();
+                self.parts.push(value.cast(burn::tensor::FloatDType::F32).reshape([n]));
             }
         }
-        let mut gather = Gather { layout: self, path: Vec::new(), parts: Vec::new() };
-        model.visit(&mut gather);
-        Tensor::cat(gather.parts, 0)
+        Tensor::cat(visit_trainable(model, Gather { layout: self, parts: Vec::new() }).parts, 0)
     }
 
     /// `model` with its trainable weights read from `flat` (its running statistics unchanged).
@@ -171,35 +136,17 @@ impl FlatLayout {
         struct Scatter<'a, B: Backend> {
             layout: &'a FlatLayout,
             flat: &'a Tensor<B, 1>,
-            path: Vec<String>,
-            index: usize,
         }
-        impl<B: Backend> ModuleMapper<B> for Scatter<'_, B> {
-            fn enter_module(&mut self, name: &str, _container_type: &str) {
-                self.path.push(name.to_string());
-            }
-            fn exit_module(&mut self, _name: &str, _container_type: &str) {
-                self.path.pop();
-            }
-            fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
-                if is_running_statistic(&self.path) {
-                    return param;
-                }
+        impl<B: Backend> MapTrainable<B> for Scatter<'_, B> {
+            fn map<const D: usize>(&mut self, index: usize, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
                 let (id, value, mapper) = param.consume();
-                let offset = self.layout.offset(self.index, id);
-                self.index += 1;
+                let offset = self.layout.offset(index, id);
                 let shape = value.shape();
                 let n = shape.num_elements();
                 let weights = self.flat.clone().slice(offset..offset + n).reshape(shape).cast(value.dtype());
                 Param::from_mapped_value(id, weights.set_require_grad(value.is_require_grad()), mapper)
             }
         }
-        model.map(&mut Scatter { layout: self, flat, path: Vec::new(), index: 0 })
+        map_trainable(model, Scatter { layout: self, flat }).0
     }
-}
-
-/// Whether the parameter at `path` is one of BatchNorm's running statistics (copied, never
-/// trained).
-pub(crate) fn is_running_statistic(path: &[String]) -> bool {
-    matches!(path.last().map(String::as_str), Some("running_mean" | "running_var"))
 }

@@ -9,6 +9,7 @@
 
 mod adam;
 mod flat;
+mod trainable;
 
 pub use adam::{FlatAdam, FlatAdamRecord};
 pub use flat::FlatLayout;

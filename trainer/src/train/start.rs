@@ -14,7 +14,7 @@ use crate::checkpoint::{self, TrainingState};
 use crate::ema::Ema;
 use crate::error::{Error, Result};
 use crate::inputs::InputPipeline;
-use crate::lerobot::load_resnet18;
+use crate::lerobot::{TorchHub, backbone_weights_file, load_resnet18};
 use crate::model::{DiffusionModel, materialize, with_seeded_generator};
 use crate::policy_config::{DiffusionConfig, PolicyFeatures};
 use crate::precision::LossScaler;
@@ -36,11 +36,31 @@ pub fn init_model<B: Kernels>(
         materialize(&model);
         model
     });
-    if let Some(path) = &config.pretrained_backbone_weights {
+    if let Some(weights) = &config.pretrained_backbone_weights {
+        let mut on_download =
+            |url: &str, path: &Path| tracing::info!("downloading {weights} from {url} to {}", path.display());
+        let path = backbone_weights_file(weights, &TorchHub::from_env(), &mut on_download)?;
         model.rgb_encoder =
-            model.rgb_encoder.into_iter().map(|e| load_resnet18(e, path, device)).collect::<Result<_>>()?;
+            model.rgb_encoder.into_iter().map(|e| load_resnet18(e, &path, device)).collect::<Result<_>>()?;
     }
     Ok(model)
+}
+
+/// `config` with its backbone weights' name (if any) replaced by their file, downloaded first
+/// when missing; each said on `on_progress`.
+fn locate_backbone_weights(
+    config: &DiffusionConfig,
+    on_progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<DiffusionConfig> {
+    let Some(weights) = &config.pretrained_backbone_weights else {
+        return Ok(config.clone());
+    };
+    let mut on_download = |url: &str, path: &Path| {
+        on_progress(Progress::Line(&format!("downloading {weights} from {url} to {}", path.display())));
+    };
+    let path = backbone_weights_file(weights, &TorchHub::from_env(), &mut on_download)?;
+    on_progress(Progress::Line(&format!("pretrained backbone: {weights} ({})", path.display())));
+    Ok(DiffusionConfig { pretrained_backbone_weights: Some(path.to_string_lossy().into_owned()), ..config.clone() })
 }
 
 /// Where a run starts: the step runner, the training state and the normalisation statistics.
@@ -66,14 +86,22 @@ impl<B: TrainingBackend> Start<B> {
     ) -> Result<Self> {
         let fresh = fresh_state(config, run, world_size)?;
         match resume {
-            None => Self::fresh(config, run, fresh, device),
+            None => Self::fresh(config, run, fresh, device, on_progress),
             Some(path) => Self::resumed(config, run, &fresh, path, device, on_progress),
         }
     }
 
-    /// A new run: seeded weights, the dataset's statistics, step 0.
-    fn fresh(config: &TrainConfig, run: &TrainData, state: TrainingState, device: B::Device) -> Result<Self> {
-        let model = init_model::<B>(&config.policy.config, &run.features, config.seed, &device)?;
+    /// A new run: seeded weights (the backbone's pretrained ones, if named), the dataset's
+    /// statistics, step 0.
+    fn fresh(
+        config: &TrainConfig,
+        run: &TrainData,
+        state: TrainingState,
+        device: B::Device,
+        on_progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<Self> {
+        let policy = locate_backbone_weights(&config.policy.config, on_progress)?;
+        let model = init_model::<B>(&policy, &run.features, config.seed, &device)?;
         let normalizer = run.normalizer(config)?;
         let ema = config.ema.enable.then(|| Ema::new(&model.valid(), config.ema.clone()));
         let runner = build_runner(config, run, model, &normalizer, ema, device)?;

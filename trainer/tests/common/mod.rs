@@ -2,6 +2,8 @@
 //! dataset and the tiny policy configuration they train.
 #![allow(dead_code, reason = "each test binary uses a part of these")]
 
+pub mod lerobot_model;
+
 use std::path::{Path, PathBuf};
 
 use datasets::synth::{SynthConfig, write_dataset};

@@ -104,8 +104,10 @@ config_flags! {
     /// U-Net widths, comma-separated.
     #[arg(value_delimiter = ',')]
     down_dims: Vec<usize> => "policy.down_dims";
-    /// torchvision ResNet-18 weights file (.pth or .safetensors).
-    pretrained_backbone_weights: PathBuf => "policy.pretrained_backbone_weights";
+    /// The backbone's starting weights: torchvision's name as LeRobot gives it
+    /// (ResNet18_Weights.IMAGENET1K_V1, from torch's hub cache, downloaded when missing), a
+    /// ResNet-18 file (.pth or .safetensors), or none.
+    pretrained_backbone_weights: NameOrNone => "policy.pretrained_backbone_weights";
     /// GroupNorm instead of BatchNorm in the backbone.
     use_group_norm: bool => "policy.use_group_norm";
     /// One encoder per camera.
@@ -249,6 +251,19 @@ impl FromStr for ImageShape {
     }
 }
 
+/// A name, or `none` (serialised as a string or `null`).
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
+pub struct NameOrNone(Option<String>);
+
+impl FromStr for NameOrNone {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Ok(Self((text != "none").then(|| text.to_string())))
+    }
+}
+
 /// The kind of a `--devices` list (`cuda:0,cuda:1`, `cpu,cpu`): one kind, ordinals `0..N` in
 /// order (a bare kind counts as the next ordinal).
 fn parse_device_list(devices: &[String]) -> Result<DeviceKind> {
@@ -315,6 +330,7 @@ mod tests {
             "--policy.crop_shape=84x96",
             "--policy.resize_shape=none",
             "--policy.down_dims=64,128",
+            "--policy.pretrained_backbone_weights=none",
             "--sampler.order=blocks",
             "--dataset.image_transforms.enable=true",
             "--policy.preset=lerobot-0.6",
@@ -328,7 +344,10 @@ mod tests {
                     "root": ["a", "b"], "episodes": [0, 3, 4], "frame_cache": "off", "frame_cache_budget_gb": 2.5,
                     "image_transforms": {"enable": true},
                 },
-                "policy": {"crop_shape": [84, 96], "resize_shape": null, "down_dims": [64, 128], "preset": "lerobot-0.6"},
+                "policy": {
+                    "crop_shape": [84, 96], "resize_shape": null, "down_dims": [64, 128],
+                    "pretrained_backbone_weights": null, "preset": "lerobot-0.6",
+                },
                 "sampler": {"order": "blocks"},
                 "device": "cuda", "num_devices": 2,
                 "ema": {"enable": true},

@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use burn::backend::Autodiff;
 use kernels::{DeviceTask, Kernels, run_on};
 use trainer::parallel::Processes;
-use trainer::{Progress, TrainConfig, TrainOutcome};
+use trainer::{DiffusionConfig, Progress, TrainConfig, TrainOutcome};
 
 use crate::args::TrainArgs;
 use crate::demo::demo_overrides;
@@ -69,7 +69,8 @@ fn resolve(args: &TrainArgs) -> Result<TrainConfig> {
     Ok(config)
 }
 
-/// A dry run: the model built for the dataset, its learnable parameters counted.
+/// A dry run: the model built for the dataset, its learnable parameters counted (pretrained
+/// weights are neither loaded nor downloaded: they change no count).
 struct DryRun {
     config: TrainConfig,
 }
@@ -78,7 +79,8 @@ impl DeviceTask for DryRun {
     type Output = Result<usize>;
     fn run<B: Kernels>(self, device: B::Device) -> Result<usize> {
         let data = trainer::TrainData::open(&self.config)?;
-        let model = trainer::init_model::<B>(&self.config.policy.config, &data.features, self.config.seed, &device)?;
+        let policy = DiffusionConfig { pretrained_backbone_weights: None, ..self.config.policy.config.clone() };
+        let model = trainer::init_model::<B>(&policy, &data.features, self.config.seed, &device)?;
         Ok(model.num_learnable_params())
     }
 }

@@ -1,0 +1,138 @@
+//! The GPU backends' optimiser pass (`kernels/src/cube.rs`) against the CPU's, on burn's wgpu
+//! backend without fusion. Run where a wgpu adapter exists (a GPU, or Mesa's lavapipe on the CPU,
+//! Debian's `mesa-vulkan-drivers`): `cargo test --release -p kernels --features wgpu-untuned
+//! --test cube`, as `scripts/test.sh` does on lavapipe.
+
+use burn::backend::wgpu::WgpuDevice;
+use burn::backend::{Flex, Wgpu};
+use burn::prelude::*;
+use burn::tensor::TensorPrimitive;
+use burn::tensor::ops::FloatTensor;
+use kernels::{AdamStep, FlatBuffers, Kernels, MAX_PARTS_PER_LAUNCH};
+
+/// burn's wgpu backend without fusion (the `wgpu-untuned` build), which the kernels serve.
+type Gpu = Wgpu;
+
+fn values(n: usize, seed: f32) -> Vec<f32> {
+    (0..n).map(|i| ((i as f32 * 0.7548 + seed).sin() * 43758.547).fract() - 0.5).collect()
+}
+
+fn primitive<B: Backend>(values: Vec<f32>, device: &B::Device) -> FloatTensor<B> {
+    let n = values.len();
+    Tensor::<B, 1>::from_data(TensorData::new(values, [n]), device).into_primitive().tensor()
+}
+
+fn read<B: Backend>(t: &FloatTensor<B>) -> Vec<f32> {
+    Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(t.clone())).into_data().to_vec().unwrap()
+}
+
+/// The largest difference between `a` and `b` relative to the larger magnitude (or 1e-3 for
+/// values near zero).
+fn max_relative(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(a, b)| (a - b).abs() / a.abs().max(b.abs()).max(1e-3)).fold(0.0, f32::max)
+}
+
+/// The buffers of `len` weights, the same on both backends.
+fn buffers<B: Backend>(len: usize, device: &B::Device) -> FlatBuffers<B> {
+    FlatBuffers {
+        grads: primitive::<B>(values(len, 1.0), device),
+        moment_1: primitive::<B>(values(len, 2.0).iter().map(|v| v * 1e-2).collect(), device),
+        moment_2: primitive::<B>(values(len, 3.0).iter().map(|v| v * v * 1e-3).collect(), device),
+        average: Some(primitive::<B>(values(len, 4.0), device)),
+    }
+}
+
+/// More parameters than one launch takes (so two launches, the second of a different
+/// width), of sizes from one weight to 70,000, through twenty updates with new gradients
+/// each step and a clipping scale, with decay and an average (copied at the first step,
+/// blended after), without either (the kernel's placeholder for the average), and with an
+/// average buffer no weight moves: the kernel's weights, moments and average, all
+/// parameters updated at once, equal the CPU's fused pass one parameter at a time (itself
+/// equal to the portable operations) to 1e-6 relative. (On lavapipe, to the bit; a GPU
+/// compiler may fuse a multiply and an add.)
+#[test]
+fn the_kernel_equals_the_cpu_update_over_twenty_steps() {
+    // (case, weight decay, an average buffer, the average moved)
+    let cases =
+        [("decay, average", 1e-6, true, true), ("neither", 0.0, false, false), ("average kept", 1e-6, true, false)];
+    for (case, weight_decay, average, moved) in cases {
+        let sizes: Vec<usize> =
+            [70_000, 37].into_iter().chain((0..MAX_PARTS_PER_LAUNCH + 6).map(|i| 1 + i * 37 % 500)).collect();
+        let len: usize = sizes.iter().sum();
+        let (cpu, gpu) = (Default::default(), WgpuDevice::default());
+        let (mut on_cpu, mut on_gpu) = (buffers::<Flex>(len, &cpu), buffers::<Gpu>(len, &gpu));
+        if !average {
+            (on_cpu.average, on_gpu.average) = (None, None);
+        }
+        let (scale_cpu, scale_gpu) = (primitive::<Flex>(vec![0.37], &cpu), primitive::<Gpu>(vec![0.37], &gpu));
+        let initial = |i: usize| values(sizes[i], 5.0 + i as f32);
+        let mut weights_cpu: Vec<_> = (0..sizes.len()).map(|i| primitive::<Flex>(initial(i), &cpu)).collect();
+        let mut weights_gpu: Vec<_> = (0..sizes.len()).map(|i| primitive::<Gpu>(initial(i), &gpu)).collect();
+        let offsets = sizes.iter().scan(0, |at, &n| Some(std::mem::replace(at, *at + n))).collect::<Vec<_>>();
+        for time in 1..=20 {
+            let grads = values(len, 10.0 + time as f32);
+            on_cpu.grads = primitive::<Flex>(grads.clone(), &cpu);
+            on_gpu.grads = primitive::<Gpu>(grads, &gpu);
+            let step = AdamStep {
+                lr: 1e-3,
+                beta_1: 0.95,
+                beta_2: 0.999,
+                epsilon: 1e-8,
+                weight_decay,
+                time,
+                ema_weight: moved.then_some(if time == 1 { 1.0 } else { 0.25 }),
+            };
+            for (w_cpu, &offset) in weights_cpu.iter_mut().zip(&offsets) {
+                *w_cpu = Flex::adam_update(w_cpu.clone(), &mut on_cpu, offset, &scale_cpu, &step);
+            }
+            weights_gpu = Gpu::adam_update_all(weights_gpu, &offsets, &mut on_gpu, &scale_gpu, &step);
+        }
+        for (i, (a, b)) in weights_cpu.iter().zip(&weights_gpu).enumerate() {
+            assert!(max_relative(&read::<Flex>(a), &read::<Gpu>(b)) <= 1e-6, "{case}: weights of parameter {i}");
+            assert!(max_relative(&read::<Gpu>(b), &initial(i)) > 1e-3, "{case}: the weights of parameter {i} moved");
+        }
+        let mut pairs = vec![
+            ("first moment", &on_cpu.moment_1, &on_gpu.moment_1),
+            ("second moment", &on_cpu.moment_2, &on_gpu.moment_2),
+        ];
+        if let (Some(a), Some(b)) = (&on_cpu.average, &on_gpu.average) {
+            pairs.push(("average", a, b));
+        }
+        for (name, a, b) in pairs {
+            assert!(max_relative(&read::<Flex>(a), &read::<Gpu>(b)) <= 1e-6, "{case}: {name}");
+        }
+    }
+}
+
+/// Gradients as burn hands them over: contiguous, permuted views (a convolution's weight
+/// gradient), a transposed matrix, a slice of a larger buffer, an empty one, more of them
+/// than one launch takes: gathered into the flat buffer equal to the bit what the CPU
+/// gathers, written into a reused buffer the same.
+#[test]
+fn the_gather_equals_the_cpus_for_every_layout() {
+    fn parts<B: Backend>(device: &B::Device) -> Vec<FloatTensor<B>> {
+        let tensor = |shape: [usize; 3], seed: f32| {
+            Tensor::<B, 1>::from_data(
+                TensorData::new(values(shape.iter().product(), seed), [shape.iter().product::<usize>()]),
+                device,
+            )
+            .reshape(shape)
+        };
+        let mut parts = vec![
+            tensor([4, 3, 5], 1.0),
+            tensor([4, 3, 5], 2.0).permute([2, 0, 1]),
+            tensor([1, 7, 6], 3.0).swap_dims(1, 2),
+            tensor([2, 9, 4], 4.0).slice([0..2, 3..8, 1..3]),
+            tensor([0, 3, 2], 5.0),
+        ];
+        parts.extend((0..MAX_PARTS_PER_LAUNCH).map(|i| tensor([1 + i % 3, 2, 1 + i % 5], 6.0 + i as f32)));
+        parts.into_iter().map(|t| t.into_primitive().tensor()).collect()
+    }
+    let (cpu, gpu) = (Default::default(), WgpuDevice::default());
+    let expected = read::<Flex>(&Flex::concat_flat(parts::<Flex>(&cpu), None, &cpu));
+    let gathered = Gpu::concat_flat(parts::<Gpu>(&gpu), None, &gpu);
+    assert_eq!(read::<Gpu>(&gathered), expected, "a new buffer");
+    let reused = Gpu::concat_flat(parts::<Gpu>(&gpu), Some(primitive::<Gpu>(vec![7.0; expected.len()], &gpu)), &gpu);
+    assert_eq!(read::<Gpu>(&reused), expected, "a reused buffer");
+}

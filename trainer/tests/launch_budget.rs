@@ -1,0 +1,83 @@
+//! The kernels one training step launches on burn's wgpu backend without fusion, counted from
+//! cubecl's own launch log on Mesa's lavapipe (Vulkan on the CPU, which
+//! `scripts/install-debian-packages.sh` installs) against budgets: a change that launches more
+//! fails here (bench/RESULTS.md, "Kernel launches per step"). `scripts/test.sh` runs it with
+//! `cargo test --release -p trainer --no-default-features --features wgpu-untuned --test
+//! launch_budget`; `bench train-step --count-launches` gives the same counts by kernel.
+
+use burn::backend::wgpu::WgpuDevice;
+use burn::backend::{Autodiff, Wgpu};
+use burn::prelude::*;
+use kernels::LaunchLog;
+use loader::SamplerState;
+use serde_json::json;
+use trainer::{InputPipeline, StepRunner, TrainConfig, TrainData, init_model};
+
+/// The whole step of the tiny policy: 4,700 launches when the budget was set.
+const STEP_BUDGET: usize = 4_750;
+/// The gradients' gather with their norm, and the optimiser's update: 20 launches each on
+/// lavapipe (its ~30 bindings a kernel allow about twenty parameters a launch), from 245 and 212
+/// when each parameter had launches of its own.
+const CLIP_BUDGET: usize = 24;
+const OPTIM_BUDGET: usize = 24;
+
+/// The launches of one step's phases, in order.
+const PHASES: [&str; 5] = ["prepare", "forward", "backward", "clip", "optim"];
+
+#[test]
+fn a_tiny_step_on_wgpu_launches_no_more_kernels_than_its_budget() {
+    let scratch = tempfile::tempdir().expect("a temporary folder");
+    // Before the first GPU device: cubecl reads its configuration once.
+    let log = LaunchLog::start(&scratch.path().join("launches.log")).expect("the launch log starts");
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/lerobot-0.6.1/pusht_images");
+    // The tiny policy (as `bench train-step --tiny`) on PushT's images, stored in parquet so
+    // that this build needs no FFmpeg; the batch's size does not change what is launched.
+    let overrides = json!({
+        "dataset": {"root": fixture, "frame_cache": "off"},
+        "policy": {"preset": "classic", "pretrained_backbone_weights": null, "down_dims": [64, 128, 256], "diffusion_step_embed_dim": 64},
+        "batch_size": 2,
+        "num_workers": 1,
+    });
+    let config = TrainConfig::resolve(None, overrides).expect("the configuration resolves");
+    let policy = &config.policy.config;
+    let data = TrainData::open(&config).expect("the fixture opens");
+    let normalizer = data.normalizer(&config).expect("its statistics");
+    let pipeline =
+        InputPipeline::new(policy.clone(), data.features.clone(), normalizer, config.dataset.image_transforms.clone());
+    let device = WgpuDevice::default();
+    let model = init_model::<Autodiff<Wgpu>>(policy, &data.features, config.seed, &device).expect("the model");
+    let mut runner = StepRunner::new(model, policy.clone(), pipeline, config.seed, config.steps, device.clone());
+    let batch =
+        data.loader(&config, SamplerState::default()).expect("a loader").next().expect("a batch").expect("read");
+
+    // The count after each phase, read once the device has finished it.
+    let mut counts = vec![log.settled_count()];
+    let mut phase_ended = || {
+        Wgpu::sync(&device).expect("the device synchronises");
+        counts.push(log.settled_count());
+    };
+    let prepared = runner.prepare(&batch, 0, 0).expect("the batch is prepared");
+    phase_ended();
+    let loss = runner.loss(&prepared);
+    phase_ended();
+    let grads = runner.gradients(&loss);
+    phase_ended();
+    let (grads, clipping) = runner.flatten_and_clip(grads);
+    phase_ended();
+    runner.update(grads, &clipping, 0);
+    phase_ended();
+    let launches: Vec<(&str, usize)> = PHASES.into_iter().zip(counts.windows(2).map(|w| w[1] - w[0])).collect();
+    let step = counts[PHASES.len()] - counts[0];
+    let count = |name: &str| launches.iter().find(|(phase, _)| *phase == name).map(|&(_, n)| n).expect(name);
+    let seen = format!("{step} launches a step: {launches:?}");
+    eprintln!("{seen}");
+    // Counted, not estimated: every phase of a real step launches kernels.
+    for phase in ["forward", "backward", "clip", "optim"] {
+        assert!(count(phase) > 0, "no launches counted for {phase}: {seen}");
+    }
+    assert!(loss.into_scalar().elem::<f32>().is_finite(), "the step's loss is a number");
+    assert!(step <= STEP_BUDGET, "over the budget of {STEP_BUDGET}: {seen}");
+    assert!(count("clip") <= CLIP_BUDGET, "clipping over its budget of {CLIP_BUDGET}: {seen}");
+    assert!(count("optim") <= OPTIM_BUDGET, "the update over its budget of {OPTIM_BUDGET}: {seen}");
+    log.remove();
+}

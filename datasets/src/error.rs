@@ -135,6 +135,15 @@ pub enum Error {
         source: Option<BoxError>,
     },
 
+    /// Files could not be uploaded to a Hub repository.
+    #[error("uploading to {repo_id} on the Hub: {message}")]
+    HubUpload {
+        /// The repository's id, `OWNER/NAME`.
+        repo_id: String,
+        /// What was being done and what went wrong.
+        message: String,
+    },
+
     /// A request made of the dataset is invalid (an index out of range, bad `delta_timestamps`,
     /// an unknown key).
     #[error("{0}")]

@@ -61,7 +61,9 @@ impl From<Error> for Problem {
                 }
             }
             Error::Request(message) => Problem { file: PathBuf::new(), field: "(request)".into(), message },
-            Error::Hub { .. } => Problem { file: PathBuf::new(), field: "(hub)".into(), message: error.to_string() },
+            Error::Hub { .. } | Error::HubUpload { .. } => {
+                Problem { file: PathBuf::new(), field: "(hub)".into(), message: error.to_string() }
+            }
         }
     }
 }

@@ -72,9 +72,12 @@ impl Metrics {
     }
 }
 
-/// Appends metrics to `metrics.csv` and a TensorBoard event file.
+/// Appends metrics to `metrics.csv` (held-out losses to `eval_metrics.csv`) and a TensorBoard
+/// event file.
 pub struct MetricsWriter {
+    dir: std::path::PathBuf,
     csv: BufWriter<File>,
+    eval_csv: Option<BufWriter<File>>,
     events: EventWriter,
 }
 
@@ -92,7 +95,26 @@ impl MetricsWriter {
         if fresh {
             writeln!(csv, "{CSV_HEADER}").map_err(|e| Error::io(&path, e))?;
         }
-        Ok(Self { csv, events: EventWriter::create(dir)? })
+        Ok(Self { dir: dir.to_path_buf(), csv, eval_csv: None, events: EventWriter::create(dir)? })
+    }
+
+    /// Records a held-out loss (`eval/eval_loss` in TensorBoard, as LeRobot's W&B key).
+    pub fn write_eval(&mut self, step: usize, eval_loss: f64) -> Result<()> {
+        let path = self.dir.join("eval_metrics.csv");
+        if self.eval_csv.is_none() {
+            let fresh = !path.exists();
+            let file =
+                std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| Error::io(&path, e))?;
+            let mut csv = BufWriter::new(file);
+            if fresh {
+                writeln!(csv, "step,eval_loss").map_err(|e| Error::io(&path, e))?;
+            }
+            self.eval_csv = Some(csv);
+        }
+        let csv = self.eval_csv.as_mut().expect("opened above");
+        writeln!(csv, "{step},{eval_loss}").and_then(|()| csv.flush()).map_err(|e| Error::io(&path, e))?;
+        self.events.scalar("eval/eval_loss", eval_loss as f32, step as i64)?;
+        self.events.flush()
     }
 
     /// Records one logging period.

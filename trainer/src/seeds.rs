@@ -11,6 +11,8 @@ pub enum Purpose {
     Noise = 1,
     /// Random crops and image augmentation.
     Augment = 2,
+    /// Diffusion noise and timesteps of the held-out loss.
+    EvalNoise = 3,
 }
 
 /// The seed of `purpose`'s draws at optimiser step `step` of a run seeded with `seed`.

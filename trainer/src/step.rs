@@ -279,6 +279,25 @@ impl<B: TrainingBackend> StepRunner<B> {
         model.loss(&inputs.obs, inputs.actions.clone(), &prepared.noise, self.config.prediction_type, mask)
     }
 
+    /// The loss of `batch` as LeRobot's held-out loss computes it: the model in evaluation mode
+    /// (BatchNorm's running statistics, centre crops), no gradients, fresh noise and timesteps
+    /// (drawn from the run's seed, the optimiser step `step` and the batch's position `index` in
+    /// the evaluation, so that the same run gives the same figure).
+    pub fn eval_loss(&self, batch: &Batch, step: usize, index: usize) -> Result<Tensor<B::InnerBackend, 1>> {
+        let inputs = self.pipeline.train_inputs::<B::InnerBackend>(batch, Mode::Eval, &self.device)?;
+        let [_, horizon, actions] = inputs.actions.dims();
+        let noise = draw_noise::<B::InnerBackend>(
+            &self.schedule,
+            [batch.len(), horizon, actions],
+            step_seed(self.seed, step, Purpose::EvalNoise) ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            SamplePositions { first: 0, stride: 1, offset: 0 },
+            &self.device,
+        );
+        let mask = self.config.do_mask_loss_for_padding.then(|| inputs.action_is_pad.clone());
+        let model = self.precision.cast_model(&self.model().valid());
+        Ok(model.loss(&inputs.obs, inputs.actions, &noise, self.config.prediction_type, mask))
+    }
+
     /// The gradients of one micro-batch's `loss` with respect to the (f32) parameters: of
     /// `loss / K`, times the loss scale in f16.
     pub fn gradients(&self, loss: &Tensor<B, 1>) -> GradientsParams {

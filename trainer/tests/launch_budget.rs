@@ -53,7 +53,7 @@ fn a_tiny_step_on_wgpu_launches_no_more_kernels_than_its_budget() {
     // The count after each phase, read once the device has finished it.
     let mut counts = vec![log.settled_count()];
     let mut phase_ended = || {
-        Wgpu::sync(&device).expect("the device synchronises");
+        <Wgpu as Backend>::sync(&device).expect("the device synchronises");
         counts.push(log.settled_count());
     };
     let prepared = runner.prepare(&batch, 0, 0).expect("the batch is prepared");

@@ -28,9 +28,7 @@ use burn::module::AutodiffModule;
 use burn::prelude::*;
 use datasets::FrameShape;
 use serde_json::Value;
-use trainer::lerobot::{
-    EntryValues, StateDict, lerobot_state_dict, load_lerobot_weights, load_resnet18, read_state_dict,
-};
+use trainer::lerobot::{EntryValues, lerobot_state_dict, load_lerobot_weights, load_resnet18, read_state_dict};
 use trainer::model::encoder::RgbEncoder;
 use trainer::{DiffusionConfig, DiffusionModel, Observation, PolicyFeatures, Preset, Sampler, TrainingNoise};
 

@@ -110,7 +110,15 @@ fn a_failed_checkpoint_write_leaves_the_previous_one_intact() {
     files.sort();
     assert_eq!(
         files,
-        ["config.json", "features.json", "model.mpk", "normalizer.json", "optimizer.mpk", "training_state.json"]
+        [
+            "config.json",
+            "features.json",
+            "model.mpk",
+            "normalizer.json",
+            "optimizer.mpk",
+            "pretrained_model",
+            "training_state.json"
+        ]
     );
 
     // A write that fails half-way (here: the optimiser record, as on a full disk).

@@ -19,6 +19,8 @@ mod env;
 #[cfg(feature = "cli")]
 mod progress;
 mod repo_id;
+#[cfg(feature = "hub")]
+mod upload;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -30,6 +32,8 @@ pub use env::{DEFAULT_ENDPOINT, HubEnv};
 #[cfg(feature = "cli")]
 pub use progress::{DownloadBar, resolve_on_terminal};
 pub use repo_id::RepoId;
+#[cfg(feature = "hub")]
+pub use upload::{UploadFile, files_of_folder, upload_to_model_repo};
 
 /// LeRobot 0.6.1's `CODEBASE_VERSION`: the revision asked for when none is given.
 pub const DEFAULT_REVISION: &str = "v3.0";

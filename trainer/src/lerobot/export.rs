@@ -183,7 +183,7 @@ pub fn lerobot_state_dict<B: Backend>(model: &DiffusionModel<B>, config: &Diffus
 }
 
 /// LeRobot's feature description of the policy's inputs and outputs.
-fn features_json(features: &PolicyFeatures) -> (Value, Value) {
+pub(super) fn features_json(features: &PolicyFeatures) -> (Value, Value) {
     let mut inputs = serde_json::Map::new();
     for (key, shape) in &features.cameras {
         inputs.insert(key.clone(), json!({"type": "VISUAL", "shape": [shape.channels, shape.height, shape.width]}));
@@ -196,7 +196,8 @@ fn features_json(features: &PolicyFeatures) -> (Value, Value) {
     (Value::Object(inputs), outputs)
 }
 
-const NORM_MAP: &str = r#"{"VISUAL": "MEAN_STD", "STATE": "MIN_MAX", "ACTION": "MIN_MAX"}"#;
+/// LeRobot's normalisation of each feature type, the only one this trainer implements.
+pub(super) const NORM_MAP: &str = r#"{"VISUAL": "MEAN_STD", "STATE": "MIN_MAX", "ACTION": "MIN_MAX"}"#;
 
 /// LeRobot 0.6.1's `config.json` for a `DiffusionConfig` (every key its `save_pretrained`
 /// writes; draccus refuses unknown ones).

@@ -1,13 +1,14 @@
 //! When a run writes a checkpoint and what goes in it: the model, the optimiser's state, the
-//! EMA, the training state, the resolved configuration, the normalisation statistics and the
-//! features. The folder's layout and its atomic write are [`crate::checkpoint`]'s.
+//! EMA, the training state, the resolved configuration, the normalisation statistics, the
+//! features and, unless turned off, the policy as LeRobot's `pretrained_model/`. The folder's layout and its atomic write are [`crate::checkpoint`]'s.
 
 use std::path::PathBuf;
 
-use burn::module::Module;
+use burn::module::{AutodiffModule, Module};
 
 use crate::checkpoint::{self, CheckpointContents, TrainingState};
 use crate::error::{Error, Result};
+use crate::lerobot::{self, LEROBOT_POLICY_DIR};
 use crate::policy_config::PolicyFeatures;
 use crate::step::{StepRunner, TrainingBackend};
 use crate::train_config::TrainConfig;
@@ -48,6 +49,12 @@ impl<'a> CheckpointWriter<'a> {
         let ema = runner.ema_model();
         checkpoint::save::<B, _>(&self.config.output_dir, runner.model(), &contents, |tmp| {
             checkpoint::save_record::<B::InnerBackend, _>(tmp, "optimizer", optim_record)?;
+            if self.config.save_lerobot_policy {
+                // The policy `trainer export` writes: the EMA of the weights, when kept.
+                let policy = ema.clone().unwrap_or_else(|| runner.model().valid());
+                let dir = tmp.join(LEROBOT_POLICY_DIR);
+                lerobot::export(&policy, &self.config.policy.config, self.features, self.normalizer, &dir)?;
+            }
             match ema {
                 Some(ema) => checkpoint::save_record::<B::InnerBackend, _>(tmp, "ema", ema.into_record()),
                 None => Ok(()),

@@ -30,6 +30,10 @@ pub struct TrainData {
     /// The frame cache the loader reads for each dataset (`dataset.frame_cache`; `auto` is
     /// settled by [`Self::settle_frame_cache`]).
     pub frame_caches: Vec<Option<PathBuf>>,
+    /// The episodes trained on: `dataset.episodes` less those held out (none: every episode).
+    pub train_episodes: Option<Vec<usize>>,
+    /// The episodes held out for the held-out loss (`dataset.eval_split`).
+    pub eval_episodes: Vec<usize>,
 }
 
 impl TrainData {
@@ -73,7 +77,10 @@ impl TrainData {
             }
             FrameCacheChoice::Auto | FrameCacheChoice::Off => Vec::new(),
         };
-        Ok(Self { datasets, features, windows, frame_caches })
+        let mut data =
+            Self { datasets, features, windows, frame_caches, train_episodes: None, eval_episodes: Vec::new() };
+        (data.train_episodes, data.eval_episodes) = super::eval::choose_episodes(&data, config)?;
+        Ok(data)
     }
 
     /// The datasets' normalisation statistics (aggregated over several), as the policy uses them.
@@ -106,7 +113,7 @@ impl TrainData {
             .ordering(config.sampler)
             .frame_encoding(config.dataset.frame_encoding)
             .resume(resume);
-        if let Some(episodes) = &config.dataset.episodes {
+        if let Some(episodes) = &self.train_episodes {
             builder = builder.episodes(episodes.clone());
         }
         if let Some(weights) = &config.dataset.weights {
@@ -115,17 +122,35 @@ impl TrainData {
         Ok(builder.build()?)
     }
 
+    /// The held-out episodes' frames, every one once in dataset order (the last batch possibly
+    /// shorter), as LeRobot's evaluation `DataLoader` gives them.
+    pub fn eval_loader(&self, config: &TrainConfig) -> Result<Loader> {
+        Ok(Loader::builder(self.datasets.clone())
+            .batch_size(config.batch_size)
+            .num_workers(config.num_workers)
+            .prefetch(config.prefetch)
+            .shuffle(false)
+            .drop_last(false)
+            .drop_frames(0, 0)
+            .episodes(self.eval_episodes.clone())
+            .windows(self.windows.clone())
+            .frame_caches(self.frame_caches.clone())
+            .frame_encoding(config.dataset.frame_encoding)
+            .max_epochs(1)
+            .build()?)
+    }
+
     /// Each dataset's fingerprint: what a checkpoint records, so that a resumed run reads the
     /// same data.
     pub fn fingerprints(&self) -> Result<Vec<u64>> {
         Ok(self.datasets.parts().iter().map(|d| frame_cache::fingerprint(d)).collect::<datasets::Result<_>>()?)
     }
 
-    /// The frames and episodes sampled from (the chosen episodes, or all): LeRobot's
+    /// The frames and episodes trained on (the chosen episodes less the held-out ones, or all): LeRobot's
     /// `num_frames` and `num_episodes`, from which the log counts epochs and episodes.
-    pub fn sampled(&self, config: &TrainConfig) -> Sampled {
+    pub fn sampled(&self) -> Sampled {
         let all = self.datasets.parts().iter().flat_map(|d| d.episodes());
-        let sampled: Vec<&datasets::Episode> = match &config.dataset.episodes {
+        let sampled: Vec<&datasets::Episode> = match &self.train_episodes {
             Some(list) => all.filter(|e| list.contains(&e.index)).collect(),
             None => all.collect(),
         };

@@ -25,6 +25,7 @@ use crate::train_config::TrainConfig;
 
 mod checkpoints;
 mod data;
+mod eval;
 mod replicas;
 mod start;
 mod steps;

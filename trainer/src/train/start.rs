@@ -14,7 +14,7 @@ use crate::checkpoint::{self, TrainingState};
 use crate::ema::Ema;
 use crate::error::{Error, Result};
 use crate::inputs::InputPipeline;
-use crate::lerobot::{TorchHub, backbone_weights_file, load_resnet18};
+use crate::lerobot::{TorchHub, backbone_weights_file, check_features, load_pretrained_policy, load_resnet18};
 use crate::model::{DiffusionModel, materialize, with_seeded_generator};
 use crate::policy_config::{DiffusionConfig, PolicyFeatures};
 use crate::precision::LossScaler;
@@ -91,8 +91,8 @@ impl<B: TrainingBackend> Start<B> {
         }
     }
 
-    /// A new run: seeded weights (the backbone's pretrained ones, if named), the dataset's
-    /// statistics, step 0.
+    /// A new run: seeded weights (the backbone's pretrained ones, if named), or a pretrained
+    /// policy's (`policy.path`); the dataset's statistics, step 0.
     fn fresh(
         config: &TrainConfig,
         run: &TrainData,
@@ -100,8 +100,21 @@ impl<B: TrainingBackend> Start<B> {
         device: B::Device,
         on_progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Self> {
-        let policy = locate_backbone_weights(&config.policy.config, on_progress)?;
-        let model = init_model::<B>(&policy, &run.features, config.seed, &device)?;
+        let model = match &config.policy.path {
+            None => {
+                let policy = locate_backbone_weights(&config.policy.config, on_progress)?;
+                init_model::<B>(&policy, &run.features, config.seed, &device)?
+            }
+            Some(dir) => {
+                check_features(dir, &run.features)?;
+                // Every weight comes from the pretrained policy: torchvision's are not needed.
+                let policy = DiffusionConfig { pretrained_backbone_weights: None, ..config.policy.config.clone() };
+                let model = init_model::<B>(&policy, &run.features, config.seed, &device)?;
+                let model = load_pretrained_policy(model, &policy, dir)?;
+                on_progress(Progress::Line(&format!("fine-tuning the pretrained policy in {}", dir.display())));
+                model
+            }
+        };
         let normalizer = run.normalizer(config)?;
         let ema = config.ema.enable.then(|| Ema::new(&model.valid(), config.ema.clone()));
         let runner = build_runner(config, run, model, &normalizer, ema, device)?;

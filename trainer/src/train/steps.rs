@@ -1,6 +1,6 @@
 //! The loop: optimiser steps over the loader's batches (`grad_accum` micro-batches each),
-//! metrics every `log_freq` steps and checkpoints when they are due, on every replica of a run
-//! (rank 0 logs and writes).
+//! metrics every `log_freq` steps, the held-out loss every `eval_steps` (rank 0 alone) and
+//! checkpoints when they are due, on every replica of a run (rank 0 logs and writes).
 
 use std::path::Path;
 use std::time::Instant;
@@ -10,6 +10,7 @@ use loader::Loader;
 
 use super::checkpoints::CheckpointWriter;
 use super::data::Sampled;
+use super::eval;
 use super::start::Start;
 use super::{Progress, TrainData, TrainOutcome};
 use crate::checkpoint::TrainingState;
@@ -54,7 +55,15 @@ pub(super) fn train_replica<B: TrainingBackend>(
     report(Progress::Line(&format!("num_learnable_params={num_params} ({})", big_number(num_params as f64))));
     let mut metrics = if main { Some(MetricsWriter::open(&config.output_dir)?) } else { None };
     let saver = CheckpointWriter::new(config, &normalizer, &run.features)?;
-    let sampled = run.sampled(config);
+    let sampled = run.sampled();
+    if !run.eval_episodes.is_empty() {
+        report(Progress::Line(&format!(
+            "held out for the eval loss: {} episodes (eval_split {}), training on {}",
+            run.eval_episodes.len(),
+            config.dataset.eval_split,
+            sampled.episodes
+        )));
+    }
 
     let mut losses = Vec::new();
     let mut last_checkpoint = None;
@@ -69,6 +78,13 @@ pub(super) fn train_replica<B: TrainingBackend>(
             report(Progress::Line(&m.line()));
             if let Some(metrics) = &mut metrics {
                 metrics.write(&m)?;
+            }
+        }
+        if main && eval::due(config, state.step) {
+            let loss = eval::held_out_loss(&runner, run, config, state.step)?;
+            report(Progress::Line(&format!("step {}: eval_loss={loss:.4}", state.step)));
+            if let Some(metrics) = &mut metrics {
+                metrics.write_eval(state.step, loss)?;
             }
         }
         if saver.due(state.step) {

@@ -87,10 +87,29 @@ config_flags! {
     block_episodes: usize => "sampler.block_episodes";
     /// Replace the cameras' mean/std with ImageNet's (default true).
     use_imagenet_stats: bool => "dataset.use_imagenet_stats";
+    /// The share of each task's episodes held out for the held-out loss, in [0, 1): the last
+    /// ceil(n x share) of each task's (default 0).
+    eval_split: f64 => "dataset.eval_split";
+    /// Write each checkpoint's policy as LeRobot's pretrained_model/ too (default true).
+    save_lerobot_policy: bool => "save_lerobot_policy";
+    /// Steps between held-out losses (needs --dataset.eval_split; default 0: never).
+    eval_steps: usize => "eval_steps";
+    /// The held-out frames an evaluation reads at most (default 0: all; no other value yet).
+    max_eval_samples: usize => "max_eval_samples";
     /// Enable LeRobot's image augmentation (default false).
     image_transforms: bool => "dataset.image_transforms.enable";
     /// Policy defaults: classic or lerobot-0.6.
     preset: Preset => "policy.preset";
+    /// A LeRobot pretrained policy to fine-tune (its `pretrained_model/` folder, as
+    /// lerobot-train's): its config.json gives the hyper-parameters the other `--policy.*`
+    /// options do not, its model.safetensors the starting weights.
+    policy_path: PathBuf => "policy.path";
+    /// Push the policy to the Hub at the end of training (needs --policy.repo_id and HF_TOKEN).
+    push_to_hub: bool => "policy.push_to_hub";
+    /// The Hub model repository the policy is pushed to, OWNER/NAME.
+    policy_repo_id: String => "policy.repo_id";
+    /// Make that repository private when it is created.
+    private: bool => "policy.private";
     /// Observation steps.
     n_obs_steps: usize => "policy.n_obs_steps";
     /// Action horizon.
@@ -173,7 +192,8 @@ pub struct TrainArgs {
     /// configuration, and exit.
     #[arg(long)]
     pub dry_run: bool,
-    /// A TOML or JSON file with the configuration's keys (flags override it).
+    /// A TOML or JSON file with the configuration's keys (flags override it), or LeRobot's own
+    /// train_config.json (or the folder holding it), read as LeRobot reads it.
     #[arg(long = "config_path")]
     pub config_path: Option<PathBuf>,
     /// Continue from a checkpoint (an output folder or a checkpoint folder).
@@ -294,13 +314,22 @@ fn parse_device_list(devices: &[String]) -> Result<DeviceKind> {
 
 /// Reads a TOML or JSON configuration file.
 fn read_config_file(path: &Path) -> Result<Value> {
+    let lerobots = path.join("train_config.json");
+    let path = if path.is_dir() && lerobots.is_file() { lerobots.as_path() } else { path };
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     if path.extension().is_some_and(|e| e == "toml") {
         let value: toml::Value = toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-        Ok(serde_json::to_value(value)?)
-    } else {
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+        return Ok(serde_json::to_value(value)?);
     }
+    let value: Value = serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    if !trainer::lerobot::is_lerobot_train_config(&value) {
+        return Ok(value);
+    }
+    let read = trainer::lerobot::from_lerobot_train_config(&value, path)?;
+    if !read.ignored.is_empty() {
+        eprintln!("{}: LeRobot's {} change nothing here: ignored", path.display(), read.ignored.join(", "));
+    }
+    Ok(read.config)
 }
 
 #[cfg(test)]
@@ -362,6 +391,9 @@ mod tests {
             let Some(long) = arg.get_long() else { continue };
             args.push(match long {
                 "demo" | "dry-run" | "config_path" | "resume" | "devices" => continue,
+                // Names a folder that resolving reads (trainer/tests/policy_path.rs).
+                "policy.path" => continue,
+                "policy.repo_id" => format!("--{long}=me/policy"),
                 "dataset.episodes" => format!("--{long}=1"),
                 "policy.crop_shape" | "policy.resize_shape" => format!("--{long}=8x8"),
                 "frame-cache" => format!("--{long}=auto"),

@@ -30,6 +30,7 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         println!("{resolved}");
         return Ok(());
     }
+    let share = config.policy.push_to_hub.then(|| config.clone());
     let outcome = run_on(config.device, Train { config, resume: args.resume.clone(), processes })??;
     if !processes.is_main() {
         return Ok(());
@@ -39,8 +40,31 @@ pub fn train(args: &TrainArgs) -> Result<()> {
     }
     if let Some(dir) = outcome.checkpoint {
         println!("last checkpoint: {}", dir.display());
+        if let Some(config) = &share {
+            push(&dir, config)?;
+        }
     }
     Ok(())
+}
+
+/// Pushes the policy of checkpoint `dir` to the Hub, as `--policy.push_to_hub` asks.
+#[cfg(feature = "hub")]
+fn push(dir: &std::path::Path, config: &TrainConfig) -> Result<()> {
+    let target = trainer::lerobot::ShareTarget {
+        repo_id: config.policy.repo_id.clone().context("policy.repo_id")?,
+        private: config.policy.private,
+    };
+    let policy = dir.join(trainer::lerobot::LEROBOT_POLICY_DIR);
+    let env = datasets::hub::HubEnv::from_env();
+    let url = trainer::lerobot::push_policy_to_hub(&policy, &target, config.dataset.repo_id.as_deref(), &env)?;
+    println!("pushed the policy to {} ({url})", target.repo_id);
+    Ok(())
+}
+
+/// Without the `hub` feature, `resolve` refused `--policy.push_to_hub`.
+#[cfg(not(feature = "hub"))]
+fn push(_dir: &std::path::Path, _config: &TrainConfig) -> Result<()> {
+    bail!("--policy.push_to_hub needs the `hub` feature: this build has none")
 }
 
 /// The run's configuration: the preset's defaults, the config file, the demo's choices and the
@@ -65,6 +89,20 @@ fn resolve(args: &TrainArgs) -> Result<TrainConfig> {
         bail!(
             "no dataset: pass --dataset.root DIR or --dataset.repo_id OWNER/NAME (or --demo to try on a synthetic one)"
         );
+    }
+    if config.policy.push_to_hub {
+        // Checked before training, as LeRobot does, not after hours of it.
+        if config.policy.repo_id.is_none() {
+            bail!("--policy.push_to_hub needs --policy.repo_id OWNER/NAME: where to push the policy");
+        }
+        if !config.save_checkpoint || !config.save_lerobot_policy {
+            bail!(
+                "--policy.push_to_hub pushes the last checkpoint's pretrained_model/: keep save_checkpoint and save_lerobot_policy on"
+            );
+        }
+        if !cfg!(feature = "hub") {
+            bail!("--policy.push_to_hub needs the `hub` feature: this build has none");
+        }
     }
     Ok(config)
 }

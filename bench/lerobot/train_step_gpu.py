@@ -9,6 +9,8 @@ Modes: `f32` (eager, as `lerobot-train` runs without accelerate's mixed precisio
 (the forward under `torch.autocast("cuda", torch.bfloat16)`, as accelerate's `mixed_precision=
 "bf16"` runs it; no loss scaling is needed in bf16).
 
+`--profile` adds one step under torch's profiler: the CUDA kernels of each phase and the costliest.
+
 Usage (on the GPU machine, through `scripts/gpu-run.sh lerobot`):
   python3 bench/lerobot/train_step_gpu.py --root DATASET --batch-sizes 64 256 --modes f32 bf16 \
       --warmup 5 --steps 20 --out OUT/lerobot_gpu.json
@@ -79,6 +81,7 @@ def run(root: Path, batch_size: int, mode: str, args) -> dict:
         if step >= args.warmup:
             for key, value in zip(phases, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t5 - t0)):
                 phases[key].append(1000 * value)
+    profile = kernel_profile(policy, pre, raw, optimizer, scheduler, preset, autocast, sync) if args.profile else None
     mean = {k: sum(v) / len(v) for k, v in phases.items()}
     result = {
         "batch_size": batch_size,
@@ -90,8 +93,49 @@ def run(root: Path, batch_size: int, mode: str, args) -> dict:
         "samples_per_s": round(batch_size * 1000 / mean["step"], 1),
         "peak_memory_gb": round(torch.cuda.max_memory_allocated() / 2**30, 2) if cuda else None,
         "losses": [round(x, 4) for x in losses],
+        "profile": profile,
     }
     print(json.dumps(result), flush=True)
+    return result
+
+
+def kernel_profile(policy, pre, raw, optimizer, scheduler, preset, autocast, sync) -> dict:
+    """One more step under torch's profiler, phase by phase: the CUDA kernels each launched (and
+    memory copies and sets, counted apart) and their GPU time, and the step's costliest kernels."""
+    from torch.profiler import ProfilerActivity, profile
+
+    def device_ms(event):
+        return (getattr(event, "device_time_total", None) or getattr(event, "cuda_time_total", 0)) / 1000
+
+    state = {}
+    phases = {
+        "preprocess": lambda: state.update(batch=pre(dict(raw))),
+        "forward": lambda: state.update(loss=policy.forward(state["batch"])[0]),
+        "backward": lambda: state["loss"].backward(),
+        "clip": lambda: torch.nn.utils.clip_grad_norm_(policy.parameters(), preset.grad_clip_norm, error_if_nonfinite=False),
+        "optim": lambda: (optimizer.step(), optimizer.zero_grad(), scheduler.step()),
+    }
+    result, kernels = {}, {}
+    for name, phase in phases.items():
+        sync()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            with autocast() if name == "forward" else contextlib.nullcontext():
+                phase()
+            sync()
+        gpu = [e for e in prof.key_averages() if e.device_type == torch.autograd.DeviceType.CUDA]
+        copies = [e for e in gpu if e.key.startswith(("Memcpy", "Memset"))]
+        launched = [e for e in gpu if e not in copies]
+        result[name] = {
+            "kernels": sum(e.count for e in launched),
+            "copies_and_sets": sum(e.count for e in copies),
+            "gpu_ms": round(sum(device_ms(e) for e in gpu), 3),
+        }
+        for e in launched:
+            count, ms = kernels.get(e.key, (0, 0.0))
+            kernels[e.key] = (count + e.count, ms + device_ms(e))
+    result["step_kernels"] = sum(p["kernels"] for p in result.values())
+    top = sorted(kernels.items(), key=lambda kv: -kv[1][1])[:15]
+    result["top_kernels"] = [{"kernel": k[:120], "count": c, "gpu_ms": round(ms, 3)} for k, (c, ms) in top]
     return result
 
 
@@ -104,6 +148,7 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--device", default="cuda", help="cuda; cpu only to try the script")
+    parser.add_argument("--profile", action="store_true", help="count each phase's CUDA kernels with torch's profiler")
     args = parser.parse_args()
     torch.backends.cudnn.benchmark = True  # as lerobot-train sets it
     torch.backends.cuda.matmul.allow_tf32 = True

@@ -87,31 +87,17 @@ impl MetricsWriter {
     /// Opens (appending, for resumed runs) the metric files in `dir`.
     pub fn open(dir: &Path) -> Result<Self> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        let path = dir.join("metrics.csv");
-        let fresh = !path.exists();
-        let file =
-            std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| Error::io(&path, e))?;
-        let mut csv = BufWriter::new(file);
-        if fresh {
-            writeln!(csv, "{CSV_HEADER}").map_err(|e| Error::io(&path, e))?;
-        }
+        let csv = append_csv(&dir.join("metrics.csv"), CSV_HEADER)?;
         Ok(Self { dir: dir.to_path_buf(), csv, eval_csv: None, events: EventWriter::create(dir)? })
     }
 
     /// Records a held-out loss (`eval/eval_loss` in TensorBoard, as LeRobot's W&B key).
     pub fn write_eval(&mut self, step: usize, eval_loss: f64) -> Result<()> {
         let path = self.dir.join("eval_metrics.csv");
-        if self.eval_csv.is_none() {
-            let fresh = !path.exists();
-            let file =
-                std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| Error::io(&path, e))?;
-            let mut csv = BufWriter::new(file);
-            if fresh {
-                writeln!(csv, "step,eval_loss").map_err(|e| Error::io(&path, e))?;
-            }
-            self.eval_csv = Some(csv);
-        }
-        let csv = self.eval_csv.as_mut().expect("opened above");
+        let csv = match &mut self.eval_csv {
+            Some(csv) => csv,
+            none => none.insert(append_csv(&path, "step,eval_loss")?),
+        };
         writeln!(csv, "{step},{eval_loss}").and_then(|()| csv.flush()).map_err(|e| Error::io(&path, e))?;
         self.events.scalar("eval/eval_loss", eval_loss as f32, step as i64)?;
         self.events.flush()
@@ -137,6 +123,18 @@ impl MetricsWriter {
         }
         self.events.flush()
     }
+}
+
+/// The CSV file at `path`, opened to append rows (for resumed runs), with `header` written first
+/// when the file is new.
+fn append_csv(path: &Path, header: &str) -> Result<BufWriter<File>> {
+    let fresh = !path.exists();
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| Error::io(path, e))?;
+    let mut csv = BufWriter::new(file);
+    if fresh {
+        writeln!(csv, "{header}").map_err(|e| Error::io(path, e))?;
+    }
+    Ok(csv)
 }
 
 /// A TensorBoard event file (`events.out.tfevents.*`): TFRecord framing of `Event` protocol

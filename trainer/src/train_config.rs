@@ -381,6 +381,19 @@ fn unknown_keys(given: &serde_json::Value, known: &serde_json::Value, prefix: &s
     }
 }
 
+/// Sets `value` at the dotted `key` of `config` (`policy.crop_shape`), making the objects on
+/// the way.
+pub fn set_key(config: &mut serde_json::Value, key: &str, value: serde_json::Value) {
+    let mut at = config;
+    for part in key.split('.') {
+        if !at.is_object() {
+            *at = serde_json::json!({});
+        }
+        at = at.as_object_mut().expect("an object").entry(part).or_insert(serde_json::Value::Null);
+    }
+    *at = value;
+}
+
 /// Merges `patch` into `base`: objects key by key, everything else replaced.
 pub fn merge(base: &mut serde_json::Value, patch: serde_json::Value) {
     match (base, patch) {

@@ -215,8 +215,10 @@ fn verify(path: &Path, size: u64, expected: &Expected) -> std::result::Result<()
         return Err(format!("{length} bytes arrived where the Hub lists {size}"));
     }
     let (name, want, got) = match expected {
-        Expected::Sha256(want) => ("sha256", want, hex(&digest_file::<Sha256>(path, None)?)),
-        Expected::GitBlob(want) => ("git blob id", want, hex(&digest_file::<Sha1>(path, Some(length))?)),
+        Expected::Sha256(want) => ("sha256", want, hex(&digest_file::<Sha256>(path, None).map_err(read_back)?)),
+        Expected::GitBlob(want) => {
+            ("git blob id", want, hex(&digest_file::<Sha1>(path, Some(length)).map_err(read_back)?))
+        }
     };
     if !got.eq_ignore_ascii_case(want) {
         return Err(format!("its {name} is {got}, the Hub's listing says {want}: the file is corrupt"));
@@ -224,16 +226,21 @@ fn verify(path: &Path, size: u64, expected: &Expected) -> std::result::Result<()
     Ok(())
 }
 
+/// What a file that cannot be read back after its download is.
+fn read_back(e: std::io::Error) -> String {
+    format!("cannot read it back: {e}")
+}
+
 /// The digest of a file; with `git_length`, of git's blob header and the file.
-fn digest_file<D: Digest>(path: &Path, git_length: Option<u64>) -> std::result::Result<Vec<u8>, String> {
+pub(super) fn digest_file<D: Digest>(path: &Path, git_length: Option<u64>) -> std::io::Result<Vec<u8>> {
     let mut digest = D::new();
     if let Some(length) = git_length {
         digest.update(format!("blob {length}\0").as_bytes());
     }
-    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot read it back: {e}"))?;
+    let mut file = std::fs::File::open(path)?;
     let mut buffer = vec![0u8; 1 << 20];
     loop {
-        let n = file.read(&mut buffer).map_err(|e| format!("cannot read it back: {e}"))?;
+        let n = file.read(&mut buffer)?;
         if n == 0 {
             break;
         }
@@ -242,7 +249,8 @@ fn digest_file<D: Digest>(path: &Path, git_length: Option<u64>) -> std::result::
     Ok(digest.finalize().to_vec())
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// `bytes` in lowercase hex.
+pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
+use super::download::{digest_file, hex};
 use super::{HubEnv, RepoId};
 use crate::{Error, Result};
 
@@ -114,15 +115,17 @@ impl Hub<'_> {
             }
             ureq::Error::Transport(transport) => format!("{doing}: {transport}"),
         };
+        self.error(message)
+    }
+
+    /// An error of this upload, saying `message`.
+    fn error(&self, message: String) -> Error {
         Error::HubUpload { repo_id: self.repo_id.to_string(), message }
     }
 
     /// The JSON answer of `response`, or an error naming `doing`.
     fn json(&self, doing: &str, response: ureq::Response) -> Result<Value> {
-        response.into_json().map_err(|e| Error::HubUpload {
-            repo_id: self.repo_id.to_string(),
-            message: format!("{doing}: the Hub's answer is not JSON: {e}"),
-        })
+        response.into_json().map_err(|e| self.error(format!("{doing}: the Hub's answer is not JSON: {e}")))
     }
 
     /// Makes the repository; one that exists already (409) is fine.
@@ -164,10 +167,10 @@ impl Hub<'_> {
                     // An empty file is never an LFS object.
                     Some("lfs") => Ok(*size > 0),
                     Some("regular") => Ok(false),
-                    other => Err(Error::HubUpload {
-                        repo_id: self.repo_id.to_string(),
-                        message: format!("{doing}: no upload mode for {} (answered {other:?})", file.path_in_repo),
-                    }),
+                    other => {
+                        Err(self
+                            .error(format!("{doing}: no upload mode for {} (answered {other:?})", file.path_in_repo)))
+                    }
                 }
             })
             .collect()
@@ -191,15 +194,14 @@ impl Hub<'_> {
         let answer = self.json(&doing, response)?;
         let object = &answer["objects"][0];
         if let Some(error) = object.get("error") {
-            return Err(Error::HubUpload { repo_id: self.repo_id.to_string(), message: format!("{doing}: {error}") });
+            return Err(self.error(format!("{doing}: {error}")));
         }
         let Some(upload) = object["actions"].get("upload") else {
             return Ok(()); // The Hub has it already.
         };
-        let href = upload["href"].as_str().ok_or_else(|| Error::HubUpload {
-            repo_id: self.repo_id.to_string(),
-            message: format!("{doing}: the LFS answer has no upload address"),
-        })?;
+        let href = upload["href"]
+            .as_str()
+            .ok_or_else(|| self.error(format!("{doing}: the LFS answer has no upload address")))?;
         let mut put = Self::agent().put(href).set("Content-Length", &size.to_string());
         for (name, value) in upload["header"].as_object().into_iter().flatten() {
             put = put.set(name, value.as_str().unwrap_or_default());
@@ -230,10 +232,7 @@ impl Hub<'_> {
     }
 }
 
-/// The SHA-256 of the file at `path`, in hex.
+/// The SHA-256 of the file at `path`, in hex (as the Hub names LFS objects).
 fn sha256_of(path: &Path) -> Result<String> {
-    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher).map_err(|e| Error::io(path, e))?;
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hex(&digest_file::<Sha256>(path, None).map_err(|e| Error::io(path, e))?))
 }

@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 
 use super::policy_path::{policy_section, same_json};
 use crate::error::{Error, Result};
+use crate::train_config::set_key;
 
 /// LeRobot's configuration read as ours.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,7 +107,7 @@ pub fn from_lerobot_train_config(value: &Value, file: &Path) -> Result<FromLerob
                 for (key, value) in dataset {
                     let path = format!("dataset.{key}");
                     if key == "image_transforms" {
-                        set(&mut ours, "dataset.image_transforms", image_transforms(value, file)?);
+                        set_key(&mut ours, "dataset.image_transforms", image_transforms(value, file)?);
                         continue;
                     }
                     let rule =
@@ -117,15 +118,15 @@ pub fn from_lerobot_train_config(value: &Value, file: &Path) -> Result<FromLerob
             "policy" => {
                 let policy = value.as_object().ok_or_else(|| refuse("policy", "is not an object".into()))?;
                 for (key, value) in policy_section(policy, file, "policy.")? {
-                    set(&mut ours, &format!("policy.{key}"), value);
+                    set_key(&mut ours, &format!("policy.{key}"), value);
                 }
                 if let Some(path) = policy.get("pretrained_path").filter(|p| !p.is_null()) {
-                    set(&mut ours, "policy.path", path.clone());
+                    set_key(&mut ours, "policy.path", path.clone());
                 }
                 // Where the trained policy goes: this run's, unlike a pretrained policy's own.
                 for key in ["push_to_hub", "repo_id", "private"] {
                     if let Some(value) = policy.get(key).filter(|v| !v.is_null()) {
-                        set(&mut ours, &format!("policy.{key}"), value.clone());
+                        set_key(&mut ours, &format!("policy.{key}"), value.clone());
                     }
                 }
             }
@@ -153,7 +154,7 @@ fn apply(
 ) -> Result<()> {
     match rule {
         Rule::To(_) if value.is_null() => {}
-        Rule::To(key) => set(ours, key, value.clone()),
+        Rule::To(key) => set_key(ours, key, value.clone()),
         Rule::Must(expected, why) if !same_json(value, &expected) => {
             return Err(Error::Config(format!("{}: `{path}` is {value}: {why}", file.display())));
         }
@@ -183,7 +184,7 @@ fn optimizer(value: &Value, file: &Path, ours: &mut Value) -> Result<()> {
         ("grad_clip_norm", "policy.grad_clip_norm"),
     ] {
         if let Some(v) = value.get(theirs).filter(|v| !v.is_null()) {
-            set(ours, key, v.clone());
+            set_key(ours, key, v.clone());
         }
     }
     Ok(())
@@ -200,7 +201,7 @@ fn scheduler(value: &Value, file: &Path, ours: &mut Value) -> Result<()> {
         )));
     }
     if let Some(v) = value.get("num_warmup_steps").filter(|v| !v.is_null()) {
-        set(ours, "policy.scheduler_warmup_steps", v.clone());
+        set_key(ours, "policy.scheduler_warmup_steps", v.clone());
     }
     Ok(())
 }
@@ -224,16 +225,4 @@ fn image_transforms(value: &Value, file: &Path) -> Result<Value> {
         ours["tfs"] = Value::Array(list);
     }
     Ok(ours)
-}
-
-/// Sets `value` at the dotted `path` of `config`, making the objects on the way.
-fn set(config: &mut Value, path: &str, value: Value) {
-    let mut at = config;
-    for part in path.split('.') {
-        if !at.is_object() {
-            *at = json!({});
-        }
-        at = at.as_object_mut().expect("an object").entry(part).or_insert(Value::Null);
-    }
-    *at = value;
 }

@@ -38,7 +38,7 @@ macro_rules! config_flags {
                 let mut patch = json!({"dataset": {}, "policy": {}});
                 $(
                     if let Some(value) = &self.$field {
-                        set(&mut patch, $key, serde_json::to_value(value)?);
+                        trainer::set_key(&mut patch, $key, serde_json::to_value(value)?);
                     }
                 )*
                 Ok(patch)
@@ -213,8 +213,8 @@ impl TrainArgs {
         let mut patch = self.config.overrides()?;
         if let Some(devices) = &self.devices {
             let kind = parse_device_list(devices)?;
-            set(&mut patch, "device", json!(kind));
-            set(&mut patch, "num_devices", json!(devices.len()));
+            trainer::set_key(&mut patch, "device", json!(kind));
+            trainer::set_key(&mut patch, "num_devices", json!(devices.len()));
         }
         Ok(patch)
     }
@@ -222,21 +222,6 @@ impl TrainArgs {
     /// The configuration file's keys, when one is given.
     pub fn config_file(&self) -> Result<Option<Value>> {
         self.config_path.as_deref().map(read_config_file).transpose()
-    }
-}
-
-/// Sets `value` at the dotted `key` of `patch` (`policy.crop_shape`), making the objects on
-/// the way.
-fn set(patch: &mut Value, key: &str, value: Value) {
-    let mut at = patch;
-    let mut parts = key.split('.').peekable();
-    while let Some(part) = parts.next() {
-        let object = at.as_object_mut().expect("the patch is made of objects");
-        if parts.peek().is_none() {
-            object.insert(part.to_string(), value);
-            return;
-        }
-        at = object.entry(part).or_insert_with(|| json!({}));
     }
 }
 

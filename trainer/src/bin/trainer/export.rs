@@ -1,8 +1,8 @@
 //! `trainer export`: a checkpoint written as a LeRobot pretrained policy.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use trainer::PolicyRunner;
 
@@ -40,31 +40,28 @@ pub fn export(args: &ExportArgs) -> Result<()> {
     trainer::lerobot::export(&model, &config, &features, &normalizer, &args.out)?;
     println!("wrote a LeRobot Diffusion Policy to {}", args.out.display());
     if args.push_to_hub {
-        push(args)?;
+        let repo_id = args.repo_id.as_deref().context("--repo_id")?;
+        // The dataset it was trained on, for the model card.
+        let checkpoint = trainer::checkpoint::resolve(&args.checkpoint)?;
+        let trained: serde_json::Value = trainer::checkpoint::read_json(&checkpoint, "config.json")?;
+        let dataset = trained.pointer("/dataset/repo_id").and_then(|id| id.as_str());
+        push(&args.out, repo_id, args.private.then_some(true), dataset)?;
     }
     Ok(())
 }
 
-/// Pushes the exported folder to `--repo_id`.
+/// Pushes the pretrained-policy folder `policy` to the Hub's model repository `repo_id` (made,
+/// private when `private`, if missing) with the environment's token, and says where it went.
 #[cfg(feature = "hub")]
-fn push(args: &ExportArgs) -> Result<()> {
-    use anyhow::Context;
-    let target = trainer::lerobot::ShareTarget {
-        repo_id: args.repo_id.clone().context("--repo_id")?,
-        private: args.private.then_some(true),
-    };
-    // The dataset it was trained on, for the model card.
-    let checkpoint = trainer::checkpoint::resolve(&args.checkpoint)?;
-    let config: serde_json::Value = trainer::checkpoint::read_json(&checkpoint, "config.json")?;
-    let dataset = config.pointer("/dataset/repo_id").and_then(|id| id.as_str());
-    let env = datasets::hub::HubEnv::from_env();
-    let url = trainer::lerobot::push_policy_to_hub(&args.out, &target, dataset, &env)?;
-    println!("pushed the policy to {} ({url})", target.repo_id);
+pub fn push(policy: &Path, repo_id: &str, private: Option<bool>, dataset: Option<&str>) -> Result<()> {
+    let target = trainer::lerobot::ShareTarget { repo_id: repo_id.to_string(), private };
+    let url = trainer::lerobot::push_policy_to_hub(policy, &target, dataset, &datasets::hub::HubEnv::from_env())?;
+    println!("pushed the policy to {repo_id} ({url})");
     Ok(())
 }
 
 /// Without the `hub` feature there is no HTTP client.
 #[cfg(not(feature = "hub"))]
-fn push(_args: &ExportArgs) -> Result<()> {
-    anyhow::bail!("--push_to_hub needs the `hub` feature: this build has none")
+pub fn push(_policy: &Path, _repo_id: &str, _private: Option<bool>, _dataset: Option<&str>) -> Result<()> {
+    anyhow::bail!("pushing to the Hub needs the `hub` feature: this build has none")
 }

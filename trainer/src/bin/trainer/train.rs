@@ -41,30 +41,12 @@ pub fn train(args: &TrainArgs) -> Result<()> {
     if let Some(dir) = outcome.checkpoint {
         println!("last checkpoint: {}", dir.display());
         if let Some(config) = &share {
-            push(&dir, config)?;
+            let repo_id = config.policy.repo_id.as_deref().context("policy.repo_id")?;
+            let policy = dir.join(trainer::lerobot::LEROBOT_POLICY_DIR);
+            crate::export::push(&policy, repo_id, config.policy.private, config.dataset.repo_id.as_deref())?;
         }
     }
     Ok(())
-}
-
-/// Pushes the policy of checkpoint `dir` to the Hub, as `--policy.push_to_hub` asks.
-#[cfg(feature = "hub")]
-fn push(dir: &std::path::Path, config: &TrainConfig) -> Result<()> {
-    let target = trainer::lerobot::ShareTarget {
-        repo_id: config.policy.repo_id.clone().context("policy.repo_id")?,
-        private: config.policy.private,
-    };
-    let policy = dir.join(trainer::lerobot::LEROBOT_POLICY_DIR);
-    let env = datasets::hub::HubEnv::from_env();
-    let url = trainer::lerobot::push_policy_to_hub(&policy, &target, config.dataset.repo_id.as_deref(), &env)?;
-    println!("pushed the policy to {} ({url})", target.repo_id);
-    Ok(())
-}
-
-/// Without the `hub` feature, `resolve` refused `--policy.push_to_hub`.
-#[cfg(not(feature = "hub"))]
-fn push(_dir: &std::path::Path, _config: &TrainConfig) -> Result<()> {
-    bail!("--policy.push_to_hub needs the `hub` feature: this build has none")
 }
 
 /// The run's configuration: the preset's defaults, the config file, the demo's choices and the

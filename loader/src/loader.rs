@@ -93,6 +93,13 @@ impl LoaderBuilder {
         self
     }
 
+    /// Sample exactly these frames, in this order (LeRobot's `Subset` of a dataset), instead of
+    /// the episodes' frames.
+    pub fn frames(mut self, frames: Vec<usize>) -> Self {
+        self.sampler.frames = Some(frames);
+        self
+    }
+
     /// The order of each epoch's samples: LeRobot's (default), or the decode-once blocks order
     /// with its windows of episodes ([`crate::SampleOrder::Blocks`]).
     pub fn ordering(mut self, ordering: SampleOrdering) -> Self {

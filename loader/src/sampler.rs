@@ -127,6 +127,11 @@ pub struct SamplerConfig {
     pub world_size: usize,
     /// Episodes to sample from (all when `None`). Default `None`.
     pub episodes: Option<Vec<usize>>,
+    /// Exactly these frames, in this order, instead of the episodes' frames (LeRobot's
+    /// `torch.utils.data.Subset` of a dataset; neither `episodes` nor the dropped frames apply).
+    /// Default `None`.
+    #[serde(default)]
+    pub frames: Option<Vec<usize>>,
     /// With several datasets, the share of each epoch each one gets (normalised; finite and
     /// positive). Default `None`: every frame once per epoch, as concatenated.
     #[serde(default)]
@@ -148,6 +153,7 @@ impl Default for SamplerConfig {
             rank: 0,
             world_size: 1,
             episodes: None,
+            frames: None,
             weights: None,
             ordering: SampleOrdering::default(),
         }
@@ -201,9 +207,17 @@ impl EpisodeSampler {
         let mut anchors = Vec::new();
         let mut part_ends = Vec::with_capacity(datasets.len());
         let mut episode_spans = Vec::new();
-        for episodes in datasets {
-            Self::anchors_of(&config, episodes, &mut anchors, &mut episode_spans)?;
-            part_ends.push(anchors.len());
+        match &config.frames {
+            Some(frames) => {
+                anchors = Self::listed_frames(&config, frames, datasets)?;
+                part_ends.push(anchors.len());
+            }
+            None => {
+                for episodes in datasets {
+                    Self::anchors_of(&config, episodes, &mut anchors, &mut episode_spans)?;
+                    part_ends.push(anchors.len());
+                }
+            }
         }
         if anchors.is_empty() {
             return Err(Error::Config("no frames to sample: every episode is shorter than the frames dropped".into()));
@@ -225,6 +239,28 @@ impl EpisodeSampler {
             )));
         }
         Ok(Self { config, anchors, part_ends, episode_spans, quotas, shard_len })
+    }
+
+    /// The anchors `config.frames` lists, checked: one dataset, LeRobot's order (no blocks, no
+    /// weights), no episode list beside it, and every frame in some episode.
+    fn listed_frames(
+        config: &SamplerConfig,
+        frames: &[usize],
+        datasets: &[Vec<std::ops::Range<usize>>],
+    ) -> Result<Vec<usize>> {
+        let [episodes] = datasets else {
+            return Err(Error::Config("a list of frames samples one dataset: several were given".into()));
+        };
+        if config.episodes.is_some() || config.weights.is_some() || config.ordering.is_blocks() {
+            return Err(Error::Config(
+                "a list of frames is sampled as it is: it takes no episode list, weights or blocks order".into(),
+            ));
+        }
+        let total = episodes.last().map_or(0, |e| e.end);
+        if let Some(bad) = frames.iter().find(|&&f| f >= total) {
+            return Err(Error::Config(format!("frame {bad} is not in the dataset ({total} frames)")));
+        }
+        Ok(frames.to_vec())
     }
 
     /// Appends one dataset's anchors to `anchors`, and each episode's span of them to `spans`.
@@ -270,7 +306,7 @@ impl EpisodeSampler {
         &self.config
     }
 
-    /// Every anchor frame, in dataset order.
+    /// Every anchor frame, in dataset order (or in the order of the frames listed).
     pub fn anchors(&self) -> &[usize] {
         &self.anchors
     }
@@ -488,6 +524,24 @@ mod tests {
         let s = EpisodeSampler::new(cfg, &episodes()).unwrap();
         let expected: Vec<usize> = (0..3).chain(13..23).collect();
         assert_eq!(s.anchors(), &expected[..]);
+    }
+
+    #[test]
+    fn listed_frames_are_sampled_as_listed() {
+        let frames = vec![20, 3, 4, 29, 11];
+        let cfg = SamplerConfig {
+            batch_size: 2,
+            shuffle: false,
+            drop_n_last_frames: 7,
+            frames: Some(frames.clone()),
+            ..SamplerConfig::default()
+        };
+        let s = EpisodeSampler::new(cfg.clone(), &episodes()).unwrap();
+        assert_eq!((s.anchors(), s.epoch_order(0), s.batches_per_epoch()), (&frames[..], frames.clone(), 3));
+        let outside = SamplerConfig { frames: Some(vec![30]), ..cfg.clone() };
+        assert!(EpisodeSampler::new(outside, &episodes()).unwrap_err().to_string().contains("frame 30"));
+        let with_episodes = SamplerConfig { episodes: Some(vec![0]), ..cfg };
+        assert!(EpisodeSampler::new(with_episodes, &episodes()).is_err());
     }
 
     #[test]

@@ -204,8 +204,8 @@ pub struct TrainConfig {
     /// [`DatasetConfig::eval_split`]). Default 0: never.
     #[serde(default)]
     pub eval_steps: usize,
-    /// The held-out frames each evaluation reads at most (LeRobot's `--max_eval_samples`).
-    /// Default 0: all of them (the only value this trainer implements yet).
+    /// The held-out frames each evaluation reads at most (LeRobot's `--max_eval_samples`: the
+    /// first `max(1, N / tasks)` held-out frames of each task). Default 0: all of them.
     #[serde(default)]
     pub max_eval_samples: usize,
     /// `--ema.*`: an exponential moving average of the weights. Default off.

@@ -52,6 +52,13 @@ fn the_last_episodes_are_held_out_and_never_trained_on() {
     let read: Vec<usize> =
         data.eval_loader(&config).unwrap().flat_map(|batch| batch.unwrap().indices().to_vec()).collect();
     assert_eq!(read, held_out);
+
+    // LeRobot's --max_eval_samples: the first frames of each task (here one) of the held-out ones.
+    let capped = crate::config(&out, 1, json!({"dataset": {"eval_split": 0.2}, "max_eval_samples": 5}));
+    let capped_data = TrainData::open(&capped).unwrap();
+    let read: Vec<usize> =
+        capped_data.eval_loader(&capped).unwrap().flat_map(|batch| batch.unwrap().indices().to_vec()).collect();
+    assert_eq!(read, held_out[..5]);
 }
 
 #[test]
@@ -105,5 +112,4 @@ fn what_lerobot_refuses_is_refused() {
     refused(json!({"eval_steps": 5}), "eval_steps needs held-out episodes");
     refused(json!({"dataset": {"eval_split": 1.0}}), "must be in [0, 1)");
     refused(json!({"dataset": {"eval_split": 0.5, "episodes": [4]}}), "none is left to train on");
-    refused(json!({"dataset": {"eval_split": 0.2}, "max_eval_samples": 100}), "not implemented yet");
 }

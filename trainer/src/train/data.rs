@@ -34,6 +34,9 @@ pub struct TrainData {
     pub train_episodes: Option<Vec<usize>>,
     /// The episodes held out for the held-out loss (`dataset.eval_split`).
     pub eval_episodes: Vec<usize>,
+    /// The held-out frames read, in order, when `max_eval_samples` caps them (none: every frame
+    /// of the held-out episodes, in dataset order).
+    pub eval_frames: Option<Vec<usize>>,
 }
 
 impl TrainData {
@@ -77,9 +80,17 @@ impl TrainData {
             }
             FrameCacheChoice::Auto | FrameCacheChoice::Off => Vec::new(),
         };
-        let mut data =
-            Self { datasets, features, windows, frame_caches, train_episodes: None, eval_episodes: Vec::new() };
+        let mut data = Self {
+            datasets,
+            features,
+            windows,
+            frame_caches,
+            train_episodes: None,
+            eval_episodes: Vec::new(),
+            eval_frames: None,
+        };
         (data.train_episodes, data.eval_episodes) = super::eval::choose_episodes(&data, config)?;
+        data.eval_frames = super::eval::eval_frames(&data, config)?;
         Ok(data)
     }
 
@@ -122,17 +133,22 @@ impl TrainData {
         Ok(builder.build()?)
     }
 
-    /// The held-out episodes' frames, every one once in dataset order (the last batch possibly
-    /// shorter), as LeRobot's evaluation `DataLoader` gives them.
+    /// The held-out episodes' frames, every one once in dataset order (or those `eval_frames`
+    /// lists, in its order), the last batch possibly shorter, as LeRobot's evaluation
+    /// `DataLoader` gives them.
     pub fn eval_loader(&self, config: &TrainConfig) -> Result<Loader> {
-        Ok(Loader::builder(self.datasets.clone())
+        let builder = Loader::builder(self.datasets.clone());
+        let builder = match &self.eval_frames {
+            Some(frames) => builder.frames(frames.clone()),
+            None => builder.episodes(self.eval_episodes.clone()),
+        };
+        Ok(builder
             .batch_size(config.batch_size)
             .num_workers(config.num_workers)
             .prefetch(config.prefetch)
             .shuffle(false)
             .drop_last(false)
             .drop_frames(0, 0)
-            .episodes(self.eval_episodes.clone())
             .windows(self.windows.clone())
             .frame_caches(self.frame_caches.clone())
             .frame_encoding(config.dataset.frame_encoding)

@@ -44,11 +44,6 @@ pub(super) fn choose_episodes(data: &TrainData, config: &TrainConfig) -> Result<
     if config.eval_steps > 0 && split == 0.0 {
         return Err(Error::Config("eval_steps needs held-out episodes: set dataset.eval_split above 0".into()));
     }
-    if config.max_eval_samples > 0 {
-        return Err(Error::Config(
-            "max_eval_samples is not implemented yet: the held-out loss reads every held-out frame".into(),
-        ));
-    }
     if split == 0.0 {
         return Ok((config.dataset.episodes.clone(), Vec::new()));
     }
@@ -70,6 +65,40 @@ pub(super) fn choose_episodes(data: &TrainData, config: &TrainConfig) -> Result<
         )));
     }
     Ok((Some(train), eval))
+}
+
+/// LeRobot's `--max_eval_samples` cap on the held-out frames (`held_out`, in dataset order, each
+/// with its `task_index`): for each task in ascending order, its first `max(1, max_samples /
+/// tasks)` frames, task after task, as LeRobot's `Subset` of the evaluation dataset lists them.
+pub(crate) fn cap_eval_frames(held_out: &[(usize, i64)], max_samples: usize) -> Vec<usize> {
+    let mut tasks: Vec<i64> = held_out.iter().map(|&(_, task)| task).collect();
+    tasks.sort_unstable();
+    tasks.dedup();
+    let per_task = (max_samples / tasks.len().max(1)).max(1);
+    tasks
+        .iter()
+        .flat_map(|&task| held_out.iter().filter(move |&&(_, t)| t == task).take(per_task).map(|&(frame, _)| frame))
+        .collect()
+}
+
+/// The held-out frames each evaluation reads when `max_eval_samples` caps them (`None`: every
+/// frame of the held-out episodes).
+pub(super) fn eval_frames(data: &TrainData, config: &TrainConfig) -> Result<Option<Vec<usize>>> {
+    if config.max_eval_samples == 0 || data.eval_episodes.is_empty() {
+        return Ok(None);
+    }
+    let [dataset] = data.datasets.parts() else { return Ok(None) };
+    let Some(task_index) = dataset.table().column("task_index").and_then(|c| c.as_i64()) else {
+        return Err(Error::Config(format!("{}: task_index is not an integer column", dataset.root().display())));
+    };
+    let held_out: Vec<(usize, i64)> = dataset
+        .episodes()
+        .iter()
+        .filter(|e| data.eval_episodes.contains(&e.index))
+        .flat_map(|e| e.frames.clone())
+        .map(|frame| (frame, task_index[frame]))
+        .collect();
+    Ok(Some(cap_eval_frames(&held_out, config.max_eval_samples)))
 }
 
 /// Whether the held-out loss is due after optimiser step `step` (counted from 1).
@@ -112,5 +141,15 @@ mod tests {
         let (train, eval) = split_train_eval(&pusht, 0.1);
         assert_eq!((train.len(), eval), (185, (185..206).collect::<Vec<_>>()));
         assert_eq!(split_train_eval(&pusht[..3], 0.0), (vec![0, 1, 2], vec![]));
+    }
+
+    #[test]
+    fn max_eval_samples_takes_the_first_frames_of_each_task_task_after_task() {
+        // Frames 10-15 held out: task 1 on 10, 11, 14, 15, task 0 on 12, 13.
+        let held_out = [(10, 1), (11, 1), (12, 0), (13, 0), (14, 1), (15, 1)];
+        assert_eq!(cap_eval_frames(&held_out, 5), vec![12, 13, 10, 11]);
+        assert_eq!(cap_eval_frames(&held_out, 6), vec![12, 13, 10, 11, 14]);
+        assert_eq!(cap_eval_frames(&held_out, 1), vec![12, 10]);
+        assert_eq!(cap_eval_frames(&held_out, 100), vec![12, 13, 10, 11, 14, 15]);
     }
 }

@@ -120,13 +120,16 @@ pub enum Error {
         message: String,
     },
 
-    /// A dataset named by its Hub id (`--dataset.repo_id`) could not be found or downloaded.
+    /// A dataset or policy named by its Hub id (`--dataset.repo_id`, `--policy.path`) could not
+    /// be found or downloaded.
     #[error(
-        "dataset {repo_id}: {message}{}",
+        "{kind} {repo_id}: {message}{}",
         source.as_ref().map_or(String::new(), |s| format!(": {s}"))
     )]
     Hub {
-        /// The dataset's Hub id, `OWNER/NAME`.
+        /// Whether it is a dataset or a model.
+        kind: crate::hub::RepoKind,
+        /// The repository's Hub id, `OWNER/NAME`.
         repo_id: String,
         /// What was being done, or what is wrong (the file named where it is one file).
         message: String,

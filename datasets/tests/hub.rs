@@ -13,7 +13,7 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use datasets::hub::{DatasetRequest, DownloadEvent, HubEnv, Origin, resolve};
+use datasets::hub::{DatasetRequest, DownloadEvent, HubEnv, Origin, RepoKind, resolve, resolve_model};
 use datasets::synth::{CameraStorage, SynthConfig, write_dataset};
 use datasets::{Dataset, DecoderCache, FrameFormat, WindowSpec};
 use sha1::Sha1;
@@ -44,6 +44,8 @@ struct FakeHub {
 }
 
 struct Files {
+    /// What the repository is: its URLs differ by it.
+    kind: RepoKind,
     by_path: BTreeMap<String, Vec<u8>>,
     faults: Faults,
     port: u16,
@@ -51,12 +53,18 @@ struct Files {
 }
 
 impl FakeHub {
+    /// Serves the files under `source` as dataset `REPO`.
     fn serve(source: &Path, faults: Faults) -> FakeHub {
+        Self::serve_as(RepoKind::Dataset, source, faults)
+    }
+
+    /// Serves the files under `source` as `REPO`, a repository of `kind`.
+    fn serve_as(kind: RepoKind, source: &Path, faults: Faults) -> FakeHub {
         let mut by_path = BTreeMap::new();
         collect(source, source, &mut by_path);
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let files = Arc::new(Files { by_path, faults, port, cut_done: Mutex::new(false) });
+        let files = Arc::new(Files { kind, by_path, faults, port, cut_done: Mutex::new(false) });
         let log = Arc::new(Mutex::new(Vec::new()));
         let server_log = log.clone();
         std::thread::spawn(move || {
@@ -87,9 +95,9 @@ fn collect(root: &Path, dir: &Path, into: &mut BTreeMap<String, Vec<u8>>) {
     }
 }
 
-/// The Hub keeps parquet and MP4 files in LFS.
+/// The Hub keeps parquet, MP4 and safetensors files in LFS.
 fn is_lfs(path: &str) -> bool {
-    path.ends_with(".parquet") || path.ends_with(".mp4")
+    path.ends_with(".parquet") || path.ends_with(".mp4") || path.ends_with(".safetensors")
 }
 
 fn sha256(bytes: &[u8]) -> String {
@@ -131,9 +139,14 @@ fn answer(stream: TcpStream, files: &Files, log: &RequestLog) -> std::io::Result
     {
         return respond(&mut out, 401, &[], b"Invalid username or password.");
     }
-    let api = format!("/api/datasets/{REPO}/");
-    let resolve = format!("/datasets/{REPO}/resolve/");
-    let resolve_cache = format!("/api/resolve-cache/datasets/{REPO}/{COMMIT}/");
+    // A dataset's files are under `/datasets/REPO/resolve`, a model's under `/REPO/resolve`.
+    let plural = files.kind.plural();
+    let api = format!("/api/{plural}/{REPO}/");
+    let resolve = match files.kind {
+        RepoKind::Dataset => format!("/datasets/{REPO}/resolve/"),
+        RepoKind::Model => format!("/{REPO}/resolve/"),
+    };
+    let resolve_cache = format!("/api/resolve-cache/{plural}/{REPO}/{COMMIT}/");
     if path == format!("{api}refs") {
         let tags = files.faults.tags.clone().unwrap_or_else(|| vec!["v2.1".into(), "v3.0".into()]);
         let tags: Vec<_> = tags
@@ -288,7 +301,13 @@ fn source_dataset(dir: &Path) -> PathBuf {
 }
 
 fn env(home: &Path, hub: &FakeHub) -> HubEnv {
-    HubEnv { lerobot_home: home.to_path_buf(), endpoint: hub.endpoint.clone(), token: None, offline: false }
+    HubEnv {
+        lerobot_home: home.to_path_buf(),
+        hf_hub_cache: home.join("hf-hub"),
+        endpoint: hub.endpoint.clone(),
+        token: None,
+        offline: false,
+    }
 }
 
 fn request(root: Option<PathBuf>) -> DatasetRequest {
@@ -524,4 +543,65 @@ fn a_partial_download_that_cannot_be_resumed_is_started_afresh() {
         line.ends_with("meta/episodes/chunk-000/file-000.parquet") && range == Some(format!("bytes={half}-"))
     });
     assert!(resumed, "the killed run's transfer was not continued at byte {half}: {:?}", hub.requests());
+}
+
+/// A LeRobot policy as a model repository holds it: `pretrained_model/`'s files at the top
+/// level, and a checkpoint pushed by `--save_checkpoint_to_hub` under `checkpoints/`.
+fn source_policy(dir: &Path) -> PathBuf {
+    let root = dir.join("policy");
+    std::fs::create_dir_all(root.join("checkpoints/000100/pretrained_model")).unwrap();
+    std::fs::write(root.join("config.json"), r#"{"type": "diffusion", "horizon": 16}"#).unwrap();
+    std::fs::write(root.join("model.safetensors"), (0..=255u8).cycle().take(5000).collect::<Vec<u8>>()).unwrap();
+    std::fs::write(root.join("README.md"), "---\nlibrary_name: lerobot\n---\n").unwrap();
+    std::fs::write(root.join("checkpoints/000100/pretrained_model/config.json"), "{}").unwrap();
+    root
+}
+
+#[test]
+fn a_policy_is_downloaded_into_huggingface_hubs_cache_and_found_there_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = source_policy(dir.path());
+    let hub = FakeHub::serve_as(RepoKind::Model, &source, Faults::default());
+    let home = dir.path().join("home");
+    let env = env(&home, &hub);
+    let id = REPO.parse().unwrap();
+    let resolved = resolve_model(&id, None, &env, &mut |_| {}).unwrap();
+
+    let repo = env.hf_hub_cache.join("models--lerobot--pusht_fake");
+    assert_eq!(resolved.root, repo.join("snapshots").join(COMMIT));
+    assert!(matches!(&resolved.origin, Origin::Downloaded { revision, files: 3, .. } if revision == "main"));
+    for file in ["config.json", "model.safetensors", "README.md"] {
+        assert_eq!(std::fs::read(resolved.root.join(file)).unwrap(), std::fs::read(source.join(file)).unwrap());
+    }
+    assert!(!resolved.root.join("checkpoints").exists(), "a pushed checkpoint is not the policy");
+    assert_eq!(std::fs::read_to_string(repo.join("refs/main")).unwrap(), COMMIT);
+    assert!(hub.requests().iter().any(|(line, _)| line == &format!("GET /api/models/{REPO}/revision/main?blobs=true")));
+
+    // Offline, the cache answers and the Hub is not asked; online, the branch is asked again
+    // and nothing is downloaded twice.
+    let asked = hub.requests().len();
+    let offline = HubEnv { offline: true, ..env.clone() };
+    let cached = resolve_model(&id, None, &offline, &mut |_| {}).unwrap();
+    assert_eq!(
+        (cached.root.clone(), cached.origin),
+        (resolved.root.clone(), Origin::HubCache { revision: "main".into() })
+    );
+    assert_eq!(hub.requests().len(), asked);
+    let again = resolve_model(&id, None, &env, &mut |_| {}).unwrap();
+    assert!(matches!(again.origin, Origin::Downloaded { files: 0, .. }), "{again}");
+
+    // Offline with nothing cached, a repository that is no policy, a private one without its token.
+    let elsewhere = HubEnv { offline: true, hf_hub_cache: dir.path().join("empty"), ..env.clone() };
+    let error = resolve_model(&id, None, &elsewhere, &mut |_| {}).unwrap_err().to_string();
+    assert!(error.starts_with("model lerobot/pusht_fake: HF_HUB_OFFLINE is set"), "{error}");
+    std::fs::remove_file(source.join("model.safetensors")).unwrap();
+    let not_a_policy = FakeHub::serve_as(RepoKind::Model, &source, Faults::default());
+    let env = HubEnv { hf_hub_cache: dir.path().join("other"), ..self::env(&home, &not_a_policy) };
+    let error = resolve_model(&id, None, &env, &mut |_| {}).unwrap_err().to_string();
+    assert!(error.contains("holds no model.safetensors"), "{error}");
+    let private =
+        FakeHub::serve_as(RepoKind::Model, &source, Faults { token: Some("hf_secret".into()), ..Default::default() });
+    let env = HubEnv { hf_hub_cache: dir.path().join("private"), ..self::env(&home, &private) };
+    let error = resolve_model(&id, None, &env, &mut |_| {}).unwrap_err().to_string();
+    assert!(error.contains("private or gated model"), "{error}");
 }

@@ -82,8 +82,6 @@ fn what_this_trainer_cannot_honour_is_refused_by_file_and_key() {
     assert!(err.contains(&no_weights.join("model.safetensors").display().to_string()), "{err}");
     let err = resolve(json!({"policy": {"path": work.join("nothing-here")}})).unwrap_err().to_string();
     assert!(err.contains("no config.json"), "{err}");
-    let err = resolve(json!({"policy": {"path": "lerobot/diffusion_pusht"}})).unwrap_err().to_string();
-    assert!(err.contains("not implemented yet") && err.contains("--local-dir"), "{err}");
 }
 
 #[test]
@@ -167,4 +165,43 @@ fn the_trainer_fine_tunes_from_the_pretrained_policys_weights() {
     };
     trainer::train::<burn::backend::Autodiff<Flex>>(&config, None, Default::default(), |_| {}).unwrap();
     assert!(!trainer::checkpoint::resolve(&bare).unwrap().join("pretrained_model").exists());
+}
+
+#[test]
+fn a_hub_id_is_found_in_huggingface_hubs_cache_as_lerobot_train_finds_it() {
+    // `lerobot-train --policy.path me/tiny-policy` downloads into huggingface_hub's cache; a
+    // policy there already is taken without asking the Hub (offline here; downloads themselves
+    // are tested against a local Hub in datasets/tests/hub.rs).
+    let work = scratch("policy-path-hub-id");
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    let repo = work.join("hf-hub/models--me--tiny-policy");
+    let mut config = lerobots_config();
+    config["down_dims"] = json!([64, 128, 256]);
+    let snapshot = policy_folder(&repo.join("snapshots").join(commit), &config);
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs/main"), commit).unwrap();
+    let run = |cache: &Path| {
+        common::trainer_command()
+            .args(["--policy.path", "me/tiny-policy", "--dataset.root", DATASET, "--dry-run", "--output_dir"])
+            .arg(work.join("run"))
+            .env("HF_HUB_CACHE", cache)
+            .env("HF_HUB_OFFLINE", "1")
+            .output()
+            .unwrap()
+    };
+    let output = run(&work.join("hf-hub"));
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("policy me/tiny-policy: ") && stderr.contains("revision main, downloaded before"),
+        "{stderr}"
+    );
+    let resolved: Value = serde_json::from_str(&stdout[stdout.find('{').unwrap()..]).unwrap();
+    assert_eq!(resolved["policy"]["path"], json!(snapshot));
+    assert_eq!(resolved["policy"]["down_dims"], json!([64, 128, 256]));
+
+    // Nothing cached and the Hub out of reach: the error says so.
+    let output = run(&work.join("empty"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && stderr.contains("model me/tiny-policy: HF_HUB_OFFLINE is set"), "{stderr}");
 }

@@ -1,4 +1,5 @@
-//! Downloading a dataset from the Hub as `huggingface_hub.snapshot_download` lays it out, through
+//! Downloading a dataset (or a LeRobot policy, a model repository) from the Hub as
+//! `huggingface_hub.snapshot_download` lays it out, through
 //! the `hf-hub` crate: its cache layout (`datasets--OWNER--NAME/{blobs,snapshots,refs}`), its
 //! resumable transfers (a `.part` file continued with a `Range` request, also after a retry), and
 //! its handling of the Hub's redirects. What `hf-hub` 0.4 leaves out is done here: LeRobot's choice
@@ -17,7 +18,7 @@ use serde::Deserialize;
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
 
-use super::{DatasetRequest, DownloadEvent, Origin, RepoId, Resolved, hub_error, is_complete, parse_version};
+use super::{DatasetRequest, DownloadEvent, Origin, RepoId, RepoKind, Resolved, hub_error, is_complete, parse_version};
 use crate::{Error, HubEnv, Result, join_under};
 
 /// Attempts per file: a transfer cut short is resumed from its `.part` file this many times.
@@ -88,88 +89,15 @@ pub(super) fn fetch(
         Some(root) => root.join(".cache").join("huggingface").join("lerobot-rs"),
         None => env.hub_cache(),
     };
-    let api = ApiBuilder::from_cache(Cache::new(cache_dir.clone()))
-        .with_endpoint(env.endpoint.clone())
-        .with_token(env.token.clone())
-        .with_progress(false)
-        .with_retries(RETRIES)
-        .build()
-        .map_err(|e| api_error(repo_id, "cannot set up the Hub client", e))?;
-    let listing: Listing = api
-        .repo(Repo::with_revision(repo_id.to_string(), RepoType::Dataset, revision.clone()))
-        .info_request()
-        .query("blobs", "true")
-        .call()
-        .map_err(|e| request_error(repo_id, &revision, env, "listing its files", e))?
-        .into_json()
-        .map_err(|e| hub_error(repo_id, format!("the Hub's file listing is not what was expected: {e}")))?;
-    let commit = listing.sha.clone();
-    if !super::is_commit(&commit) {
-        return Err(hub_error(repo_id, format!("the Hub's listing names no commit (sha {commit:?})")));
-    }
-    // Every file from the commit listed, even if the revision moves on meanwhile.
-    let repo = api.repo(Repo::with_revision(repo_id.to_string(), RepoType::Dataset, commit.clone()));
-    let repo_cache = cache_dir.join(repo_id.cache_folder());
-    let snapshot = repo_cache.join("snapshots").join(&commit);
-    let root = request.root.clone().unwrap_or_else(|| snapshot.clone());
-
-    let mut todo = Vec::new();
-    for sibling in &listing.siblings {
-        let target = join_under(&root, Path::new(&sibling.rfilename))
-            .map_err(|m| hub_error(repo_id, format!("the Hub lists a file outside the dataset: {m}")))?;
-        let Some(size) = sibling.lfs.as_ref().map(|lfs| lfs.size).or(sibling.size) else {
-            return Err(hub_error(repo_id, format!("{}: the Hub's listing gives no size for it", sibling.rfilename)));
-        };
-        let present = std::fs::metadata(&target).is_ok_and(|m| m.is_file() && m.len() == size);
-        if !present {
-            todo.push((sibling, target, size));
-        }
-    }
-    let bytes: u64 = todo.iter().map(|(_, _, size)| size).sum();
-    progress(DownloadEvent::Plan { files: todo.len(), bytes });
-    for (sibling, target, size) in &todo {
-        let expected = match (&sibling.lfs, &sibling.blob_id) {
-            (Some(lfs), _) => Expected::Sha256(lfs.sha256.clone()),
-            (None, Some(blob)) => Expected::GitBlob(blob.clone()),
-            (None, None) => {
-                return Err(hub_error(
-                    repo_id,
-                    format!("{}: the Hub's listing gives no hash to check it by", sibling.rfilename),
-                ));
-            }
-        };
-        // A `.part` left by an earlier run that cannot be resumed from, as long as the file or
-        // longer: `hf-hub` would fail on it (416, or "corrupted") or append the whole file to it.
-        let part = repo_cache.join("blobs").join(format!("{}.part", expected.hash()));
-        if std::fs::metadata(&part).is_ok_and(|m| m.len() >= *size) {
-            std::fs::remove_file(&part).map_err(|e| Error::io(&part, e))?;
-        }
-        let relay = Relay { name: &sibling.rfilename, size: *size, progress: &mut *progress, started: false };
-        let cached = repo
-            .download_with_progress(&sibling.rfilename, relay)
-            .map_err(|e| api_error(repo_id, &format!("downloading {}", sibling.rfilename), e))?;
-        let blob = std::fs::canonicalize(&cached).map_err(|e| Error::io(&cached, e))?;
-        if let Err(message) = verify(&blob, *size, &expected) {
-            // Never serve it, and never resume from it: the next attempt starts afresh.
-            let _ = std::fs::remove_file(&blob);
-            let _ = std::fs::remove_file(&cached);
-            return Err(hub_error(
-                repo_id,
-                format!("{}: {message}; removed it, run again to download it anew", sibling.rfilename),
-            ));
-        }
-        if request.root.is_some() {
-            place(&blob, target)?;
-        }
-    }
+    let hub = Snapshot::list(RepoKind::Dataset, repo_id, &revision, &cache_dir, env)?;
+    let root = request.root.clone().unwrap_or_else(|| hub.folder());
+    let (files, bytes) = hub.download(&root, request.root.is_some(), |_| true, progress)?;
     if request.root.is_none() {
-        // What LeRobot's (and our) next offline lookup of this revision reads.
-        let refs = repo_cache.join("refs");
-        std::fs::create_dir_all(&refs).map_err(|e| Error::io(&refs, e))?;
-        std::fs::write(refs.join(&revision), &commit).map_err(|e| Error::io(refs.join(&revision), e))?;
+        hub.record_ref()?;
     }
     if !is_complete(&root)? {
         return Err(hub_error(
+            RepoKind::Dataset,
             repo_id,
             format!(
                 "revision {revision} was downloaded to {}, but files the dataset names are not in it",
@@ -177,7 +105,165 @@ pub(super) fn fetch(
             ),
         ));
     }
-    Ok(Resolved { root, origin: Origin::Downloaded { revision, commit, files: todo.len(), bytes } })
+    Ok(Resolved { root, origin: Origin::Downloaded { revision, commit: hub.commit, files, bytes } })
+}
+
+/// Downloads the files at the top level of model repository `repo_id` at `revision` into
+/// `huggingface_hub`'s cache (`$HF_HUB_CACHE`), as `snapshot_download` lays them out: what a
+/// LeRobot policy's `from_pretrained` reads (a repository's `checkpoints/` folders are left).
+pub(super) fn fetch_model(
+    repo_id: &RepoId,
+    revision: &str,
+    env: &HubEnv,
+    progress: &mut dyn FnMut(DownloadEvent<'_>),
+) -> Result<Resolved> {
+    let hub = Snapshot::list(RepoKind::Model, repo_id, revision, &env.hf_hub_cache, env)?;
+    let root = hub.folder();
+    let (files, bytes) = hub.download(&root, false, |name| !name.contains('/'), progress)?;
+    hub.record_ref()?;
+    Ok(Resolved {
+        root,
+        origin: Origin::Downloaded { revision: revision.to_string(), commit: hub.commit, files, bytes },
+    })
+}
+
+/// One revision of a Hub repository as the Hub lists it, fixed to its commit, with the cache
+/// it is downloaded into.
+struct Snapshot<'a> {
+    kind: RepoKind,
+    repo_id: &'a RepoId,
+    revision: String,
+    commit: String,
+    files: Vec<Sibling>,
+    api: hf_hub::api::sync::Api,
+    /// The repository's folder in the cache: `blobs/`, `snapshots/COMMIT/`, `refs/`.
+    repo_cache: std::path::PathBuf,
+}
+
+impl<'a> Snapshot<'a> {
+    /// Asks the Hub for the files of `repo_id` at `revision`, with their sizes and hashes.
+    fn list(kind: RepoKind, repo_id: &'a RepoId, revision: &str, cache_dir: &Path, env: &HubEnv) -> Result<Self> {
+        let api = ApiBuilder::from_cache(Cache::new(cache_dir.to_path_buf()))
+            .with_endpoint(env.endpoint.clone())
+            .with_token(env.token.clone())
+            .with_progress(false)
+            .with_retries(RETRIES)
+            .build()
+            .map_err(|e| api_error(kind, repo_id, "cannot set up the Hub client", e))?;
+        let listing: Listing = api
+            .repo(Repo::with_revision(repo_id.to_string(), repo_type(kind), revision.to_string()))
+            .info_request()
+            .query("blobs", "true")
+            .call()
+            .map_err(|e| request_error(kind, repo_id, revision, env, "listing its files", e))?
+            .into_json()
+            .map_err(|e| hub_error(kind, repo_id, format!("the Hub's file listing is not what was expected: {e}")))?;
+        if !super::is_commit(&listing.sha) {
+            return Err(hub_error(kind, repo_id, format!("the Hub's listing names no commit (sha {:?})", listing.sha)));
+        }
+        Ok(Self {
+            kind,
+            repo_id,
+            revision: revision.to_string(),
+            commit: listing.sha,
+            files: listing.siblings,
+            api,
+            repo_cache: cache_dir.join(repo_id.cache_folder(kind)),
+        })
+    }
+
+    /// The snapshot's folder in the cache: `snapshots/COMMIT`.
+    fn folder(&self) -> std::path::PathBuf {
+        self.repo_cache.join("snapshots").join(&self.commit)
+    }
+
+    /// Downloads the listed files `wanted` keeps that `root` lacks (or holds at another size),
+    /// each checked against the listing before it is used; with `local_dir`, each is placed
+    /// under `root` too (else `root` is the cache's snapshot, where `hf-hub` links it). Returns
+    /// the files and bytes fetched.
+    fn download(
+        &self,
+        root: &Path,
+        local_dir: bool,
+        wanted: impl Fn(&str) -> bool,
+        progress: &mut dyn FnMut(DownloadEvent<'_>),
+    ) -> Result<(usize, u64)> {
+        let (kind, repo_id) = (self.kind, self.repo_id);
+        // Every file from the commit listed, even if the revision moves on meanwhile.
+        let repo = self.api.repo(Repo::with_revision(repo_id.to_string(), repo_type(kind), self.commit.clone()));
+        let mut todo = Vec::new();
+        for sibling in self.files.iter().filter(|s| wanted(&s.rfilename)) {
+            let target = join_under(root, Path::new(&sibling.rfilename))
+                .map_err(|m| hub_error(kind, repo_id, format!("the Hub lists a file outside the {kind}: {m}")))?;
+            let Some(size) = sibling.lfs.as_ref().map(|lfs| lfs.size).or(sibling.size) else {
+                return Err(hub_error(
+                    kind,
+                    repo_id,
+                    format!("{}: the Hub's listing gives no size for it", sibling.rfilename),
+                ));
+            };
+            let present = std::fs::metadata(&target).is_ok_and(|m| m.is_file() && m.len() == size);
+            if !present {
+                todo.push((sibling, target, size));
+            }
+        }
+        let bytes: u64 = todo.iter().map(|(_, _, size)| size).sum();
+        progress(DownloadEvent::Plan { files: todo.len(), bytes });
+        for (sibling, target, size) in &todo {
+            let expected = match (&sibling.lfs, &sibling.blob_id) {
+                (Some(lfs), _) => Expected::Sha256(lfs.sha256.clone()),
+                (None, Some(blob)) => Expected::GitBlob(blob.clone()),
+                (None, None) => {
+                    return Err(hub_error(
+                        kind,
+                        repo_id,
+                        format!("{}: the Hub's listing gives no hash to check it by", sibling.rfilename),
+                    ));
+                }
+            };
+            // A `.part` left by an earlier run that cannot be resumed from, as long as the file or
+            // longer: `hf-hub` would fail on it (416, or "corrupted") or append the whole file to it.
+            let part = self.repo_cache.join("blobs").join(format!("{}.part", expected.hash()));
+            if std::fs::metadata(&part).is_ok_and(|m| m.len() >= *size) {
+                std::fs::remove_file(&part).map_err(|e| Error::io(&part, e))?;
+            }
+            let relay = Relay { name: &sibling.rfilename, size: *size, progress: &mut *progress, started: false };
+            let cached = repo
+                .download_with_progress(&sibling.rfilename, relay)
+                .map_err(|e| api_error(kind, repo_id, &format!("downloading {}", sibling.rfilename), e))?;
+            let blob = std::fs::canonicalize(&cached).map_err(|e| Error::io(&cached, e))?;
+            if let Err(message) = verify(&blob, *size, &expected) {
+                // Never serve it, and never resume from it: the next attempt starts afresh.
+                let _ = std::fs::remove_file(&blob);
+                let _ = std::fs::remove_file(&cached);
+                return Err(hub_error(
+                    kind,
+                    repo_id,
+                    format!("{}: {message}; removed it, run again to download it anew", sibling.rfilename),
+                ));
+            }
+            if local_dir {
+                place(&blob, target)?;
+            }
+        }
+        Ok((todo.len(), bytes))
+    }
+
+    /// Records which commit the revision named (`refs/REVISION`): what LeRobot's (and our)
+    /// next offline lookup of it reads.
+    fn record_ref(&self) -> Result<()> {
+        let refs = self.repo_cache.join("refs");
+        std::fs::create_dir_all(&refs).map_err(|e| Error::io(&refs, e))?;
+        let file = refs.join(&self.revision);
+        std::fs::write(&file, &self.commit).map_err(|e| Error::io(&file, e))
+    }
+}
+
+fn repo_type(kind: RepoKind) -> RepoType {
+    match kind {
+        RepoKind::Dataset => RepoType::Dataset,
+        RepoKind::Model => RepoType::Model,
+    }
 }
 
 /// `hf-hub` calls `init` at each attempt and then `update` once with the bytes already in the
@@ -283,15 +369,17 @@ fn safe_version(repo_id: &RepoId, revision: &str, env: &HubEnv) -> Result<String
     }
     let refs: Refs = call
         .call()
-        .map_err(|e| request_error(repo_id, revision, env, "listing its version tags", e))?
+        .map_err(|e| request_error(RepoKind::Dataset, repo_id, revision, env, "listing its version tags", e))?
         .into_json()
-        .map_err(|e| hub_error(repo_id, format!("the Hub's list of tags is not what was expected: {e}")))?;
+        .map_err(|e| {
+            hub_error(RepoKind::Dataset, repo_id, format!("the Hub's list of tags is not what was expected: {e}"))
+        })?;
     let versions: Vec<(u64, u64, &str)> = refs
         .tags
         .iter()
         .filter_map(|tag| parse_version(&tag.name).map(|(major, minor)| (major, minor, tag.name.as_str())))
         .collect();
-    pick_version(wanted, &versions).map_err(|message| hub_error(repo_id, message))
+    pick_version(wanted, &versions).map_err(|message| hub_error(RepoKind::Dataset, repo_id, message))
 }
 
 fn pick_version(wanted: (u64, u64), versions: &[(u64, u64, &str)]) -> std::result::Result<String, String> {
@@ -319,26 +407,33 @@ fn pick_version(wanted: (u64, u64), versions: &[(u64, u64, &str)]) -> std::resul
     Err(format!("the dataset's versions are all newer than v{}.{}: it needs a newer reader", wanted.0, wanted.1))
 }
 
-fn request_error(repo_id: &RepoId, revision: &str, env: &HubEnv, doing: &str, error: ureq::Error) -> Error {
+fn request_error(
+    kind: RepoKind,
+    repo_id: &RepoId,
+    revision: &str,
+    env: &HubEnv,
+    doing: &str,
+    error: ureq::Error,
+) -> Error {
     let message = match &error {
         ureq::Error::Status(401 | 403, _) if env.token.is_none() => {
             format!(
-                "{doing}: the Hub refused access (private or gated dataset?): set HF_TOKEN to a token that may read it"
+                "{doing}: the Hub refused access (private or gated {kind}?): set HF_TOKEN to a token that may read it"
             )
         }
         ureq::Error::Status(401 | 403, _) => {
             format!("{doing}: the Hub refused the token in HF_TOKEN (or the token file)")
         }
         ureq::Error::Status(404, _) => {
-            format!("{doing}: no dataset {repo_id} at revision {revision} on {}", env.endpoint)
+            format!("{doing}: no {kind} {repo_id} at revision {revision} on {}", env.endpoint)
         }
         _ => format!("{doing} on {}", env.endpoint),
     };
-    Error::Hub { repo_id: repo_id.to_string(), message, source: Some(Box::new(error)) }
+    Error::Hub { kind, repo_id: repo_id.to_string(), message, source: Some(Box::new(error)) }
 }
 
-fn api_error(repo_id: &RepoId, doing: &str, error: ApiError) -> Error {
-    Error::Hub { repo_id: repo_id.to_string(), message: doing.to_string(), source: Some(Box::new(error)) }
+fn api_error(kind: RepoKind, repo_id: &RepoId, doing: &str, error: ApiError) -> Error {
+    Error::Hub { kind, repo_id: repo_id.to_string(), message: doing.to_string(), source: Some(Box::new(error)) }
 }
 
 #[cfg(test)]

@@ -11,6 +11,9 @@ pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
 pub struct HubEnv {
     /// `HF_LEROBOT_HOME`, else `$HF_HOME/lerobot`.
     pub lerobot_home: PathBuf,
+    /// `huggingface_hub`'s own cache, where LeRobot's policies are downloaded: `HF_HUB_CACHE`,
+    /// else `$HF_HOME/hub`.
+    pub hf_hub_cache: PathBuf,
     /// `HF_ENDPOINT`, else [`DEFAULT_ENDPOINT`] (no trailing `/`).
     pub endpoint: String,
     /// `HF_TOKEN`, else the token file (`HF_TOKEN_PATH`, else `$HF_HOME/token`).
@@ -38,6 +41,7 @@ impl HubEnv {
             var("XDG_CACHE_HOME").map(expand).unwrap_or_else(|| home().join(".cache")).join("huggingface")
         });
         let lerobot_home = var("HF_LEROBOT_HOME").map(expand).unwrap_or_else(|| hf_home.join("lerobot"));
+        let hf_hub_cache = var("HF_HUB_CACHE").map(expand).unwrap_or_else(|| hf_home.join("hub"));
         let endpoint =
             var("HF_ENDPOINT").unwrap_or_else(|| DEFAULT_ENDPOINT.to_string()).trim_end_matches('/').to_string();
         let token = var("HF_TOKEN").map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).or_else(|| {
@@ -46,7 +50,7 @@ impl HubEnv {
         });
         let offline =
             var("HF_HUB_OFFLINE").is_some_and(|v| ["1", "ON", "YES", "TRUE"].contains(&v.to_uppercase().as_str()));
-        HubEnv { lerobot_home, endpoint, token, offline }
+        HubEnv { lerobot_home, hf_hub_cache, endpoint, token, offline }
     }
 
     /// LeRobot's own Hub cache, `$HF_LEROBOT_HOME/hub`: downloads made without a root.
@@ -71,6 +75,8 @@ mod tests {
         assert_eq!(env(&[("HF_HOME", "/h"), ("XDG_CACHE_HOME", "/x")]).lerobot_home, PathBuf::from("/h/lerobot"));
         assert_eq!(env(&[("HF_HOME", "/h"), ("HF_LEROBOT_HOME", "~/lr")]).lerobot_home, home.join("lr"));
         assert_eq!(env(&[("HF_LEROBOT_HOME", "/l")]).hub_cache(), PathBuf::from("/l/hub"));
+        assert_eq!(env(&[("HF_HOME", "/h")]).hf_hub_cache, PathBuf::from("/h/hub"));
+        assert_eq!(env(&[("HF_HOME", "/h"), ("HF_HUB_CACHE", "/c")]).hf_hub_cache, PathBuf::from("/c"));
     }
 
     #[test]

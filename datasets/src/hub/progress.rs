@@ -3,7 +3,7 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{DatasetRequest, DownloadEvent, HubEnv, Resolved, resolve};
+use super::{DatasetRequest, DownloadEvent, HubEnv, RepoId, Resolved, resolve, resolve_model};
 use crate::Result;
 
 /// [`resolve`] as the tools run it: with this process's [`HubEnv`], a [`DownloadBar`] while it
@@ -14,6 +14,17 @@ pub fn resolve_on_terminal(request: &DatasetRequest) -> Result<Resolved> {
     bar.finish();
     let resolved = resolved?;
     eprintln!("dataset {}: {resolved}", request.repo_id);
+    Ok(resolved)
+}
+
+/// [`resolve_model`] as the tools run it: this process's [`HubEnv`], a [`DownloadBar`] while it
+/// downloads, and a line on stderr saying where the policy was found.
+pub fn resolve_model_on_terminal(repo_id: &RepoId, revision: Option<&str>) -> Result<Resolved> {
+    let mut bar = DownloadBar::default();
+    let resolved = resolve_model(repo_id, revision, &HubEnv::from_env(), &mut |event| bar.observe(event));
+    bar.finish();
+    let resolved = resolved?;
+    eprintln!("policy {repo_id}: {resolved}");
     Ok(resolved)
 }
 

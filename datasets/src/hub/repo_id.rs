@@ -1,4 +1,5 @@
-//! A Hub repository id, `OWNER/NAME`, checked before it names a folder or a URL.
+//! A Hub repository id, `OWNER/NAME`, checked before it names a folder or a URL, and the kind
+//! of repository it names.
 
 use std::fmt;
 use std::str::FromStr;
@@ -17,9 +18,38 @@ impl RepoId {
         &self.0
     }
 
-    /// The folder the Hub's cache keeps the dataset in: `datasets--OWNER--NAME`.
-    pub fn cache_folder(&self) -> String {
-        format!("datasets--{}", self.0.replace('/', "--"))
+    /// The folder the Hub's cache keeps the repository in: `datasets--OWNER--NAME` for a
+    /// dataset, `models--OWNER--NAME` for a model.
+    pub fn cache_folder(&self, kind: RepoKind) -> String {
+        format!("{}--{}", kind.plural(), self.0.replace('/', "--"))
+    }
+}
+
+/// What a Hub repository holds: its URLs and its cache folder differ by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RepoKind {
+    /// A dataset (`/api/datasets/...`, `datasets--OWNER--NAME`).
+    Dataset,
+    /// A model, such as a LeRobot policy (`/api/models/...`, `models--OWNER--NAME`).
+    Model,
+}
+
+impl RepoKind {
+    /// `datasets` or `models`, as the Hub's API paths and cache folders spell it.
+    pub fn plural(self) -> &'static str {
+        match self {
+            RepoKind::Dataset => "datasets",
+            RepoKind::Model => "models",
+        }
+    }
+}
+
+impl fmt::Display for RepoKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RepoKind::Dataset => "dataset",
+            RepoKind::Model => "model",
+        })
     }
 }
 
@@ -62,7 +92,8 @@ mod tests {
     #[test]
     fn takes_hub_ids_and_refuses_paths() {
         let id: RepoId = "lerobot/pusht_image".parse().unwrap();
-        assert_eq!(id.cache_folder(), "datasets--lerobot--pusht_image");
+        assert_eq!(id.cache_folder(RepoKind::Dataset), "datasets--lerobot--pusht_image");
+        assert_eq!(id.cache_folder(RepoKind::Model), "models--lerobot--pusht_image");
         for bad in ["pusht", "a/b/c", "/pusht", "lerobot/", "../etc", "lerobot/..", "a/.hidden", "a/b c", "a--b/c"] {
             assert!(bad.parse::<RepoId>().is_err(), "{bad:?} was taken");
         }

@@ -2,11 +2,13 @@
 //! `DIR/config.json` (LeRobot 0.6.1's `DiffusionConfig`, as `save_pretrained` writes it) gives
 //! the policy's hyper-parameters, which the run's own `--policy.*` options may still override,
 //! and `DIR/model.safetensors` its weights, loaded strictly. The normalisation statistics are the
-//! dataset's, as `lerobot-train` takes them.
+//! dataset's, as `lerobot-train` takes them. A Hub id (`--policy.path lerobot/diffusion_pusht`)
+//! is downloaded as `lerobot-train` downloads it.
 
 use std::path::{Path, PathBuf};
 
 use burn::prelude::*;
+use datasets::hub::RepoId;
 use serde_json::{Map, Value};
 
 use super::export::{NORM_MAP, features_json};
@@ -74,8 +76,9 @@ const IGNORED_KEYS: &[&str] = &[
 pub const LEROBOT_POLICY_DIR: &str = "pretrained_model";
 
 /// The pretrained policy in `path`: the folder itself (`pretrained_model/`), a checkpoint
-/// holding one, or a run's output folder (its newest checkpoint's). A Hub repository id is not
-/// downloaded yet: an error says how to fetch it.
+/// holding one, a run's output folder (its newest checkpoint's), or, where no such folder is
+/// and `path` is a Hub id (`OWNER/NAME`), the policy's model repository, found in or downloaded
+/// into `huggingface_hub`'s cache as `lerobot-train` finds it ([`datasets::hub::resolve_model`]).
 pub fn pretrained_policy_dir(path: &Path) -> Result<PathBuf> {
     if path.join("config.json").is_file() && path.join("model.safetensors").exists() {
         return Ok(path.to_path_buf());
@@ -89,15 +92,22 @@ pub fn pretrained_policy_dir(path: &Path) -> Result<PathBuf> {
         return Ok(path.to_path_buf());
     }
     let text = path.to_string_lossy();
-    let looks_like_a_repo_id = !path.exists() && text.split('/').count() == 2 && !text.starts_with('.');
-    Err(Error::Config(if looks_like_a_repo_id {
-        format!(
-            "--policy.path {text}: no such folder, and downloading a policy from the Hugging Face Hub is not \
-             implemented yet; fetch it first (`huggingface-cli download {text} --local-dir DIR`) and give DIR"
-        )
-    } else {
-        format!("--policy.path {text}: no config.json there (a LeRobot pretrained_model folder holds one)")
-    }))
+    if !path.exists()
+        && let Ok(repo_id) = text.parse::<RepoId>()
+    {
+        return Ok(download_policy(&repo_id)?.root);
+    }
+    Err(Error::Config(format!(
+        "--policy.path {text}: no config.json there (a LeRobot pretrained_model folder holds one)"
+    )))
+}
+
+/// The policy `repo_id` from the Hub (or the Hub's cache), with a progress bar in the tool.
+fn download_policy(repo_id: &RepoId) -> datasets::Result<datasets::hub::Resolved> {
+    #[cfg(feature = "cli")]
+    return datasets::hub::resolve_model_on_terminal(repo_id, None);
+    #[cfg(not(feature = "cli"))]
+    return datasets::hub::resolve_model(repo_id, None, &datasets::hub::HubEnv::from_env(), &mut |_| {});
 }
 
 /// The `policy` section of our configuration that `dir/config.json` (a LeRobot Diffusion Policy's)

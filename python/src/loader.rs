@@ -117,6 +117,7 @@ impl Loader {
             rank,
             world_size,
             episodes: dataset.episodes.clone(),
+            frames: None,
             weights: None,
             ordering: SampleOrdering { order, block_episodes },
         };

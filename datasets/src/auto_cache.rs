@@ -111,6 +111,8 @@ pub enum AutoCache {
     },
     /// The dataset has no cameras: nothing to cache.
     NoCameras,
+    /// The dataset was opened with some episodes only: a cache holds every episode's frames.
+    SomeEpisodes,
 }
 
 impl fmt::Display for AutoCache {
@@ -133,6 +135,11 @@ impl fmt::Display for AutoCache {
                 root.display()
             ),
             Self::NoCameras => write!(f, "frame cache: off, the dataset has no cameras"),
+            Self::SomeEpisodes => write!(
+                f,
+                "frame cache: off, the dataset was opened with some episodes only (a cache holds every \
+                 episode); decoding as the samples are read"
+            ),
         }
     }
 }
@@ -156,6 +163,9 @@ pub fn plan(dataset: &Dataset, root: &Path, budget: Option<u64>, keep: &[PathBuf
     let bytes = decoded_bytes(dataset);
     if bytes == 0 {
         return Ok(Plan { cache: AutoCache::NoCameras, removed });
+    }
+    if dataset.read_episodes().is_some() {
+        return Ok(Plan { cache: AutoCache::SomeEpisodes, removed });
     }
     let dir = root.join(format!("{:016x}", cache_fingerprint(dataset)?));
     if FrameCache::open(&dir, dataset).is_ok() {

@@ -54,6 +54,9 @@ pub struct Dataset {
     stats: Stats,
     table: FrameTable,
     options: OpenOptions,
+    /// The episodes whose frames were read, ascending, when it was opened with some episodes
+    /// only ([`Dataset::open_episodes`]); `None`: every episode.
+    read_episodes: Option<Vec<usize>>,
 }
 
 /// Everything under `meta/`, read and checked against `info.json`'s totals.
@@ -68,8 +71,13 @@ pub(crate) struct Metadata {
 impl Metadata {
     /// The first data or video file the episodes name that is not under `root`.
     pub(crate) fn first_missing_file(&self, root: &Path) -> Result<Option<PathBuf>> {
+        self.first_missing_file_of(root, None)
+    }
+
+    /// The first data or video file that `episodes` (all when `None`) name and `root` lacks.
+    pub(crate) fn first_missing_file_of(&self, root: &Path, episodes: Option<&[usize]>) -> Result<Option<PathBuf>> {
         let info_path = root.join(INFO_PATH);
-        for episode in &self.episodes {
+        for episode in self.episodes.iter().filter(|e| episodes.is_none_or(|list| list.contains(&e.index))) {
             let data = join_under(root, &episode.data_file).map_err(|m| Error::field(&info_path, "data_path", m))?;
             if !data.is_file() {
                 return Ok(Some(data));
@@ -82,6 +90,16 @@ impl Metadata {
             }
         }
         Ok(None)
+    }
+
+    /// The data and video files (relative to the dataset's root) that `episodes` live in.
+    pub(crate) fn files_of(&self, episodes: &[usize]) -> std::collections::BTreeSet<PathBuf> {
+        let mut files = std::collections::BTreeSet::new();
+        for episode in self.episodes.iter().filter(|e| episodes.contains(&e.index)) {
+            files.insert(episode.data_file.clone());
+            files.extend(episode.videos.iter().map(|v| v.file.clone()));
+        }
+        files
     }
 
     /// Reads `info.json`, the episodes, tasks and stats of the dataset at `root`.
@@ -128,30 +146,84 @@ impl Dataset {
     pub fn open_with(root: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
         let root = root.as_ref().to_path_buf();
         let metadata = Metadata::read(&root)?;
-        Self::from_metadata(root, metadata, options)
+        Self::from_metadata(root, metadata, options, None)
     }
 
-    /// Reads the data parquet files the episodes of `metadata` name and checks their rows.
-    pub(crate) fn from_metadata(root: PathBuf, metadata: Metadata, options: OpenOptions) -> Result<Self> {
+    /// Opens the dataset at `root` to read `episodes` (all when `None`): whole when the files of
+    /// every episode are here, else, as a download of some episodes leaves it, with the frames
+    /// of `episodes` only ([`Self::open_episodes`]). The samples are the same either way.
+    pub fn open_for(root: impl AsRef<Path>, options: OpenOptions, episodes: Option<&[usize]>) -> Result<Self> {
+        let root = root.as_ref().to_path_buf();
+        let metadata = Metadata::read(&root)?;
+        match episodes {
+            Some(episodes) if metadata.first_missing_file(&root)?.is_some() => {
+                Self::open_episodes(root, options, episodes)
+            }
+            _ => Self::from_metadata(root, metadata, options, None),
+        }
+    }
+
+    /// Opens the dataset at `root` with the frames of `episodes` only, as LeRobot's
+    /// `LeRobotDataset(episodes=...)` reads it: all metadata, and the data files those episodes
+    /// live in, so the files of other episodes need not be there (a download of some episodes).
+    /// Their samples are the whole dataset's; asking for a frame of another episode is an error,
+    /// and the loader samples these episodes only.
+    pub fn open_episodes(root: impl AsRef<Path>, options: OpenOptions, episodes: &[usize]) -> Result<Self> {
+        let root = root.as_ref().to_path_buf();
+        let metadata = Metadata::read(&root)?;
+        if let Some(bad) = episodes.iter().find(|&&e| e >= metadata.episodes.len()) {
+            return Err(Error::request(format!(
+                "episode {bad} is not in the dataset at {} ({} episodes)",
+                root.display(),
+                metadata.episodes.len()
+            )));
+        }
+        let mut chosen = episodes.to_vec();
+        chosen.sort_unstable();
+        chosen.dedup();
+        Self::from_metadata(root, metadata, options, Some(chosen))
+    }
+
+    /// Reads the data parquet files that the episodes of `metadata` (those of `chosen` when
+    /// given) live in, and checks their rows.
+    pub(crate) fn from_metadata(
+        root: PathBuf,
+        metadata: Metadata,
+        options: OpenOptions,
+        chosen: Option<Vec<usize>>,
+    ) -> Result<Self> {
         let Metadata { info, episodes, tasks, stats } = metadata;
         let info_path = root.join(INFO_PATH);
-        let mut files: Vec<PathBuf> = Vec::new();
+        // Each data file with the global rows of its episodes, in episode order.
+        let mut files: Vec<(PathBuf, std::ops::Range<usize>)> = Vec::new();
         for episode in &episodes {
             let path = join_under(&root, &episode.data_file).map_err(|m| Error::field(&info_path, "data_path", m))?;
-            if files.last() != Some(&path) {
-                if files.contains(&path) {
-                    return Err(Error::field(
-                        &path,
-                        "episode_index",
-                        format!("episode {} is stored apart from the other episodes of this file", episode.index),
-                    ));
+            match files.last_mut() {
+                Some((last, rows)) if *last == path => rows.end = episode.frames.end,
+                _ => {
+                    if files.iter().any(|(file, _)| *file == path) {
+                        return Err(Error::field(
+                            &path,
+                            "episode_index",
+                            format!("episode {} is stored apart from the other episodes of this file", episode.index),
+                        ));
+                    }
+                    files.push((path, episode.frames.clone()));
                 }
-                files.push(path);
             }
         }
         let column_features: Vec<&Feature> = info.column_features().collect();
-        let table = FrameTable::read(&files, &column_features)?;
-        let dataset = Dataset { root, info, episodes, tasks, stats, table, options };
+        let table = match &chosen {
+            None => FrameTable::read(&files.into_iter().map(|(path, _)| path).collect::<Vec<_>>(), &column_features)?,
+            Some(chosen) => {
+                let needed: Vec<(PathBuf, std::ops::Range<usize>)> = files
+                    .into_iter()
+                    .filter(|(_, rows)| chosen.iter().any(|&e| rows.contains(&episodes[e].frames.start)))
+                    .collect();
+                FrameTable::read_placed(&needed, info.total_frames, &column_features)?
+            }
+        };
+        let dataset = Dataset { root, info, episodes, tasks, stats, table, options, read_episodes: chosen };
         dataset.check_rows()?;
         Ok(dataset)
     }
@@ -176,7 +248,7 @@ impl Dataset {
                 "`index`, `episode_index` and `task_index` must be integer features",
             ));
         };
-        for episode in &self.episodes {
+        for episode in self.episodes.iter().filter(|e| self.has_frames(e.index)) {
             for row in episode.frames.clone() {
                 let file = || self.table.file_of(row).to_path_buf();
                 if usize::try_from(index[row]).ok() != Some(row) {
@@ -225,7 +297,7 @@ impl Dataset {
             return Err(Error::field(self.root.join(INFO_PATH), "features.timestamp", "must be a float feature"));
         };
         let period = 1.0 / self.info.fps;
-        for episode in &self.episodes {
+        for episode in self.episodes.iter().filter(|e| self.has_frames(e.index)) {
             for row in episode.frames.start + 1..episode.frames.end {
                 let diff = f64::from(ts[row]) - f64::from(ts[row - 1]);
                 if (diff - period).abs() > self.options.tolerance_s {
@@ -253,9 +325,33 @@ impl Dataset {
         &self.info
     }
 
-    /// The episodes, by `episode_index`.
+    /// The episodes, by `episode_index` (every episode of the metadata, also when it was
+    /// opened with some only: see [`Self::read_episodes`]).
     pub fn episodes(&self) -> &[Episode] {
         &self.episodes
+    }
+
+    /// The episodes whose frames were read, ascending, when the dataset was opened with some
+    /// episodes only ([`Self::open_episodes`]); `None` when every episode was read.
+    pub fn read_episodes(&self) -> Option<&[usize]> {
+        self.read_episodes.as_deref()
+    }
+
+    /// Whether the frames of episode `index` were read (every episode's, unless the dataset
+    /// was opened with some only).
+    pub fn has_frames(&self, index: usize) -> bool {
+        self.read_episodes.as_ref().is_none_or(|read| read.binary_search(&index).is_ok())
+    }
+
+    /// An error unless every episode was read: what needs the whole dataset (`doing`) says so.
+    pub fn require_every_episode(&self, doing: &str) -> Result<()> {
+        match &self.read_episodes {
+            None => Ok(()),
+            Some(read) => Err(Error::request(format!(
+                "{doing} needs every episode of {}, but it was opened with episodes {read:?} only",
+                self.root.display()
+            ))),
+        }
     }
 
     /// The task strings, by `task_index`.
@@ -325,6 +421,13 @@ impl Dataset {
         let episode = self.episode_of(index).ok_or_else(|| {
             Error::request(format!("index {index} is out of range: the dataset has {} frames", self.len()))
         })?;
+        if !self.has_frames(episode.index) {
+            return Err(Error::request(format!(
+                "frame {index} is in episode {}, which was not read: the dataset was opened with episodes {:?} only",
+                episode.index,
+                self.read_episodes.as_deref().unwrap_or_default()
+            )));
+        }
         let mut tensors = BTreeMap::new();
         let mut rows = Vec::new();
         let mut pads = Vec::new();

@@ -7,7 +7,7 @@
 //! a cut transfer, refuse a corrupt file, need the token of a private dataset, and never touch the
 //! network when the dataset is here already or the network is forbidden.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use datasets::hub::{DatasetRequest, DownloadEvent, HubEnv, Origin, RepoKind, resolve, resolve_model};
 use datasets::synth::{CameraStorage, SynthConfig, write_dataset};
-use datasets::{Dataset, DecoderCache, FrameFormat, WindowSpec};
+use datasets::{Dataset, DecoderCache, FrameFormat, OpenOptions, WindowSpec};
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
 
@@ -311,7 +311,7 @@ fn env(home: &Path, hub: &FakeHub) -> HubEnv {
 }
 
 fn request(root: Option<PathBuf>) -> DatasetRequest {
-    DatasetRequest { repo_id: REPO.parse().unwrap(), root, revision: None, download: true }
+    DatasetRequest { repo_id: REPO.parse().unwrap(), root, revision: None, download: true, episodes: None }
 }
 
 /// Every file of `source` is under `root` with the same bytes.
@@ -604,4 +604,64 @@ fn a_policy_is_downloaded_into_huggingface_hubs_cache_and_found_there_offline() 
     let env = HubEnv { hf_hub_cache: dir.path().join("private"), ..self::env(&home, &private) };
     let error = resolve_model(&id, None, &env, &mut |_| {}).unwrap_err().to_string();
     assert!(error.contains("private or gated model"), "{error}");
+}
+
+#[test]
+fn with_episodes_only_the_metadata_and_their_files_are_downloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    // One data file per episode, as LeRobot writes large episodes.
+    let source = dir.path().join("source");
+    let synth = SynthConfig {
+        episodes: 4,
+        min_length: 12,
+        max_length: 20,
+        storage: CameraStorage::Images,
+        episodes_per_file: Some(1),
+        ..Default::default()
+    };
+    write_dataset(&source, &synth).unwrap();
+    let hub = FakeHub::serve(&source, Faults::default());
+    let root = dir.path().join("root");
+    let some = DatasetRequest { episodes: Some(vec![1, 3]), ..request(Some(root.clone())) };
+    let resolved = resolve(&some, &env(&dir.path().join("home"), &hub), &mut |_| {}).unwrap();
+    assert_eq!(resolved.root, root);
+
+    // Each file is asked for twice (hf-hub's probe of its size, then its transfer).
+    let fetched: BTreeSet<String> = hub
+        .requests()
+        .iter()
+        .filter_map(|(line, _)| line.strip_prefix(&format!("GET /datasets/{REPO}/resolve/{COMMIT}/")).map(String::from))
+        .collect();
+    assert!(fetched.iter().any(|f| f.starts_with("meta/")), "{fetched:?}");
+    let data: Vec<&String> = fetched.iter().filter(|f| f.starts_with("data/")).collect();
+    assert_eq!(data, ["data/chunk-000/file-001.parquet", "data/chunk-000/file-003.parquet"]);
+    assert!(!root.join("data/chunk-000/file-000.parquet").exists());
+
+    // Opened as LeRobot opens it with those episodes: their samples are the whole dataset's,
+    // and another episode's frame is refused.
+    let opened = Dataset::open_for(&root, OpenOptions::default(), Some(&[1, 3])).unwrap();
+    assert_eq!(opened.read_episodes(), Some(&[1, 3][..]));
+    let whole = Dataset::open(&source).unwrap();
+    let sample =
+        |d: &Dataset, i: usize| d.get(i, &WindowSpec::none(), &mut DecoderCache::default(), FrameFormat::Uint8);
+    for episode in [1, 3] {
+        let frames = whole.episodes()[episode].frames.clone();
+        for i in [frames.start, frames.end - 1] {
+            assert_eq!(sample(&opened, i).unwrap(), sample(&whole, i).unwrap(), "frame {i}");
+        }
+    }
+    let other = whole.episodes()[2].frames.start;
+    assert!(sample(&opened, other).unwrap_err().to_string().contains("episode 2, which was not read"));
+
+    // Asked again for the same episodes, nothing is fetched; for another, only its file.
+    let asked = hub.requests().len();
+    let again = resolve(&some, &env(&dir.path().join("home"), &hub), &mut |_| {}).unwrap();
+    assert_eq!((again.origin, hub.requests().len()), (Origin::GivenRoot, asked));
+    let more = DatasetRequest { episodes: Some(vec![0]), ..request(Some(root.clone())) };
+    resolve(&more, &env(&dir.path().join("home"), &hub), &mut |_| {}).unwrap();
+    let data_fetched: BTreeSet<String> = hub.requests()[asked..]
+        .iter()
+        .filter_map(|(line, _)| line.split_once("/data/").map(|(_, file)| file.to_string()))
+        .collect();
+    assert_eq!(data_fetched, BTreeSet::from(["chunk-000/file-000.parquet".to_string()]));
 }

@@ -168,7 +168,8 @@ impl LoaderBuilder {
     }
 
     /// Checks the configuration and starts the workers.
-    pub fn build(self) -> Result<Loader> {
+    pub fn build(mut self) -> Result<Loader> {
+        self.sample_read_episodes_only()?;
         let sampler = EpisodeSampler::for_datasets(self.sampler.clone(), &self.datasets.episode_ranges())?;
         let parts = self.datasets.parts();
         if !self.frame_caches.is_empty() && self.frame_caches.len() != parts.len() {
@@ -233,6 +234,42 @@ impl LoaderBuilder {
             frame_buffer_bound,
             _frame_buffer_reservation: frame_buffer_reservation,
         })
+    }
+}
+
+impl LoaderBuilder {
+    /// A dataset opened with some episodes only ([`datasets::Dataset::open_episodes`]) is
+    /// sampled in those: they are the episodes when none are chosen, and episodes or frames
+    /// chosen beyond them are refused.
+    fn sample_read_episodes_only(&mut self) -> Result<()> {
+        let parts = self.datasets.parts();
+        let Some((part, read)) = parts.iter().enumerate().find_map(|(i, d)| d.read_episodes().map(|r| (i, r))) else {
+            return Ok(());
+        };
+        let dataset = &parts[part];
+        if parts.len() > 1 {
+            return Err(Error::Config(format!(
+                "{} was opened with some episodes only: such a dataset is sampled alone",
+                dataset.root().display()
+            )));
+        }
+        let unread = match (&self.sampler.episodes, &self.sampler.frames) {
+            (_, Some(frames)) => {
+                frames.iter().filter_map(|&f| dataset.episode_of(f).map(|e| e.index)).find(|&e| !dataset.has_frames(e))
+            }
+            (Some(episodes), None) => episodes.iter().copied().find(|&e| !dataset.has_frames(e)),
+            (None, None) => {
+                self.sampler.episodes = Some(read.to_vec());
+                None
+            }
+        };
+        match unread {
+            Some(episode) => Err(Error::Config(format!(
+                "episode {episode} was not read: {} was opened with episodes {read:?} only",
+                dataset.root().display()
+            ))),
+            None => Ok(()),
+        }
     }
 }
 

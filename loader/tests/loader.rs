@@ -281,3 +281,50 @@ fn stale_foreign_or_old_frame_caches_are_refused() {
     let err = builder(&f).frame_cache(&f.cache).build().err().unwrap().to_string();
     assert!(err.contains("truncated"), "{err}");
 }
+
+/// Copies what a download of `episodes` leaves: the metadata and the data and video files they
+/// live in.
+fn copy_episodes(dataset: &Dataset, to: &Path, episodes: &[usize]) {
+    fn copy_dir(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let path = entry.unwrap().path();
+            let target = to.join(path.file_name().unwrap());
+            if path.is_dir() {
+                copy_dir(&path, &target);
+            } else {
+                std::fs::copy(&path, &target).unwrap();
+            }
+        }
+    }
+    copy_dir(&dataset.root().join("meta"), &to.join("meta"));
+    for &e in episodes {
+        let episode = &dataset.episodes()[e];
+        for file in std::iter::once(&episode.data_file).chain(episode.videos.iter().map(|v| &v.file)) {
+            std::fs::create_dir_all(to.join(file).parent().unwrap()).unwrap();
+            std::fs::copy(dataset.root().join(file), to.join(file)).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_dataset_of_some_episodes_gives_the_whole_datasets_batches_of_them() {
+    let f = fixture(small());
+    let dir = tempfile::tempdir().unwrap();
+    let partial = dir.path().join("ds");
+    // Episode 4 has a file of its own; episode 1 shares one with episode 0, which is not read.
+    copy_episodes(&f.dataset, &partial, &[1, 4]);
+    let opened = Dataset::open_for(&partial, Default::default(), Some(&[1, 4])).unwrap();
+    assert_eq!(opened.read_episodes(), Some(&[1, 4][..]));
+    let opened = Arc::new(opened);
+    let partial_builder =
+        || Loader::builder(opened.clone()).batch_size(16).drop_frames(0, 7).seed(5).windows(f.windows.clone());
+    let whole = collect(builder(&f).episodes(vec![1, 4]).num_workers(2).build().unwrap(), 5);
+    let some = collect(partial_builder().num_workers(2).build().unwrap(), 5);
+    assert_eq!(some.len(), 5);
+    assert!(some == whole, "the batches of episodes 1 and 4 differ from the whole dataset's");
+
+    let refused = |b: LoaderBuilder| b.build().err().expect("refused").to_string();
+    assert!(refused(partial_builder().episodes(vec![0, 1])).contains("episode 0 was not read"));
+    assert!(refused(partial_builder().frame_cache(&f.cache)).contains("opened with episodes [1, 4] only"));
+}

@@ -59,6 +59,7 @@ impl Dataset {
                     root,
                     revision,
                     download,
+                    episodes: episodes.clone(),
                 };
                 let env = datasets::HubEnv::from_env();
                 py.detach(|| datasets::hub::resolve(&request, &env, &mut |_| {})).map_err(|e| dataset_error(&e))?.root
@@ -67,7 +68,7 @@ impl Dataset {
             (None, None) => return Err(PyValueError::new_err("give repo_id or root")),
         };
         let dataset = py
-            .detach(|| datasets::Dataset::open_with(&root, OpenOptions { tolerance_s }))
+            .detach(|| datasets::Dataset::open_for(&root, OpenOptions { tolerance_s }, episodes.as_deref()))
             .map_err(|e| dataset_error(&e))?;
         let windows = match &delta_timestamps {
             Some(deltas) => {

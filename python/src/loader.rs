@@ -257,7 +257,7 @@ fn settle_frame_cache(
                         }
                     }
                 }
-                AutoCache::TooBig { .. } | AutoCache::NoCameras => None,
+                AutoCache::TooBig { .. } | AutoCache::NoCameras | AutoCache::SomeEpisodes => None,
             };
             Ok((dir, lines.join("\n")))
         }

@@ -268,7 +268,12 @@ impl DatasetConfig {
     /// ([`datasets::DatasetRequest::for_ids`]).
     pub fn hub_requests(&self) -> Result<Vec<datasets::DatasetRequest>> {
         let Some(ids) = &self.repo_id else { return Ok(Vec::new()) };
-        Ok(datasets::DatasetRequest::for_ids(ids, self.root.paths(), self.revision.as_deref(), self.download)?)
+        let mut requests =
+            datasets::DatasetRequest::for_ids(ids, self.root.paths(), self.revision.as_deref(), self.download)?;
+        if let [one] = &mut requests[..] {
+            one.episodes = self.episodes.clone();
+        }
+        Ok(requests)
     }
 
     /// The name each dataset goes by in logs and errors: its Hub id, or its folder.

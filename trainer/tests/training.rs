@@ -408,6 +408,47 @@ fn only_the_episodes_asked_for_are_sampled() {
 }
 
 #[test]
+fn a_run_on_some_episodes_needs_only_their_files() {
+    // As `--dataset.repo_id ... --dataset.episodes 0,2` downloads it: the metadata and the files
+    // of episodes 0 and 2, each in files of its own; episode 1's are not there.
+    let root = scratch_path("some-episodes-dataset");
+    let _ = std::fs::remove_dir_all(&root);
+    let synth = datasets::synth::SynthConfig {
+        episodes: 3,
+        min_length: 20,
+        max_length: 20,
+        episodes_per_file: Some(1),
+        ..Default::default()
+    };
+    datasets::synth::write_dataset(&root, &synth).unwrap();
+    let whole = datasets::Dataset::open(&root).unwrap();
+    let episode = &whole.episodes()[1];
+    for file in std::iter::once(&episode.data_file).chain(episode.videos.iter().map(|v| &v.file)) {
+        std::fs::remove_file(root.join(file)).unwrap();
+    }
+    let out = scratch("some-episodes");
+    let config = |episodes: serde_json::Value| {
+        let extra = json!({"dataset": {"episodes": episodes, "frame_cache": "auto"}, "save_checkpoint": false});
+        tiny_config(&root, &out, 2, extra)
+    };
+    let mut lines = Vec::new();
+    let outcome = train::<Backend>(&config(json!([0, 2])), None, Default::default(), |p| {
+        if let trainer::Progress::Line(l) = p {
+            lines.push(l.to_string());
+        }
+    })
+    .unwrap();
+    assert_eq!(outcome.losses.last().map(|l| l.0), Some(2));
+    assert!(
+        lines.iter().any(|l| l.contains("frame cache: off, the dataset was opened with some episodes only")),
+        "{lines:#?}"
+    );
+    let error =
+        trainer::TrainData::open(&config(json!([0, 1]))).err().expect("episode 1's files are missing").to_string();
+    assert!(error.contains("file-001"), "{error}");
+}
+
+#[test]
 fn the_blocks_order_reaches_the_loader_and_a_run_resumes_only_in_it() {
     let out = scratch("blocks-order");
     let blocks = json!({"sampler": {"order": "blocks", "block_episodes": 1}, "save_freq": 2});

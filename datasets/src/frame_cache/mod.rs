@@ -242,6 +242,7 @@ impl FrameCache {
     /// another dataset (or an older state of this one), or of the wrong size, and marks it used
     /// now (for the least-recently-used order in which the [`store`] removes caches).
     pub fn open(dir: &Path, dataset: &Dataset) -> Result<Self> {
+        dataset.require_every_episode("a frame cache")?;
         let fingerprint = cache_fingerprint(dataset)?;
         let keys = dataset.info().camera_keys();
         // Lock only a folder that holds a cache, leaving other folders as they are.

@@ -33,6 +33,7 @@ pub fn write_frame_cache(
     resize: Option<(usize, usize)>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Vec<PathBuf>> {
+    dataset.require_every_episode("a frame cache")?;
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let _writing = match FolderLock::try_acquire(dir, WRITER_LOCK, LockMode::Exclusive)? {
         Some(lock) => lock,

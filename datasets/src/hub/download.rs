@@ -18,7 +18,10 @@ use serde::Deserialize;
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
 
-use super::{DatasetRequest, DownloadEvent, Origin, RepoId, RepoKind, Resolved, hub_error, is_complete, parse_version};
+use super::{
+    DatasetRequest, DownloadEvent, Origin, RepoId, RepoKind, Resolved, hub_error, is_complete_for, parse_version,
+};
+use crate::dataset::Metadata;
 use crate::{Error, HubEnv, Result, join_under};
 
 /// Attempts per file: a transfer cut short is resumed from its `.part` file this many times.
@@ -91,11 +94,22 @@ pub(super) fn fetch(
     };
     let hub = Snapshot::list(RepoKind::Dataset, repo_id, &revision, &cache_dir, env)?;
     let root = request.root.clone().unwrap_or_else(|| hub.folder());
-    let (files, bytes) = hub.download(&root, request.root.is_some(), |_| true, progress)?;
+    let local_dir = request.root.is_some();
+    let (files, bytes) = match &request.episodes {
+        None => hub.download(&root, local_dir, |_| true, progress)?,
+        Some(episodes) => {
+            // As LeRobot: the metadata first, then the files those episodes live in.
+            let (meta_files, meta_bytes) =
+                hub.download(&root, local_dir, |name| name.starts_with("meta/"), progress)?;
+            let needed = Metadata::read(&root)?.files_of(episodes);
+            let (files, bytes) = hub.download(&root, local_dir, |name| needed.contains(Path::new(name)), progress)?;
+            (meta_files + files, meta_bytes + bytes)
+        }
+    };
     if request.root.is_none() {
         hub.record_ref()?;
     }
-    if !is_complete(&root)? {
+    if !is_complete_for(&root, request.episodes.as_deref())? {
         return Err(hub_error(
             RepoKind::Dataset,
             repo_id,

@@ -56,6 +56,9 @@ pub struct DatasetRequest {
     pub revision: Option<String>,
     /// Whether a missing or incomplete dataset may be downloaded.
     pub download: bool,
+    /// The episodes wanted (`--dataset.episodes`): only their data and video files are needed,
+    /// and downloaded, beside the metadata, as LeRobot downloads them. `None`: every episode.
+    pub episodes: Option<Vec<usize>>,
 }
 
 impl DatasetRequest {
@@ -83,7 +86,13 @@ impl DatasetRequest {
                     [parent] => Some(parent.join(id)),
                     each => Some(each[i].clone()),
                 };
-                Ok(Self { repo_id: id.parse()?, root, revision: revision.map(str::to_string), download })
+                Ok(Self {
+                    repo_id: id.parse()?,
+                    root,
+                    revision: revision.map(str::to_string),
+                    download,
+                    episodes: None,
+                })
             })
             .collect()
     }
@@ -176,6 +185,7 @@ pub fn resolve(
 ) -> Result<Resolved> {
     let revision = request.revision.clone().unwrap_or_else(|| DEFAULT_REVISION.to_string());
     let may_download = !env.offline && request.download;
+    let is_complete = |root: &Path| is_complete_for(root, request.episodes.as_deref());
     if let Some(root) = &request.root {
         if is_complete(root)? {
             return Ok(Resolved { root: root.clone(), origin: Origin::GivenRoot });
@@ -309,8 +319,14 @@ fn fetch(
 /// when metadata that is there is not what the format says (such a folder is reported, never
 /// downloaded over). The data files are only looked for, not read: opening the dataset does that.
 pub fn is_complete(root: &Path) -> Result<bool> {
+    is_complete_for(root, None)
+}
+
+/// Whether `root` holds the metadata and the data and video files of `episodes` (all when
+/// `None`), as [`is_complete`] judges the whole dataset.
+pub fn is_complete_for(root: &Path, episodes: Option<&[usize]>) -> Result<bool> {
     match Metadata::read(root) {
-        Ok(metadata) => Ok(metadata.first_missing_file(root)?.is_none()),
+        Ok(metadata) => Ok(metadata.first_missing_file_of(root, episodes)?.is_none()),
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(error) => Err(error),
     }

@@ -54,7 +54,8 @@ impl DownloadBar {
     pub fn observe(&mut self, event: DownloadEvent<'_>) {
         match event {
             DownloadEvent::Plan { files, bytes } => {
-                self.bar.set_length(bytes);
+                // A download of some episodes plans twice: the metadata, then their files.
+                self.bar.inc_length(bytes);
                 self.bar.set_message(format!("{files} files"));
             }
             DownloadEvent::File { name, size, resumed_at } => {

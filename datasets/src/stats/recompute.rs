@@ -15,6 +15,7 @@ use crate::video::DecoderCache;
 /// Per-episode statistics of every feature, computed from the dataset's files (v3.0 with
 /// quantiles, v2.1 without), in episode order.
 pub fn compute_episode_stats(dataset: &Dataset) -> Result<Vec<Stats>> {
+    dataset.require_every_episode("recomputing the statistics")?;
     dataset
         .episodes()
         .par_iter()

@@ -37,6 +37,12 @@ impl EncodedImages {
         self.ends.is_empty()
     }
 
+    /// `rows` empty entries: rows not read.
+    fn append_unread(&mut self, rows: usize) {
+        let end = self.blob.len();
+        self.ends.extend(std::iter::repeat_n(end, rows));
+    }
+
     fn append(&mut self, other: EncodedImages) {
         let base = self.blob.len();
         self.blob.extend_from_slice(&other.blob);
@@ -128,6 +134,18 @@ impl Column {
         }
     }
 
+    /// Appends `rows` rows of zeros (empty strings and images): rows of files not read.
+    fn append_unread(&mut self, rows: usize) {
+        let n = rows * self.width;
+        match &mut self.values {
+            ColumnValues::F32(v) => v.resize(v.len() + n, 0.0),
+            ColumnValues::I64(v) => v.resize(v.len() + n, 0),
+            ColumnValues::Bool(v) => v.resize(v.len() + n, false),
+            ColumnValues::Str(v) => v.resize(v.len() + rows, String::new()),
+            ColumnValues::Image(v) => v.append_unread(rows),
+        }
+    }
+
     /// Appends the arrow array's values, checking the declared shape.
     fn extend_from_arrow(&mut self, feature: &Feature, array: &dyn arrow_array::Array) -> Result<(), String> {
         match &mut self.values {
@@ -172,6 +190,46 @@ impl FrameTable {
         }
         let keys = features.iter().map(|f| f.key.clone()).collect();
         Ok(FrameTable { rows, keys, columns, files: starts })
+    }
+
+    /// Reads `features` from each of `files`, each the global rows of its range (ascending,
+    /// disjoint), into a table of `total` rows: the rows of files not read are zeros (empty
+    /// strings and images), which the dataset never serves. A file with another number of rows
+    /// than its range is an error naming it.
+    pub fn read_placed(
+        files: &[(PathBuf, std::ops::Range<usize>)],
+        total: usize,
+        features: &[&Feature],
+    ) -> Result<Self> {
+        let results: Vec<Result<(usize, Vec<Column>)>> =
+            files.par_iter().map(|(path, _)| read_file(path, features)).collect();
+        let parts = results.into_iter().collect::<Result<Vec<_>>>()?;
+        let mut columns: Vec<Column> = features
+            .iter()
+            .map(|f| Column::empty_like(f).map_err(|m| Error::request(format!("feature `{}`: {m}", f.key))))
+            .collect::<Result<_>>()?;
+        let mut starts = Vec::with_capacity(files.len());
+        let mut rows = 0;
+        for ((file_rows, part), (path, range)) in parts.into_iter().zip(files) {
+            if file_rows != range.len() || range.start < rows || range.end > total {
+                return Err(Error::field(
+                    path,
+                    "index",
+                    format!("{file_rows} rows, where the episode table puts rows {range:?} in it"),
+                ));
+            }
+            for (column, piece) in columns.iter_mut().zip(part) {
+                column.append_unread(range.start - rows);
+                column.append(piece);
+            }
+            starts.push((range.start, path.clone()));
+            rows = range.end;
+        }
+        for column in &mut columns {
+            column.append_unread(total - rows);
+        }
+        let keys = features.iter().map(|f| f.key.clone()).collect();
+        Ok(FrameTable { rows: total, keys, columns, files: starts })
     }
 
     /// The number of rows (frames).

@@ -60,7 +60,11 @@ impl TrainData {
         let options = OpenOptions { tolerance_s: config.dataset.tolerance_s };
         let mut parts = Vec::with_capacity(roots.len());
         for (name, root) in config.dataset.names().into_iter().zip(roots) {
-            parts.push((name, Arc::new(Dataset::open_with(root, options)?)));
+            let dataset = Dataset::open_for(root, options, config.dataset.episodes.as_deref())?;
+            if let Some(read) = dataset.read_episodes() {
+                tracing::info!("{name}: reading episodes {read:?} only (the other episodes' files are not here)");
+            }
+            parts.push((name, Arc::new(dataset)));
         }
         let datasets = DatasetSet::new(parts)?;
         let info = datasets.info();
@@ -207,7 +211,7 @@ impl TrainData {
             caches.push(match plan.cache {
                 AutoCache::Ready { dir } => Some(dir),
                 AutoCache::Build { dir, .. } => build_frame_cache(dataset, dir, on_progress),
-                AutoCache::TooBig { .. } | AutoCache::NoCameras => None,
+                AutoCache::TooBig { .. } | AutoCache::NoCameras | AutoCache::SomeEpisodes => None,
             });
         }
         self.frame_caches = caches;

@@ -93,6 +93,7 @@ impl Metadata {
     }
 
     /// The data and video files (relative to the dataset's root) that `episodes` live in.
+    #[cfg(feature = "hub")]
     pub(crate) fn files_of(&self, episodes: &[usize]) -> std::collections::BTreeSet<PathBuf> {
         let mut files = std::collections::BTreeSet::new();
         for episode in self.episodes.iter().filter(|e| episodes.contains(&e.index)) {

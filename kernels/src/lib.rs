@@ -428,10 +428,10 @@ pub fn max_pool2d<B: Kernels>(
 
 // With burn's fusion, the GPU backends are `Fusion` over cubecl's and take the portable
 // implementations; without it, `cube.rs` implements `Kernels` for cubecl's backends. Whatever
-// turns burn-wgpu's or burn-cuda's `fusion` on must turn on `kernels/gpu-tuning` too, or
+// turns burn-wgpu's or burn-cuda's `fusion` on must turn on `kernels/gpu-fusion` too, or
 // `Wgpu`/`Cuda` have no `Kernels` and the build says so.
-#[cfg(all(feature = "wgpu-untuned", feature = "gpu-tuning"))]
+#[cfg(all(feature = "wgpu-untuned", feature = "gpu-fusion"))]
 impl Kernels for burn::backend::Wgpu {}
 
-#[cfg(all(feature = "cuda-untuned", feature = "gpu-tuning"))]
+#[cfg(all(feature = "cuda-untuned", feature = "gpu-fusion"))]
 impl Kernels for burn::backend::Cuda {}

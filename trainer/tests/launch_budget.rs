@@ -69,7 +69,8 @@ fn a_tiny_step_on_wgpu_launches_no_more_kernels_than_its_budget() {
     let launches: Vec<(&str, usize)> = PHASES.into_iter().zip(counts.windows(2).map(|w| w[1] - w[0])).collect();
     let step = counts[PHASES.len()] - counts[0];
     let count = |name: &str| launches.iter().find(|(phase, _)| *phase == name).map(|&(_, n)| n).expect(name);
-    let seen = format!("{step} launches a step: {launches:?}");
+    let kernels = log.by_kernel(counts[0]).len();
+    let seen = format!("{step} launches a step, of {kernels} kernels: {launches:?}");
     eprintln!("{seen}");
     // Counted, not estimated: every phase of a real step launches kernels.
     for phase in ["forward", "backward", "clip", "optim"] {

@@ -219,3 +219,17 @@ fn the_writer_is_deterministic_and_its_stats_are_lerobots() {
     }
     assert!(first.stats()["observation.state"].get("q99").is_some());
 }
+
+#[test]
+#[cfg(feature = "video")] // encodes video
+fn the_real_size_aloha_preset_reads_back_exactly_with_four_480x640_cameras() {
+    let real = SynthConfig::aloha_real();
+    let cameras: Vec<(usize, usize)> = real.cameras.iter().map(|c| (c.height, c.width)).collect();
+    assert_eq!((real.episodes, real.min_length, real.max_length, real.fps), (50, 400, 400, 50));
+    assert_eq!(
+        (cameras, real.state_dim, real.storage),
+        (vec![(480, 640); 4], 14, CameraStorage::Video(VideoCodec::Av1))
+    );
+    // Its geometry, at two short episodes (the whole set encodes for minutes).
+    check_all(&SynthConfig { episodes: 2, min_length: 10, max_length: 12, seed: 6, ..real });
+}

@@ -139,6 +139,20 @@ impl SynthConfig {
         }
     }
 
+    /// ALOHA at real size, as LeRobot users record it: v3.0, four 480×640 AV1 cameras (ALOHA's
+    /// `cam_high`, `cam_low` and the two wrists), fps 50, 50 episodes of 400 frames, 14-dimensional
+    /// state and action: 80,000 frames, about 74 GB decoded as RGB.
+    pub fn aloha_real() -> Self {
+        let camera = |name: &str| CameraSpec { key: format!("observation.images.{name}"), height: 480, width: 640 };
+        Self {
+            episodes: 50,
+            min_length: 400,
+            max_length: 400,
+            cameras: ["cam_high", "cam_low", "cam_left_wrist", "cam_right_wrist"].map(camera).to_vec(),
+            ..Self::aloha_like()
+        }
+    }
+
     fn check(&self) -> Result<()> {
         let bad = |m: String| Err(Error::request(format!("synth: {m}")));
         if self.episodes == 0 || self.min_length == 0 || self.min_length > self.max_length {

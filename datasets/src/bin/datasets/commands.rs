@@ -277,6 +277,9 @@ pub enum SynthPreset {
     PushtLike,
     /// v3.0, two 240x320 AV1 cameras, fps 50, 20 episodes of ~400 frames.
     AlohaLike,
+    /// v3.0, four 480x640 AV1 cameras, fps 50, 50 episodes of 400 frames (ALOHA at real size;
+    /// `--cameras` for three).
+    AlohaReal,
 }
 
 /// How cameras are stored.
@@ -338,6 +341,7 @@ pub fn synth(args: &SynthArgs) -> Result<ExitCode> {
         SynthPreset::Tiny => SynthConfig::default(),
         SynthPreset::PushtLike => SynthConfig::pusht_like(),
         SynthPreset::AlohaLike => SynthConfig::aloha_like(),
+        SynthPreset::AlohaReal => SynthConfig::aloha_real(),
     };
     if let Some(v) = &args.version {
         cfg.version = match CodebaseVersion::parse(v) {

@@ -158,7 +158,7 @@ impl Dataset {
         let metadata = Metadata::read(&root)?;
         match episodes {
             Some(episodes) if metadata.first_missing_file(&root)?.is_some() => {
-                Self::open_episodes(root, options, episodes)
+                Self::from_episodes(root, metadata, options, episodes)
             }
             _ => Self::from_metadata(root, metadata, options, None),
         }
@@ -172,6 +172,11 @@ impl Dataset {
     pub fn open_episodes(root: impl AsRef<Path>, options: OpenOptions, episodes: &[usize]) -> Result<Self> {
         let root = root.as_ref().to_path_buf();
         let metadata = Metadata::read(&root)?;
+        Self::from_episodes(root, metadata, options, episodes)
+    }
+
+    /// [`Self::from_metadata`] with the frames of `episodes` only, checked to be the dataset's.
+    fn from_episodes(root: PathBuf, metadata: Metadata, options: OpenOptions, episodes: &[usize]) -> Result<Self> {
         if let Some(bad) = episodes.iter().find(|&&e| e >= metadata.episodes.len()) {
             return Err(Error::request(format!(
                 "episode {bad} is not in the dataset at {} ({} episodes)",

@@ -243,10 +243,9 @@ impl LoaderBuilder {
     /// chosen beyond them are refused.
     fn sample_read_episodes_only(&mut self) -> Result<()> {
         let parts = self.datasets.parts();
-        let Some((part, read)) = parts.iter().enumerate().find_map(|(i, d)| d.read_episodes().map(|r| (i, r))) else {
+        let Some((dataset, read)) = parts.iter().find_map(|d| d.read_episodes().map(|r| (d, r))) else {
             return Ok(());
         };
-        let dataset = &parts[part];
         if parts.len() > 1 {
             return Err(Error::Config(format!(
                 "{} was opened with some episodes only: such a dataset is sampled alone",

@@ -224,7 +224,9 @@ impl Dataset {
             Some(chosen) => {
                 let needed: Vec<(PathBuf, std::ops::Range<usize>)> = files
                     .into_iter()
-                    .filter(|(_, rows)| chosen.iter().any(|&e| rows.contains(&episodes[e].frames.start)))
+                    .filter(|(path, _)| {
+                        chosen.iter().any(|&e| join_under(&root, &episodes[e].data_file).is_ok_and(|p| p == *path))
+                    })
                     .collect();
                 FrameTable::read_placed(&needed, info.total_frames, &column_features)?
             }

@@ -171,25 +171,17 @@ pub struct FrameTable {
 impl FrameTable {
     /// Reads `features` from each of `files` (in this order, in parallel) and concatenates them.
     pub fn read(files: &[PathBuf], features: &[&Feature]) -> Result<Self> {
-        // Read in parallel, but report the first bad file in order, whichever thread finishes first.
-        let results: Vec<Result<(usize, Vec<Column>)>> =
-            files.par_iter().map(|path| read_file(path, features)).collect();
-        let parts = results.into_iter().collect::<Result<Vec<_>>>()?;
-        let mut columns: Vec<Column> = features
-            .iter()
-            .map(|f| Column::empty_like(f).map_err(|m| Error::request(format!("feature `{}`: {m}", f.key))))
-            .collect::<Result<_>>()?;
+        let parts = read_files(files.iter().map(PathBuf::as_path), features)?;
         let mut rows = 0;
-        let mut starts = Vec::with_capacity(files.len());
-        for ((file_rows, part), path) in parts.into_iter().zip(files) {
-            starts.push((rows, path.clone()));
-            rows += file_rows;
-            for (column, piece) in columns.iter_mut().zip(part) {
-                column.append(piece);
-            }
-        }
-        let keys = features.iter().map(|f| f.key.clone()).collect();
-        Ok(FrameTable { rows, keys, columns, files: starts })
+        let placed = parts
+            .into_iter()
+            .zip(files)
+            .map(|((file_rows, columns), path)| {
+                rows += file_rows;
+                (path, rows - file_rows..rows, columns)
+            })
+            .collect();
+        Self::from_placed(placed, rows, features)
     }
 
     /// Reads `features` from each of `files`, each the global rows of its range (ascending,
@@ -201,21 +193,40 @@ impl FrameTable {
         total: usize,
         features: &[&Feature],
     ) -> Result<Self> {
-        let results: Vec<Result<(usize, Vec<Column>)>> =
-            files.par_iter().map(|(path, _)| read_file(path, features)).collect();
-        let parts = results.into_iter().collect::<Result<Vec<_>>>()?;
-        let mut columns: Vec<Column> = features
-            .iter()
-            .map(|f| Column::empty_like(f).map_err(|m| Error::request(format!("feature `{}`: {m}", f.key))))
-            .collect::<Result<_>>()?;
-        let mut starts = Vec::with_capacity(files.len());
-        let mut rows = 0;
-        for ((file_rows, part), (path, range)) in parts.into_iter().zip(files) {
-            if file_rows != range.len() || range.start < rows || range.end > total {
+        let parts = read_files(files.iter().map(|(path, _)| path.as_path()), features)?;
+        let mut placed = Vec::with_capacity(files.len());
+        for ((file_rows, columns), (path, range)) in parts.into_iter().zip(files) {
+            if file_rows != range.len() {
                 return Err(Error::field(
                     path,
                     "index",
                     format!("{file_rows} rows, where the episode table puts rows {range:?} in it"),
+                ));
+            }
+            placed.push((path, range.clone(), columns));
+        }
+        Self::from_placed(placed, total, features)
+    }
+
+    /// The table of `total` rows that holds each file's columns at its range (ascending,
+    /// disjoint), zeros between them.
+    fn from_placed(
+        placed: Vec<(&PathBuf, std::ops::Range<usize>, Vec<Column>)>,
+        total: usize,
+        features: &[&Feature],
+    ) -> Result<Self> {
+        let mut columns: Vec<Column> = features
+            .iter()
+            .map(|f| Column::empty_like(f).map_err(|m| Error::request(format!("feature `{}`: {m}", f.key))))
+            .collect::<Result<_>>()?;
+        let mut starts = Vec::with_capacity(placed.len());
+        let mut rows = 0;
+        for (path, range, part) in placed {
+            if range.start < rows || range.end > total {
+                return Err(Error::field(
+                    path,
+                    "index",
+                    format!("rows {range:?} overlap the previous file's or pass the {total} rows of the dataset"),
                 ));
             }
             for (column, piece) in columns.iter_mut().zip(part) {
@@ -257,6 +268,14 @@ impl FrameTable {
         let i = self.files.partition_point(|(start, _)| *start <= row).saturating_sub(1);
         &self.files[i].1
     }
+}
+
+/// Reads the declared columns of each of `paths`, in parallel, reporting the first bad file in
+/// order, whichever thread finishes first.
+fn read_files<'a>(paths: impl Iterator<Item = &'a Path>, features: &[&Feature]) -> Result<Vec<(usize, Vec<Column>)>> {
+    let paths: Vec<&Path> = paths.collect();
+    let results: Vec<Result<(usize, Vec<Column>)>> = paths.par_iter().map(|path| read_file(path, features)).collect();
+    results.into_iter().collect()
 }
 
 /// Reads the declared columns of one parquet file.

@@ -6,7 +6,10 @@
 #               (`--no-default-features`), with the cuda and wgpu backends, stripped; they link
 #               nothing beyond glibc (burn's cuda backend opens libcuda and NVRTC at run time).
 #               bench-untuned is bench without burn's autotuning and fusion (`*-untuned`
-#               features): far fewer kernels to compile on a machine's first run.
+#               features): far fewer kernels to compile on a machine's first run; its cuda
+#               convolutions run in cuDNN (`bench/cudnn`), found there at run time.
+#               UNTUNED_ONLY=1 builds bench-untuned alone (the cuDNN checks and timings need
+#               nothing else; `gpu-run.sh`'s sweeps need the tuned bench and datasets too).
 #               The trainer binary stays home: the working tree takes 30 of the 64 MiB, and
 #               bench's checks run the trainer's own training loop.
 #   wheels/     LeRobot 0.6.1 and the wheels that machine lacks for the side-by-side (torch is
@@ -21,11 +24,13 @@ kit=target/gpu-kit
 staging=target/gpu-kit-bin
 rm -rf "$staging" && mkdir -p "$staging"
 cargo build --release --locked -p bench --no-default-features \
-  --features bench/cuda-untuned,bench/wgpu-untuned
+  --features bench/cuda-untuned,bench/wgpu-untuned,bench/cudnn
 cp target/release/bench "$staging/bench-untuned"
-cargo build --release --locked -p bench -p datasets --no-default-features \
-  --features datasets/cli,bench/cuda,bench/wgpu
-cp target/release/bench target/release/datasets "$staging/"
+if [ "${UNTUNED_ONLY:-0}" != 1 ]; then
+  cargo build --release --locked -p bench -p datasets --no-default-features \
+    --features datasets/cli,bench/cuda,bench/wgpu
+  cp target/release/bench target/release/datasets "$staging/"
+fi
 
 # Keep the GPU kernel cache a GPU call sent back (scripts/gpu-run.sh): it outlives the binaries.
 if [ -f "$kit/gpu-cache.tar.xz" ]; then mv "$kit/gpu-cache.tar.xz" target/gpu-cache.tar.xz.keep; fi

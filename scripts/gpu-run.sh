@@ -13,6 +13,11 @@
 #                                (two 240x320 cameras)
 #   scripts/gpu-run.sh lerobot   LeRobot 0.6.1 on the same GPU, same recipe and batches, eager f32
 #                                and bf16 autocast (bench/lerobot/train_step_gpu.py)
+#   scripts/gpu-run.sh cudnn     the cuDNN path alone, with bench-untuned (UNTUNED_ONLY=1 kits have
+#                                nothing else): where cuDNN was found, the cuda checks (cuDNN's
+#                                convolutions against Flex and burn's, the stream ordering), then
+#                                the PushT classic step on pusht_images with cuDNN (f32 at batch
+#                                64 and 256, bf16 at 64, launches counted) and without it (f32, 64)
 #
 # The binaries, the wheels and the synthetic datasets are unpacked into /tmp/lerobot-rs-gpu once
 # and reused by the next calls while the machine is held. DEVICE=cpu, GPU_CHECK_DEVICES=cpu,
@@ -24,7 +29,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-stage=${1:?usage: scripts/gpu-run.sh checks|ours|ours-aloha|lerobot}
+stage=${1:?usage: scripts/gpu-run.sh checks|ours|ours-aloha|lerobot|cudnn}
 device=${DEVICE:-cuda}
 batches=${BATCHES:-64,256}
 steps=${STEPS:-10}
@@ -83,9 +88,9 @@ progress=$!
 trap 'kill ${smi:-} $progress 2>/dev/null || true; cp "$work"/cubecl-*-"$stage".log "$out/" 2>/dev/null || true
       tar -C "$cache" -cJf "$out/gpu-cache.tar.xz" . 2>/dev/null || true' EXIT
 
-# Datasets with their images in parquet: this build has no FFmpeg.
+# Datasets with their images in parquet (this build has no FFmpeg), for the sweeps.
 for preset in pusht-like aloha-like; do
-  if [ ! -f "$data/$preset/meta/info.json" ]; then
+  if [ "$stage" != cudnn ] && [ ! -f "$data/$preset/meta/info.json" ]; then
     "$bin/datasets" synth --preset "$preset" --codec images --out "$data/$preset"
   fi
 done
@@ -125,8 +130,30 @@ case "$stage" in
       --out "$out/lerobot_gpu.json" \
       2>&1 | tee "$out/lerobot_gpu.log"
     ;;
+  cudnn)
+    bench=$bin/bench-untuned
+    fixture=$PWD/tests/fixtures/lerobot-0.6.1/pusht_images
+    {
+      echo "python3's site-packages: $(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+      ls -d "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"/nvidia/*/lib 2>&1
+      ldconfig -p | grep -E 'cudnn|cublas' || echo "no cuDNN or cuBLAS in the library cache"
+    } > "$out/libraries.txt" 2>&1
+    step() { # label, seconds, then train-step's arguments
+      local label=$1; shift
+      echo "== $label" | tee -a "$out/steps.txt"
+      local seconds=$1; shift
+      (cd "$work" && timeout -k 10 "$seconds" "$bench" train-step --root "$fixture" --device cuda "$@") 2>&1 \
+        | tee -a "$out/steps.txt" || echo "stopped: $label" | tee -a "$out/steps.txt"
+    }
+    (cd "$work" && RUST_LOG=kernels=info timeout -k 10 170 "$bench" gpu-check --devices cuda --work "$work/check") 2>&1 \
+      | tee "$out/checks.txt" || echo "the checks failed or stopped" | tee -a "$out/checks.txt"
+    step "cuDNN, f32" 140 --batch 64,256 --warmup 2 --steps 5 --count-launches
+    step "cuDNN, bf16" 80 --batch 64 --warmup 2 --steps 5 --precision bf16
+    export LEROBOT_RS_CUDNN=0
+    step "burn's convolutions, f32" 90 --batch 64 --warmup 1 --steps 3
+    ;;
   *)
-    echo "unknown stage $stage: checks, ours, ours-aloha or lerobot" >&2
+    echo "unknown stage $stage: checks, ours, ours-aloha, lerobot or cudnn" >&2
     exit 2
     ;;
 esac

@@ -29,7 +29,7 @@ fi
 # Lints and docs see the GPU backends too (`cuda` and `wgpu` compile without a GPU), so that
 # their code cannot rot unseen (the lavapipe tests at the end among it); both share one check
 # build.
-gpu=(--features bench/wgpu,bench/cuda,trainer/wgpu-untuned,trainer/mpi)
+gpu=(--features bench/wgpu,bench/cuda,bench/cudnn,trainer/wgpu-untuned,trainer/mpi)
 cargo clippy --workspace --all-targets --locked "${gpu[@]}" -- -D warnings
 # ... and without FFmpeg, as the GPU kit builds them (scripts/gpu-kit.sh).
 cargo clippy --workspace --all-targets --locked "${gpu[@]}" --no-default-features \
@@ -56,11 +56,13 @@ target/test-wheel/bin/pip install --quiet --disable-pip-version-check "numpy==2.
 # - how the dataset crate refuses video (datasets/tests/no_video.rs);
 # - our cubecl kernels against the CPU's passes (kernels/tests/cube.rs);
 # - the kernels one training step of the tiny policy launches, against budgets
-#   (trainer/tests/launch_budget.rs), compiled into a kernel cache of the test's own.
+#   (trainer/tests/launch_budget.rs), compiled into a kernel cache of the test's own;
+# - with cuDNN's convolutions built in (no GPU here): burn's convolutions mapped to cuDNN's
+#   descriptors, and the one-line fallback where cuDNN is missing (kernels/tests/cudnn.rs).
 kernel_cache=$(mktemp -d)
 LEROBOT_RS_KERNEL_CACHE="$kernel_cache" cargo test --release --locked -p datasets -p kernels -p trainer \
-  --no-default-features --features datasets/cli,trainer/wgpu-untuned \
-  --test no_video --test cube --test launch_budget
+  --no-default-features --features datasets/cli,trainer/wgpu-untuned,kernels/cudnn \
+  --test no_video --test cube --test launch_budget --test cudnn
 rm -rf "$kernel_cache"
 if [[ "$(shm_caches)" != "$caches_before" ]]; then
   echo "error: the tests left frame caches in /dev/shm/lerobot-rs-frames:" >&2

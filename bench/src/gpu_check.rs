@@ -61,6 +61,14 @@ pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
         record(format!("{device} inputs"), check_pipeline(device, &augmented, false));
         record(format!("{device} to cpu"), check_resume(device, DeviceKind::Cpu, &root, false));
         record(format!("cpu to {device}"), check_resume(DeviceKind::Cpu, device, &root, false));
+        #[cfg(feature = "cudnn")]
+        if device == DeviceKind::Cuda {
+            use crate::cudnn_check::check_convolutions;
+            record("cudnn exact f32".into(), check_convolutions(burn::tensor::DType::F32, false));
+            record("cudnn tf32".into(), check_convolutions(burn::tensor::DType::F32, true));
+            record("cudnn bf16".into(), check_convolutions(burn::tensor::DType::BF16, true));
+            record("cudnn stream ordering".into(), check_stream_ordering(&plain));
+        }
     }
     ensure!(failures.is_empty(), "checks failed: {}", failures.join(", "));
     Ok(lines)
@@ -248,6 +256,35 @@ pub fn check_step(device: DeviceKind, inputs: &Inputs, exact: bool) -> Result<St
         line += &format!("; {precision} loss {} ({gap:.2e} from f32)", half.loss);
         ensure!(gap <= 0.05, "{line}");
     }
+    Ok(line)
+}
+
+/// The f32 step on cuda with cuDNN on burn's stream and no host synchronisation, against the
+/// same step synchronised before and after every cuDNN call: as equal as two unsynchronised
+/// runs are to each other (bit for bit, unless an algorithm cuDNN chose sums in a varying order).
+#[cfg(feature = "cudnn")]
+fn check_stream_ordering(inputs: &Inputs) -> Result<String> {
+    let step = |synchronise| {
+        kernels::cudnn::synchronise_every_call(synchronise);
+        let result = run_on(DeviceKind::Cuda, OneStep { inputs, precision: Precision::F32 });
+        kernels::cudnn::synchronise_every_call(false);
+        result
+    };
+    let calls = kernels::cudnn::calls();
+    let (first, second, synchronised) = (step(false)??, step(false)??, step(true)??);
+    ensure!(kernels::cudnn::calls() > calls, "no convolution of the step ran in cuDNN");
+    let apart = |a: &StepResult, b: &StepResult| -> Result<f32> {
+        Ok(max_weight_difference(&a.weights, &b.weights)?
+            .max((a.loss - b.loss).abs())
+            .max((a.grad_norm - b.grad_norm).abs()))
+    };
+    let (noise, gap) = (apart(&first, &second)?, apart(&synchronised, &first)?);
+    let line = format!(
+        "cuda step, cuDNN unsynchronised vs synchronised around every call: max |Δ| {gap:.2e} \
+         (two unsynchronised runs: {noise:.2e}); loss {} vs {}",
+        first.loss, synchronised.loss
+    );
+    ensure!(gap <= noise, "{line}");
     Ok(line)
 }
 

@@ -2,6 +2,8 @@
 //! regression check CI runs. Run `bench --help` for the commands.
 
 mod dataset_source;
+#[cfg(feature = "cudnn")]
+mod cudnn_check;
 mod gpu_check;
 mod loader_bench;
 mod regress;

@@ -16,7 +16,7 @@
 
 use std::ops::Range;
 
-use burn::tensor::ops::FloatTensor;
+use burn::tensor::ops::{ConvOptions, FloatTensor, ModuleOps};
 use burn::tensor::{DType, Shape, TensorMetadata};
 use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::tensor::CubeTensor;
@@ -24,7 +24,7 @@ use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElemen
 use cubecl::prelude::*;
 use cubecl::{CubeDim, calculate_cube_count_elemwise};
 
-use crate::{AdamStep, FlatBuffers, Kernels, portable};
+use crate::{AdamStep, FlatBuffers, Kernels, LibraryConv, portable};
 
 /// The most parameters one launch takes: the kernel is unrolled over them, and each is a
 /// binding or two.
@@ -164,7 +164,42 @@ fn span(starts: &[usize], ends: &[usize]) -> (usize, usize) {
     (starts.iter().copied().min().unwrap_or(0), ends.iter().copied().max().unwrap_or(0))
 }
 
-impl<R: CubeRuntime, F: FloatElement, I: IntElement, BT: BoolElement> Kernels for CubeBackend<R, F, I, BT> {
+impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels for CubeBackend<R, F, I, BT> {
+    fn has_conv2d_products(dtype: DType) -> bool {
+        R::library_takes(dtype)
+    }
+
+    fn conv2d_no_bias(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
+        match R::library_conv2d(&x, &weight, &options) {
+            Some(y) => y,
+            None => <Self as ModuleOps<Self>>::conv2d(x, weight, None, options),
+        }
+    }
+
+    fn conv2d_input_grad(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Self> {
+        match R::library_conv2d_input_grad(&x, &weight, &output_grad, &options) {
+            Some(dx) => dx,
+            None => <Self as ModuleOps<Self>>::conv2d_x_backward(x, weight, output_grad, options),
+        }
+    }
+
+    fn conv2d_weight_grad(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Self> {
+        match R::library_conv2d_weight_grad(&x, &weight, &output_grad, &options) {
+            Some(dw) => dw,
+            None => <Self as ModuleOps<Self>>::conv2d_weight_backward(x, weight, output_grad, options),
+        }
+    }
+
     fn concat_flat(
         parts: Vec<FloatTensor<Self>>,
         reuse: Option<FloatTensor<Self>>,

@@ -36,10 +36,14 @@ mod activation;
 mod autodiff;
 #[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
 mod cube;
+#[cfg(feature = "cudnn")]
+pub mod cudnn;
 mod device;
 mod flex;
 pub mod kernel_cache;
 pub mod launches;
+#[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
+mod library_conv;
 pub mod portable;
 #[cfg(test)]
 mod test_support;
@@ -49,6 +53,8 @@ pub use activation::Activation;
 pub use cube::MAX_PARTS_PER_LAUNCH;
 pub use device::{DeviceError, DeviceKind, DeviceTask, run_on};
 pub use launches::LaunchLog;
+#[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
+pub use library_conv::LibraryConv;
 
 use burn::prelude::*;
 use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndices, ModuleOps};
@@ -199,8 +205,8 @@ pub trait Kernels: Backend {
     }
 
     /// Whether [`Kernels::conv2d_no_bias`] and its gradients are this backend's own
-    /// matrix-product kernels for tensors of `dtype` (the CPU's, in f32), rather than burn's
-    /// convolution. A caller that would otherwise build a convolution from burn's matrix
+    /// matrix-product kernels for tensors of `dtype` (the CPU's in f32, cuDNN's on cuda), rather
+    /// than burn's convolution. A caller that would otherwise build a convolution from burn's matrix
     /// product (the U-Net's 1-D convolutions) takes [`conv2d`] where this holds.
     fn has_conv2d_products(dtype: DType) -> bool {
         let _ = dtype;

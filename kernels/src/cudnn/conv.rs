@@ -1,0 +1,526 @@
+//! The convolution's three passes (output, input gradient, weight gradient) in cuDNN, on burn's
+//! cuda tensors, enqueued on the CUDA stream cubecl orders their work on (the vendored
+//! cubecl-cuda's `GpuResource::stream`): no host synchronisation, the outputs and workspaces
+//! from burn's own allocator.
+//!
+//! Each problem (shapes, options, element type) gets its descriptors once, and each pass its
+//! algorithm at its first call, by cuDNN's own timing of every algorithm on the real buffers
+//! (`cudnnFind*AlgorithmEx`, as torch's `cudnn.benchmark` does). f32 may use TF32 tensor cores,
+//! as torch's convolutions do by default; `LEROBOT_RS_CUDNN_TF32=0` ([`allow_tf32`]) keeps exact
+//! f32 (FMA kernels only). `LEROBOT_RS_CUDA_SYNC=1` ([`synchronise_every_call`]) synchronises
+//! the device around every call, to check the stream ordering against.
+
+#![expect(unsafe_code, reason = "cuDNN is a C library: raw handles, descriptors and device pointers")]
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use burn::tensor::ops::ConvOptions;
+use burn::tensor::{DType, Shape, TensorMetadata};
+use burn_cubecl::kernel::into_contiguous;
+use burn_cubecl::tensor::CubeTensor;
+use cubecl::cuda::CudaRuntime;
+use cudarc::cudnn::result::CudnnError;
+use cudarc::cudnn::sys;
+
+use super::library;
+use super::problem::{ConvDataType, ConvProblem};
+
+/// A tensor of burn's untuned cuda backend.
+pub type CudaTensor = CubeTensor<CudaRuntime>;
+
+/// The workspace the algorithm search offers each algorithm; ones needing more are passed over.
+const SEARCH_WORKSPACE: usize = 256 << 20;
+
+/// One of the convolution's passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    Output,
+    InputGrad,
+    WeightGrad,
+}
+
+/// The algorithm found for one pass.
+#[derive(Debug, Clone, Copy)]
+enum Algorithm {
+    Output(sys::cudnnConvolutionFwdAlgo_t, usize),
+    InputGrad(sys::cudnnConvolutionBwdDataAlgo_t, usize),
+    WeightGrad(sys::cudnnConvolutionBwdFilterAlgo_t, usize),
+}
+
+impl Algorithm {
+    fn workspace(self) -> usize {
+        match self {
+            Self::Output(_, bytes) | Self::InputGrad(_, bytes) | Self::WeightGrad(_, bytes) => bytes,
+        }
+    }
+}
+
+/// Whether f32 convolutions may use TF32 tensor cores: `LEROBOT_RS_CUDNN_TF32` (on unless `0`
+/// or `off`) until [`allow_tf32`] says otherwise.
+static TF32: OnceLock<AtomicBool> = OnceLock::new();
+
+fn tf32() -> &'static AtomicBool {
+    TF32.get_or_init(|| {
+        AtomicBool::new(!std::env::var("LEROBOT_RS_CUDNN_TF32").is_ok_and(|v| matches!(v.as_str(), "0" | "off")))
+    })
+}
+
+/// Lets f32 convolutions use TF32 tensor cores (torch's default), or keeps them exact f32.
+pub fn allow_tf32(allow: bool) {
+    tf32().store(allow, Ordering::Relaxed);
+}
+
+/// Whether every call synchronises the device before and after: `LEROBOT_RS_CUDA_SYNC=1` until
+/// [`synchronise_every_call`] says otherwise.
+static SYNC: OnceLock<AtomicBool> = OnceLock::new();
+
+fn sync() -> &'static AtomicBool {
+    SYNC.get_or_init(|| AtomicBool::new(std::env::var("LEROBOT_RS_CUDA_SYNC").is_ok_and(|v| v == "1")))
+}
+
+/// Synchronises the device before and after every cuDNN call (to check the stream ordering
+/// against), or not (the default).
+pub fn synchronise_every_call(synchronise: bool) {
+    sync().store(synchronise, Ordering::Relaxed);
+}
+
+/// Convolution passes cuDNN has run in this process.
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// How many convolution passes cuDNN has enqueued in this process (the checks tell by it that
+/// cuDNN ran, not burn's convolution).
+pub fn calls() -> u64 {
+    CALLS.load(Ordering::Relaxed)
+}
+
+fn data_type(data_type: ConvDataType) -> sys::cudnnDataType_t {
+    match data_type {
+        ConvDataType::F32 => sys::cudnnDataType_t::CUDNN_DATA_FLOAT,
+        ConvDataType::F16 => sys::cudnnDataType_t::CUDNN_DATA_HALF,
+        ConvDataType::Bf16 => sys::cudnnDataType_t::CUDNN_DATA_BFLOAT16,
+    }
+}
+
+/// The math torch's convolutions allow: TF32 for f32 unless exact, tensor cores for halves.
+fn math(data_type: ConvDataType, tf32: bool) -> sys::cudnnMathType_t {
+    match (data_type, tf32) {
+        (ConvDataType::F32, true) => sys::cudnnMathType_t::CUDNN_DEFAULT_MATH,
+        (ConvDataType::F32, false) => sys::cudnnMathType_t::CUDNN_FMA_MATH,
+        _ => sys::cudnnMathType_t::CUDNN_TENSOR_OP_MATH,
+    }
+}
+
+/// A problem's cuDNN descriptors (one convolution descriptor per pass, each set to the math of
+/// its pass's algorithm) and the algorithms found for it.
+struct Plan {
+    problem: ConvProblem,
+    exact: bool,
+    input: sys::cudnnTensorDescriptor_t,
+    weight: sys::cudnnFilterDescriptor_t,
+    output: sys::cudnnTensorDescriptor_t,
+    convolution: [sys::cudnnConvolutionDescriptor_t; 3],
+    algorithms: Mutex<[Option<Algorithm>; 3]>,
+}
+
+// SAFETY: descriptors are host-side parameter blocks; after `Plan::new` only a pass's
+// convolution descriptor is written (its math type), under `algorithms`' lock, before any call
+// reads it.
+unsafe impl Send for Plan {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Plan {}
+
+impl Plan {
+    fn new(problem: ConvProblem, exact: bool) -> Result<Self, CudnnError> {
+        use cudarc::cudnn::result as cudnn;
+        let element = data_type(problem.data_type);
+        let format = sys::cudnnTensorFormat_t::CUDNN_TENSOR_NCHW;
+        // SAFETY: each descriptor is created here, set once with sizes ConvProblem checked, and
+        // destroyed in `Drop` only.
+        unsafe {
+            let input = cudnn::create_tensor_descriptor()?;
+            cudnn::set_tensor4d_descriptor(input, format, element, problem.input)?;
+            let output = cudnn::create_tensor_descriptor()?;
+            cudnn::set_tensor4d_descriptor(output, format, element, problem.output)?;
+            let weight = cudnn::create_filter_descriptor()?;
+            cudnn::set_filter4d_descriptor(weight, element, format, problem.weight)?;
+            let mut convolution = [std::ptr::null_mut(); 3];
+            for descriptor in &mut convolution {
+                *descriptor = cudnn::create_convolution_descriptor()?;
+                let [pad_h, pad_w] = problem.padding;
+                let [stride_h, stride_w] = problem.stride;
+                let [dilation_h, dilation_w] = problem.dilation;
+                cudnn::set_convolution2d_descriptor(
+                    *descriptor,
+                    pad_h,
+                    pad_w,
+                    stride_h,
+                    stride_w,
+                    dilation_h,
+                    dilation_w,
+                    sys::cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION,
+                    sys::cudnnDataType_t::CUDNN_DATA_FLOAT,
+                )?;
+                cudnn::set_convolution_group_count(*descriptor, problem.groups)?;
+                cudnn::set_convolution_math_type(*descriptor, math(problem.data_type, !exact))?;
+            }
+            Ok(Self { problem, exact, input, weight, output, convolution, algorithms: Mutex::new([None; 3]) })
+        }
+    }
+
+    /// The plan of `problem`, made at its first use.
+    fn of(problem: ConvProblem) -> Result<Arc<Plan>, CudnnError> {
+        /// The plans made, by problem and exactness.
+        type Plans = HashMap<(ConvProblem, bool), Arc<Plan>>;
+        static PLANS: OnceLock<Mutex<Plans>> = OnceLock::new();
+        let exact = !tf32().load(Ordering::Relaxed);
+        let mut plans = PLANS.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(plan) = plans.get(&(problem, exact)) {
+            return Ok(plan.clone());
+        }
+        let plan = Arc::new(Plan::new(problem, exact)?);
+        plans.insert((problem, exact), plan.clone());
+        Ok(plan)
+    }
+}
+
+impl Drop for Plan {
+    fn drop(&mut self) {
+        use cudarc::cudnn::result as cudnn;
+        // SAFETY: created in `Plan::new`, destroyed once; errors at teardown are of no use.
+        unsafe {
+            let _ = cudnn::destroy_tensor_descriptor(self.input);
+            let _ = cudnn::destroy_tensor_descriptor(self.output);
+            let _ = cudnn::destroy_filter_descriptor(self.weight);
+            for descriptor in self.convolution {
+                let _ = cudnn::destroy_convolution_descriptor(descriptor);
+            }
+        }
+    }
+}
+
+/// A cuDNN handle of this thread for one device.
+struct Handle(sys::cudnnHandle_t);
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // SAFETY: created by `with_handle`, destroyed once.
+        unsafe {
+            let _ = cudarc::cudnn::result::destroy_handle(self.0);
+        }
+    }
+}
+
+/// Runs `f` with this thread's cuDNN handle for `device`, on `stream`, the device's primary
+/// context (cubecl's) current.
+fn with_handle<T>(
+    device: usize,
+    stream: cudarc::driver::sys::CUstream,
+    f: impl FnOnce(sys::cudnnHandle_t) -> Result<T, String>,
+) -> Result<T, String> {
+    thread_local! {
+        static HANDLES: RefCell<HashMap<usize, Handle>> = RefCell::new(HashMap::new());
+    }
+    let driver = |e: cudarc::driver::DriverError| format!("CUDA driver: {e:?}");
+    // SAFETY: the device exists (burn made the tensors on it) and the driver is initialised.
+    unsafe {
+        let ordinal = device as std::ffi::c_int;
+        let context = cudarc::driver::result::primary_ctx::retain(cudarc::driver::result::device::get(ordinal).map_err(driver)?)
+            .map_err(driver)?;
+        cudarc::driver::result::ctx::set_current(context).map_err(driver)?;
+        cudarc::driver::result::primary_ctx::release(cudarc::driver::result::device::get(ordinal).map_err(driver)?)
+            .map_err(driver)?;
+    }
+    HANDLES.with(|handles| {
+        let mut handles = handles.borrow_mut();
+        let handle = match handles.entry(device) {
+            std::collections::hash_map::Entry::Occupied(entry) => entry.get().0,
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                let handle = cudarc::cudnn::result::create_handle().map_err(|e| format!("cudnnCreate: {e}"))?;
+                entry.insert(Handle(handle)).0
+            }
+        };
+        // SAFETY: the handle is live; the stream is cubecl's, live while its tensors are.
+        unsafe { cudarc::cudnn::result::set_stream(handle, stream as sys::cudaStream_t) }
+            .map_err(|e| format!("cudnnSetStream: {e}"))?;
+        f(handle)
+    })
+}
+
+/// A new contiguous tensor of `shape` and `dtype` on `like`'s device, its values unset.
+fn empty(like: &CudaTensor, shape: [usize; 4], dtype: DType, element_size: usize) -> CudaTensor {
+    let shape = Shape::from(shape.to_vec());
+    let bytes = shape.num_elements() * element_size;
+    CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), shape, like.client.empty(bytes), dtype)
+}
+
+fn dims(tensor: &CudaTensor) -> Option<[usize; 4]> {
+    let shape = tensor.shape();
+    (shape.num_dims() == 4).then(|| [shape[0], shape[1], shape[2], shape[3]])
+}
+
+/// The buffers of one call, held until it is enqueued: device pointers and the stream.
+struct Buffers {
+    pointers: Vec<u64>,
+    stream: cudarc::driver::sys::CUstream,
+    _held: Vec<Box<dyn std::any::Any>>,
+}
+
+fn buffers(tensors: &[&CudaTensor], workspace: Option<&cubecl::server::Handle>) -> Result<Buffers, String> {
+    let client = &tensors[0].client;
+    let mut pointers = Vec::new();
+    let mut held: Vec<Box<dyn std::any::Any>> = Vec::new();
+    let mut stream = std::ptr::null_mut();
+    let handles = tensors.iter().map(|t| t.handle.clone()).chain(workspace.cloned());
+    for handle in handles {
+        let resource = client.get_resource(handle).map_err(|e| format!("a buffer's device pointer: {e:?}"))?;
+        pointers.push(resource.resource().ptr);
+        stream = resource.resource().stream;
+        held.push(Box::new(resource));
+    }
+    Ok(Buffers { pointers, stream, _held: held })
+}
+
+/// Runs one pass: `inputs` (contiguous) in, a new tensor of `out_shape` out.
+fn run(pass: Pass, problem: ConvProblem, inputs: [&CudaTensor; 2], dtype: DType) -> Result<CudaTensor, String> {
+    let plan = Plan::of(problem).map_err(|e| format!("descriptors: {e}"))?;
+    let out_shape = match pass {
+        Pass::Output => problem.output_shape(),
+        Pass::InputGrad => problem.input.map(|d| d as usize),
+        Pass::WeightGrad => problem.weight.map(|d| d as usize),
+    };
+    let size = problem.data_type.size();
+    let output = empty(inputs[0], out_shape, dtype, size);
+    let device = inputs[0].device.index;
+    let known = plan.algorithms.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[pass as usize];
+    let algorithm = match known {
+        Some(algorithm) => algorithm,
+        None => {
+            let workspace = inputs[0].client.empty(SEARCH_WORKSPACE);
+            let held = buffers(&[inputs[0], inputs[1], &output], Some(&workspace))?;
+            let algorithm = with_handle(device, held.stream, |handle| {
+                let [a, b, out, ws] = held.pointers[..] else { unreachable!("four buffers") };
+                search(&plan, pass, handle, [a, b], out, ws)
+            })?;
+            drop(held);
+            algorithm
+        }
+    };
+    let workspace = (algorithm.workspace() > 0).then(|| inputs[0].client.empty(algorithm.workspace()));
+    let held = buffers(&[inputs[0], inputs[1], &output], workspace.as_ref())?;
+    with_handle(device, held.stream, |handle| {
+        let [a, b, out] = held.pointers[..3] else { unreachable!("three buffers") };
+        let ws = held.pointers.get(3).copied().unwrap_or(0);
+        let sync = sync().load(Ordering::Relaxed);
+        if sync {
+            cudarc::driver::result::ctx::synchronize().map_err(|e| format!("synchronise: {e:?}"))?;
+        }
+        // SAFETY: the pointers are live buffers of the sizes the descriptors give (contiguous,
+        // shapes checked by ConvProblem and the callers), held until the call is enqueued; the
+        // workspace is as large as the algorithm asked.
+        unsafe { enqueue(&plan, handle, algorithm, [a, b], out, (ws, algorithm.workspace())) }
+            .map_err(|e| format!("{pass:?}: {e}"))?;
+        if sync {
+            cudarc::driver::result::ctx::synchronize().map_err(|e| format!("synchronise: {e:?}"))?;
+        }
+        CALLS.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    })?;
+    Ok(output)
+}
+
+fn ptr(address: u64) -> *mut c_void {
+    address as usize as *mut c_void
+}
+
+/// Enqueues one pass with its algorithm: `[x, w]` to y, `[w, dy]` to dx, `[x, dy]` to dw.
+///
+/// # Safety
+/// The pointers must be live device buffers as large as the plan's descriptors say.
+unsafe fn enqueue(
+    plan: &Plan,
+    handle: sys::cudnnHandle_t,
+    algorithm: Algorithm,
+    [a, b]: [u64; 2],
+    out: u64,
+    (workspace, workspace_size): (u64, usize),
+) -> Result<(), CudnnError> {
+    let (one, zero) = (1f32, 0f32);
+    let (one, zero) = (&one as *const f32 as *const c_void, &zero as *const f32 as *const c_void);
+    // SAFETY: as the function says.
+    unsafe {
+        match algorithm {
+            Algorithm::Output(algo, _) => sys::cudnnConvolutionForward(
+                handle,
+                one,
+                plan.input,
+                ptr(a),
+                plan.weight,
+                ptr(b),
+                plan.convolution[Pass::Output as usize],
+                algo,
+                ptr(workspace),
+                workspace_size,
+                zero,
+                plan.output,
+                ptr(out),
+            ),
+            Algorithm::InputGrad(algo, _) => sys::cudnnConvolutionBackwardData(
+                handle,
+                one,
+                plan.weight,
+                ptr(a),
+                plan.output,
+                ptr(b),
+                plan.convolution[Pass::InputGrad as usize],
+                algo,
+                ptr(workspace),
+                workspace_size,
+                zero,
+                plan.input,
+                ptr(out),
+            ),
+            Algorithm::WeightGrad(algo, _) => sys::cudnnConvolutionBackwardFilter(
+                handle,
+                one,
+                plan.input,
+                ptr(a),
+                plan.output,
+                ptr(b),
+                plan.convolution[Pass::WeightGrad as usize],
+                algo,
+                ptr(workspace),
+                workspace_size,
+                zero,
+                plan.weight,
+                ptr(out),
+            ),
+        }
+        .result()
+    }
+}
+
+/// Times every algorithm of `pass` on the real buffers (cuDNN's search, which waits for the
+/// device) and keeps the fastest that ran, with exact f32 only the FMA ones; sets the pass's
+/// convolution descriptor to its math.
+fn search(plan: &Plan, pass: Pass, handle: sys::cudnnHandle_t, [a, b]: [u64; 2], out: u64, workspace: u64) -> Result<Algorithm, String> {
+    let mut algorithms = plan.algorithms.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(algorithm) = algorithms[pass as usize] {
+        return Ok(algorithm);
+    }
+    let convolution = plan.convolution[pass as usize];
+    let allowed = |math: sys::cudnnMathType_t| {
+        !(plan.exact && plan.problem.data_type == ConvDataType::F32) || math == sys::cudnnMathType_t::CUDNN_FMA_MATH
+    };
+    let ok = sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS;
+    let mut count = 0;
+    // Each search returns its results fastest first.
+    let found = unsafe {
+        // SAFETY: the buffers are live and as large as the descriptors say; the workspace holds
+        // SEARCH_WORKSPACE bytes; each results array is as long as the count asked for.
+        match pass {
+            Pass::Output => {
+                let mut results = [std::mem::zeroed::<sys::cudnnConvolutionFwdAlgoPerf_t>(); 16];
+                sys::cudnnFindConvolutionForwardAlgorithmEx(
+                    handle, plan.input, ptr(a), plan.weight, ptr(b), convolution, plan.output, ptr(out),
+                    results.len() as i32, &mut count, results.as_mut_ptr(), ptr(workspace), SEARCH_WORKSPACE,
+                )
+                .result()
+                .map(|()| {
+                    results[..count as usize]
+                        .iter()
+                        .find(|r| r.status == ok && allowed(r.mathType))
+                        .map(|r| (Algorithm::Output(r.algo, r.memory), r.mathType))
+                })
+            }
+            Pass::InputGrad => {
+                let mut results = [std::mem::zeroed::<sys::cudnnConvolutionBwdDataAlgoPerf_t>(); 16];
+                sys::cudnnFindConvolutionBackwardDataAlgorithmEx(
+                    handle, plan.weight, ptr(a), plan.output, ptr(b), convolution, plan.input, ptr(out),
+                    results.len() as i32, &mut count, results.as_mut_ptr(), ptr(workspace), SEARCH_WORKSPACE,
+                )
+                .result()
+                .map(|()| {
+                    results[..count as usize]
+                        .iter()
+                        .find(|r| r.status == ok && allowed(r.mathType))
+                        .map(|r| (Algorithm::InputGrad(r.algo, r.memory), r.mathType))
+                })
+            }
+            Pass::WeightGrad => {
+                let mut results = [std::mem::zeroed::<sys::cudnnConvolutionBwdFilterAlgoPerf_t>(); 16];
+                sys::cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                    handle, plan.input, ptr(a), plan.output, ptr(b), convolution, plan.weight, ptr(out),
+                    results.len() as i32, &mut count, results.as_mut_ptr(), ptr(workspace), SEARCH_WORKSPACE,
+                )
+                .result()
+                .map(|()| {
+                    results[..count as usize]
+                        .iter()
+                        .find(|r| r.status == ok && allowed(r.mathType))
+                        .map(|r| (Algorithm::WeightGrad(r.algo, r.memory), r.mathType))
+                })
+            }
+        }
+    };
+    let (algorithm, math) = found
+        .map_err(|e| format!("{pass:?} algorithm search: {e}"))?
+        .ok_or_else(|| format!("{pass:?}: no algorithm ran for {:?}", plan.problem))?;
+    // SAFETY: the descriptor is live; no call reads it while the lock is held.
+    unsafe { cudarc::cudnn::result::set_convolution_math_type(convolution, math) }
+        .map_err(|e| format!("cudnnSetConvolutionMathType: {e}"))?;
+    tracing::debug!("cuDNN {pass:?} of {:?}: {algorithm:?}, {math:?}", plan.problem);
+    algorithms[pass as usize] = Some(algorithm);
+    Ok(algorithm)
+}
+
+/// The problem of `x` by `w` with `options`, if cuDNN is here and takes it.
+fn problem(x: &CudaTensor, w: &CudaTensor, options: &ConvOptions<2>) -> Option<ConvProblem> {
+    library::status().as_ref().ok()?;
+    let problem = ConvProblem::new(dims(x)?, dims(w)?, options, [x.dtype, w.dtype]);
+    problem.map_err(|e| tracing::debug!("burn's convolution: {e}")).ok()
+}
+
+/// Says once per problem and pass why cuDNN failed (burn's convolution runs instead).
+fn fell_back(problem: ConvProblem, pass: Pass, why: String) {
+    static SAID: OnceLock<Mutex<Vec<(ConvProblem, Pass)>>> = OnceLock::new();
+    let mut said = SAID.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !said.contains(&(problem, pass)) {
+        said.push((problem, pass));
+        tracing::warn!("cuDNN failed on {problem:?} ({why}): burn's convolution instead");
+    }
+}
+
+fn attempt(pass: Pass, problem: ConvProblem, inputs: [CudaTensor; 2], dtype: DType) -> Option<CudaTensor> {
+    let inputs = inputs.map(into_contiguous);
+    run(pass, problem, [&inputs[0], &inputs[1]], dtype).map_err(|why| fell_back(problem, pass, why)).ok()
+}
+
+/// `x` `[N, C, H, W]` convolved with `w` `[O, C / groups, kh, kw]` (no bias), or `None` where
+/// cuDNN is missing or does not take it.
+pub fn conv2d(x: &CudaTensor, w: &CudaTensor, options: &ConvOptions<2>) -> Option<CudaTensor> {
+    let problem = problem(x, w, options)?;
+    attempt(Pass::Output, problem, [x.clone(), w.clone()], x.dtype)
+}
+
+/// The gradient of [`conv2d`] with respect to `x`, given the output's, `dy`.
+pub fn conv2d_input_grad(x: &CudaTensor, w: &CudaTensor, dy: &CudaTensor, options: &ConvOptions<2>) -> Option<CudaTensor> {
+    let problem = problem(x, w, options)?;
+    (dims(dy)? == problem.output_shape() && dy.dtype == x.dtype).then_some(())?;
+    attempt(Pass::InputGrad, problem, [w.clone(), dy.clone()], x.dtype)
+}
+
+/// The gradient of [`conv2d`] with respect to `w`, given the output's, `dy`.
+pub fn conv2d_weight_grad(x: &CudaTensor, w: &CudaTensor, dy: &CudaTensor, options: &ConvOptions<2>) -> Option<CudaTensor> {
+    let problem = problem(x, w, options)?;
+    (dims(dy)? == problem.output_shape() && dy.dtype == x.dtype).then_some(())?;
+    attempt(Pass::WeightGrad, problem, [x.clone(), dy.clone()], w.dtype)
+}
+
+/// Whether convolutions of `dtype` go to cuDNN (it loaded, and convolves that type).
+pub fn takes(dtype: DType) -> bool {
+    library::status().is_ok() && ConvDataType::of(dtype).is_some()
+}

@@ -1,0 +1,16 @@
+//! cuDNN under burn's untuned cuda backend (the `cudnn` feature): the convolutions of the step,
+//! forward and backward, in NVIDIA's library as PyTorch runs them, on burn's own CUDA stream.
+//!
+//! cuDNN 9 is opened at run time ([`status`]); where it is missing, or a convolution is one it
+//! does not take, burn's own convolution runs, and the reason is logged once. [`ConvProblem`]
+//! maps burn's shapes and options to cuDNN's descriptors and is checked without a GPU.
+
+mod conv;
+mod library;
+mod problem;
+
+pub use conv::{
+    CudaTensor, allow_tf32, calls, conv2d, conv2d_input_grad, conv2d_weight_grad, synchronise_every_call, takes,
+};
+pub use library::status;
+pub use problem::{ConvDataType, ConvProblem, ProblemError};

@@ -1,0 +1,81 @@
+//! The cuDNN path's parts that need no GPU: burn's convolutions mapped to cuDNN's descriptors
+//! (output shapes against Flex's own convolution), the problems it refuses, and the fallback on
+//! a machine without cuDNN. The convolutions themselves are checked on a GPU by `bench
+//! gpu-check` (bench/src/cudnn_check.rs).
+
+use burn::backend::Flex;
+use burn::prelude::*;
+use burn::tensor::module::conv2d;
+use burn::tensor::ops::ConvOptions;
+use kernels::cudnn::{ConvDataType, ConvProblem, ProblemError};
+
+fn options(stride: usize, padding: usize, dilation: usize, groups: usize) -> ConvOptions<2> {
+    ConvOptions::new([stride; 2], [padding; 2], [dilation; 2], groups)
+}
+
+/// The output shape is what Flex's convolution gives, for the encoder's convolutions and the
+/// U-Net's 1-D ones (height 1), strided, dilated and grouped ones; the options reach cuDNN's
+/// descriptors as given.
+#[test]
+fn problems_have_burns_shapes_and_options() {
+    let device = Default::default();
+    let cases = [
+        ([2, 3, 96, 96], [64, 3, 7, 7], options(2, 3, 1, 1)),
+        ([2, 64, 24, 24], [64, 64, 3, 3], options(1, 1, 1, 1)),
+        ([2, 64, 24, 24], [128, 64, 1, 1], options(2, 0, 1, 1)),
+        ([2, 64, 1, 16], [128, 64, 1, 5], ConvOptions::new([1, 1], [0, 2], [1, 1], 1)),
+        ([1, 8, 9, 11], [4, 4, 3, 2], ConvOptions::new([2, 3], [1, 0], [2, 1], 2)),
+    ];
+    for (input, weight, options) in cases {
+        let x = Tensor::<Flex, 4>::ones(input, &device);
+        let w = Tensor::<Flex, 4>::ones(weight, &device);
+        let expected = conv2d(x, w, None, options.clone()).dims();
+        let problem = ConvProblem::new(input, weight, &options, [DType::F32; 2]).unwrap();
+        assert_eq!(problem.output_shape(), expected, "{input:?} by {weight:?} with {options:?}");
+        assert_eq!(problem.input, input.map(|d| d as i32));
+        assert_eq!(problem.weight, weight.map(|d| d as i32));
+        assert_eq!(problem.padding, options.padding.map(|p| p as i32));
+        assert_eq!(problem.stride, options.stride.map(|s| s as i32));
+        assert_eq!(problem.dilation, options.dilation.map(|d| d as i32));
+        assert_eq!(problem.groups, options.groups as i32);
+    }
+}
+
+#[test]
+fn element_types() {
+    let new = |types| ConvProblem::new([1, 4, 8, 8], [4, 4, 3, 3], &options(1, 1, 1, 1), types);
+    assert_eq!(new([DType::F32; 2]).unwrap().data_type, ConvDataType::F32);
+    assert_eq!(new([DType::BF16; 2]).unwrap().data_type, ConvDataType::Bf16);
+    assert_eq!(new([DType::F16; 2]).unwrap().data_type, ConvDataType::F16);
+    assert_eq!(new([DType::F64; 2]), Err(ProblemError::DataType(DType::F64)));
+    assert_eq!(new([DType::F32, DType::BF16]), Err(ProblemError::MixedTypes { input: DType::F32, weight: DType::BF16 }));
+}
+
+#[test]
+fn impossible_convolutions_are_refused() {
+    let refuse = |input, weight, options: ConvOptions<2>| {
+        let error = ConvProblem::new(input, weight, &options, [DType::F32; 2]).unwrap_err();
+        assert!(matches!(error, ProblemError::Shapes { .. }), "{error}");
+    };
+    refuse([1, 4, 8, 8], [4, 3, 3, 3], options(1, 1, 1, 1));
+    refuse([1, 4, 8, 8], [6, 1, 3, 3], options(1, 1, 1, 4));
+    refuse([1, 4, 2, 2], [4, 4, 5, 5], options(1, 0, 1, 1));
+    refuse([1, 4, 8, 8], [4, 4, 3, 3], ConvOptions { stride: [0, 1], ..options(1, 1, 1, 1) });
+    refuse([0, 4, 8, 8], [4, 4, 3, 3], options(1, 1, 1, 1));
+    let huge = ConvProblem::new([1 << 16, 64, 256, 256], [64, 64, 3, 3], &options(1, 1, 1, 1), [DType::F32; 2]);
+    assert!(matches!(huge, Err(ProblemError::TooLarge(_))), "{huge:?}");
+}
+
+/// Without cuDNN (CI's machines), the status says so in one line, naming the library and how
+/// to get it, and nothing goes to cuDNN; with it, it is cuDNN 9.
+#[test]
+fn without_cudnn_the_status_says_what_to_install() {
+    match kernels::cudnn::status() {
+        Ok(version) => assert!((90000..100000).contains(version), "cuDNN {version}"),
+        Err(why) => {
+            assert!(why.contains("libcudnn.so.9") && why.contains("pip install nvidia-cudnn-cu13"), "{why}");
+            assert!(!why.contains('\n'), "one line: {why}");
+            assert!(!kernels::cudnn::takes(DType::F32));
+        }
+    }
+}

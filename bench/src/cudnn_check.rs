@@ -49,7 +49,11 @@ fn relative(a: &[f32], b: &[f32]) -> f32 {
 }
 
 fn host<B: Backend>(tensor: FloatTensorOf<B>) -> Vec<f32> {
-    Tensor::<B, 4>::from_primitive(TensorPrimitive::Float(tensor)).cast(DType::F32).into_data().to_vec().unwrap_or_default()
+    Tensor::<B, 4>::from_primitive(TensorPrimitive::Float(tensor))
+        .cast(DType::F32)
+        .into_data()
+        .to_vec()
+        .unwrap_or_default()
 }
 
 type FloatTensorOf<B> = burn::tensor::ops::FloatTensor<B>;
@@ -78,10 +82,19 @@ pub fn check_convolutions(dtype: DType, tf32: bool) -> Result<String> {
         let w = Tensor::<Flex, 4>::random(weight, normal, &cpu) / ((weight[1] * weight[2] * weight[3]) as f64).sqrt();
         let y = conv2d(x.clone(), w.clone(), None, options.clone());
         let dy = Tensor::<Flex, 4>::random(y.dims(), normal, &cpu);
-        let (xp, wp, dyp) = (x.clone().into_primitive().tensor(), w.clone().into_primitive().tensor(), dy.clone().into_primitive().tensor());
+        let (xp, wp, dyp) = (
+            x.clone().into_primitive().tensor(),
+            w.clone().into_primitive().tensor(),
+            dy.clone().into_primitive().tensor(),
+        );
         let reference = [
             host::<Flex>(y.into_primitive().tensor()),
-            host::<Flex>(<Flex as ModuleOps<Flex>>::conv2d_x_backward(xp.clone(), wp.clone(), dyp.clone(), options.clone())),
+            host::<Flex>(<Flex as ModuleOps<Flex>>::conv2d_x_backward(
+                xp.clone(),
+                wp.clone(),
+                dyp.clone(),
+                options.clone(),
+            )),
             host::<Flex>(<Flex as ModuleOps<Flex>>::conv2d_weight_backward(xp, wp, dyp, options.clone())),
         ];
         let (x, w, dy) = (x.into_data(), w.into_data(), dy.into_data());
@@ -96,7 +109,12 @@ pub fn check_convolutions(dtype: DType, tf32: bool) -> Result<String> {
         ensure!(ran == 3, "{input:?} by {weight:?}: cuDNN ran {ran} of the 3 passes (see the log for why)");
         let burns = [
             host::<Cuda>(<Cuda as ModuleOps<Cuda>>::conv2d(xc.clone(), wc.clone(), None, options.clone())),
-            host::<Cuda>(<Cuda as ModuleOps<Cuda>>::conv2d_x_backward(xc.clone(), wc.clone(), dyc.clone(), options.clone())),
+            host::<Cuda>(<Cuda as ModuleOps<Cuda>>::conv2d_x_backward(
+                xc.clone(),
+                wc.clone(),
+                dyc.clone(),
+                options.clone(),
+            )),
             host::<Cuda>(<Cuda as ModuleOps<Cuda>>::conv2d_weight_backward(xc, wc, dyc, options.clone())),
         ];
         for pass in 0..3 {

@@ -1,9 +1,9 @@
 //! `bench`: throughput benchmarks of the loader, the transforms and the trainer, and the
 //! regression check CI runs. Run `bench --help` for the commands.
 
-mod dataset_source;
 #[cfg(feature = "cudnn")]
 mod cudnn_check;
+mod dataset_source;
 mod gpu_check;
 mod loader_bench;
 mod regress;

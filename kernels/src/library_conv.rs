@@ -16,7 +16,11 @@ pub trait LibraryConv: CubeRuntime {
     }
 
     /// `x` `[N, C, H, W]` convolved with `w` `[O, C / groups, kh, kw]`, without bias.
-    fn library_conv2d(x: &CubeTensor<Self>, w: &CubeTensor<Self>, options: &ConvOptions<2>) -> Option<CubeTensor<Self>> {
+    fn library_conv2d(
+        x: &CubeTensor<Self>,
+        w: &CubeTensor<Self>,
+        options: &ConvOptions<2>,
+    ) -> Option<CubeTensor<Self>> {
         let _ = (x, w, options);
         None
     }
@@ -56,7 +60,11 @@ impl LibraryConv for cubecl::cuda::CudaRuntime {
         crate::cudnn::takes(dtype)
     }
 
-    fn library_conv2d(x: &CubeTensor<Self>, w: &CubeTensor<Self>, options: &ConvOptions<2>) -> Option<CubeTensor<Self>> {
+    fn library_conv2d(
+        x: &CubeTensor<Self>,
+        w: &CubeTensor<Self>,
+        options: &ConvOptions<2>,
+    ) -> Option<CubeTensor<Self>> {
         crate::cudnn::conv2d(x, w, options)
     }
 

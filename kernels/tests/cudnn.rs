@@ -48,7 +48,10 @@ fn element_types() {
     assert_eq!(new([DType::BF16; 2]).unwrap().data_type, ConvDataType::Bf16);
     assert_eq!(new([DType::F16; 2]).unwrap().data_type, ConvDataType::F16);
     assert_eq!(new([DType::F64; 2]), Err(ProblemError::DataType(DType::F64)));
-    assert_eq!(new([DType::F32, DType::BF16]), Err(ProblemError::MixedTypes { input: DType::F32, weight: DType::BF16 }));
+    assert_eq!(
+        new([DType::F32, DType::BF16]),
+        Err(ProblemError::MixedTypes { input: DType::F32, weight: DType::BF16 })
+    );
 }
 
 #[test]

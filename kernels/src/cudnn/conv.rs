@@ -228,8 +228,9 @@ fn with_handle<T>(
     // SAFETY: the device exists (burn made the tensors on it) and the driver is initialised.
     unsafe {
         let ordinal = device as std::ffi::c_int;
-        let context = cudarc::driver::result::primary_ctx::retain(cudarc::driver::result::device::get(ordinal).map_err(driver)?)
-            .map_err(driver)?;
+        let context =
+            cudarc::driver::result::primary_ctx::retain(cudarc::driver::result::device::get(ordinal).map_err(driver)?)
+                .map_err(driver)?;
         cudarc::driver::result::ctx::set_current(context).map_err(driver)?;
         cudarc::driver::result::primary_ctx::release(cudarc::driver::result::device::get(ordinal).map_err(driver)?)
             .map_err(driver)?;
@@ -406,7 +407,14 @@ unsafe fn enqueue(
 /// Times every algorithm of `pass` on the real buffers (cuDNN's search, which waits for the
 /// device) and keeps the fastest that ran, with exact f32 only the FMA ones; sets the pass's
 /// convolution descriptor to its math.
-fn search(plan: &Plan, pass: Pass, handle: sys::cudnnHandle_t, [a, b]: [u64; 2], out: u64, workspace: u64) -> Result<Algorithm, String> {
+fn search(
+    plan: &Plan,
+    pass: Pass,
+    handle: sys::cudnnHandle_t,
+    [a, b]: [u64; 2],
+    out: u64,
+    workspace: u64,
+) -> Result<Algorithm, String> {
     let mut algorithms = plan.algorithms.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(algorithm) = algorithms[pass as usize] {
         return Ok(algorithm);
@@ -425,8 +433,19 @@ fn search(plan: &Plan, pass: Pass, handle: sys::cudnnHandle_t, [a, b]: [u64; 2],
             Pass::Output => {
                 let mut results = [std::mem::zeroed::<sys::cudnnConvolutionFwdAlgoPerf_t>(); 16];
                 sys::cudnnFindConvolutionForwardAlgorithmEx(
-                    handle, plan.input, ptr(a), plan.weight, ptr(b), convolution, plan.output, ptr(out),
-                    results.len() as i32, &mut count, results.as_mut_ptr(), ptr(workspace), SEARCH_WORKSPACE,
+                    handle,
+                    plan.input,
+                    ptr(a),
+                    plan.weight,
+                    ptr(b),
+                    convolution,
+                    plan.output,
+                    ptr(out),
+                    results.len() as i32,
+                    &mut count,
+                    results.as_mut_ptr(),
+                    ptr(workspace),
+                    SEARCH_WORKSPACE,
                 )
                 .result()
                 .map(|()| {
@@ -439,8 +458,19 @@ fn search(plan: &Plan, pass: Pass, handle: sys::cudnnHandle_t, [a, b]: [u64; 2],
             Pass::InputGrad => {
                 let mut results = [std::mem::zeroed::<sys::cudnnConvolutionBwdDataAlgoPerf_t>(); 16];
                 sys::cudnnFindConvolutionBackwardDataAlgorithmEx(
-                    handle, plan.weight, ptr(a), plan.output, ptr(b), convolution, plan.input, ptr(out),
-                    results.len() as i32, &mut count, results.as_mut_ptr(), ptr(workspace), SEARCH_WORKSPACE,
+                    handle,
+                    plan.weight,
+                    ptr(a),
+                    plan.output,
+                    ptr(b),
+                    convolution,
+                    plan.input,
+                    ptr(out),
+                    results.len() as i32,
+                    &mut count,
+                    results.as_mut_ptr(),
+                    ptr(workspace),
+                    SEARCH_WORKSPACE,
                 )
                 .result()
                 .map(|()| {
@@ -453,8 +483,19 @@ fn search(plan: &Plan, pass: Pass, handle: sys::cudnnHandle_t, [a, b]: [u64; 2],
             Pass::WeightGrad => {
                 let mut results = [std::mem::zeroed::<sys::cudnnConvolutionBwdFilterAlgoPerf_t>(); 16];
                 sys::cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                    handle, plan.input, ptr(a), plan.output, ptr(b), convolution, plan.weight, ptr(out),
-                    results.len() as i32, &mut count, results.as_mut_ptr(), ptr(workspace), SEARCH_WORKSPACE,
+                    handle,
+                    plan.input,
+                    ptr(a),
+                    plan.output,
+                    ptr(b),
+                    convolution,
+                    plan.weight,
+                    ptr(out),
+                    results.len() as i32,
+                    &mut count,
+                    results.as_mut_ptr(),
+                    ptr(workspace),
+                    SEARCH_WORKSPACE,
                 )
                 .result()
                 .map(|()| {
@@ -507,14 +548,24 @@ pub fn conv2d(x: &CudaTensor, w: &CudaTensor, options: &ConvOptions<2>) -> Optio
 }
 
 /// The gradient of [`conv2d`] with respect to `x`, given the output's, `dy`.
-pub fn conv2d_input_grad(x: &CudaTensor, w: &CudaTensor, dy: &CudaTensor, options: &ConvOptions<2>) -> Option<CudaTensor> {
+pub fn conv2d_input_grad(
+    x: &CudaTensor,
+    w: &CudaTensor,
+    dy: &CudaTensor,
+    options: &ConvOptions<2>,
+) -> Option<CudaTensor> {
     let problem = problem(x, w, options)?;
     (dims(dy)? == problem.output_shape() && dy.dtype == x.dtype).then_some(())?;
     attempt(Pass::InputGrad, problem, [w.clone(), dy.clone()], x.dtype)
 }
 
 /// The gradient of [`conv2d`] with respect to `w`, given the output's, `dy`.
-pub fn conv2d_weight_grad(x: &CudaTensor, w: &CudaTensor, dy: &CudaTensor, options: &ConvOptions<2>) -> Option<CudaTensor> {
+pub fn conv2d_weight_grad(
+    x: &CudaTensor,
+    w: &CudaTensor,
+    dy: &CudaTensor,
+    options: &ConvOptions<2>,
+) -> Option<CudaTensor> {
     let problem = problem(x, w, options)?;
     (dims(dy)? == problem.output_shape() && dy.dtype == x.dtype).then_some(())?;
     attempt(Pass::WeightGrad, problem, [x.clone(), dy.clone()], w.dtype)

@@ -47,8 +47,9 @@ fn load() -> Result<usize, String> {
     if !(90000..100000).contains(&version) {
         return Err(format!("cuDNN {version} found, cuDNN 9 needed: burn's own convolutions on cuda"));
     }
-    cudarc::cudnn::result::version_check()
-        .map_err(|e| format!("cuDNN {version} found but its parts disagree ({e:?}): burn's own convolutions on cuda"))?;
+    cudarc::cudnn::result::version_check().map_err(|e| {
+        format!("cuDNN {version} found but its parts disagree ({e:?}): burn's own convolutions on cuda")
+    })?;
     Ok(version)
 }
 
@@ -60,9 +61,8 @@ fn site_packages() -> Vec<PathBuf> {
         let Ok(entries) = std::fs::read_dir(&lib) else { continue };
         found.extend(entries.flatten().map(|e| e.path().join("site-packages")).filter(|p| p.is_dir()));
     }
-    let python = Command::new("python3")
-        .args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
-        .output();
+    let python =
+        Command::new("python3").args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).output();
     if let Some(output) = python.ok().filter(|o| o.status.success()) {
         found.push(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()));
     }
@@ -77,11 +77,10 @@ fn preload_from_python() -> Option<PathBuf> {
     let cudnn_dir = candidates.into_iter().find(|dir| dir.join("libcudnn.so.9").is_file())?;
     let cublas_dir = cudnn_dir.join("../../cublas/lib");
     // cuBLAS first, then cuDNN's parts in the order they need one another, cuDNN itself last.
-    let mut libraries: Vec<PathBuf> =
-        ["libcublasLt.so.13", "libcublas.so.13", "libcublasLt.so.12", "libcublas.so.12"]
-            .iter()
-            .map(|name| cublas_dir.join(name))
-            .collect();
+    let mut libraries: Vec<PathBuf> = ["libcublasLt.so.13", "libcublas.so.13", "libcublasLt.so.12", "libcublas.so.12"]
+        .iter()
+        .map(|name| cublas_dir.join(name))
+        .collect();
     libraries.extend(
         [
             "libcudnn_graph.so.9",

@@ -5,6 +5,7 @@
 
 use burn::backend::Flex;
 use burn::prelude::*;
+use burn::tensor::DType;
 use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
 use kernels::cudnn::{ConvDataType, ConvProblem, ProblemError};

@@ -8,8 +8,10 @@
 #               bench-untuned is bench without burn's autotuning and fusion (`*-untuned`
 #               features): far fewer kernels to compile on a machine's first run; its cuda
 #               convolutions run in cuDNN (`bench/cudnn`), found there at run time.
-#               UNTUNED_ONLY=1 builds bench-untuned alone (the cuDNN checks and timings need
-#               nothing else; `gpu-run.sh`'s sweeps need the tuned bench and datasets too).
+#               bench-fusion is bench-untuned with burn's fusion (no autotuning), cuDNN and our
+#               optimiser kernels as fusion's custom operations.
+#               NO_AUTOTUNE=1 builds those two alone, without LeRobot's wheels (what
+#               `gpu-run.sh cudnn` needs; its sweeps need the tuned bench and datasets too).
 #               The trainer binary stays home: the working tree takes 30 of the 64 MiB, and
 #               bench's checks run the trainer's own training loop.
 #   wheels/     LeRobot 0.6.1 and the wheels that machine lacks for the side-by-side (torch is
@@ -26,7 +28,10 @@ rm -rf "$staging" && mkdir -p "$staging"
 cargo build --release --locked -p bench --no-default-features \
   --features bench/cuda-untuned,bench/wgpu-untuned,bench/cudnn
 cp target/release/bench "$staging/bench-untuned"
-if [ "${UNTUNED_ONLY:-0}" != 1 ]; then
+cargo build --release --locked -p bench --no-default-features \
+  --features bench/cuda-untuned,bench/wgpu-untuned,bench/cudnn,kernels/gpu-fusion
+cp target/release/bench "$staging/bench-fusion"
+if [ "${NO_AUTOTUNE:-0}" != 1 ]; then
   cargo build --release --locked -p bench -p datasets --no-default-features \
     --features datasets/cli,bench/cuda,bench/wgpu
   cp target/release/bench target/release/datasets "$staging/"
@@ -51,7 +56,7 @@ XZ_OPT=-9 tar -C "$kit" -cJf "$kit/bin.tar.xz" bin
 rm -rf "$kit/bin"
 
 # LeRobot 0.6.1 and what it needs beyond the GPU machine's python3 (3.12, torch 2.11, ...).
-python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+[ "${NO_AUTOTUNE:-0}" = 1 ] || python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
   --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   --dest "$kit/wheels" \

@@ -13,11 +13,12 @@
 #                                (two 240x320 cameras)
 #   scripts/gpu-run.sh lerobot   LeRobot 0.6.1 on the same GPU, same recipe and batches, eager f32
 #                                and bf16 autocast (bench/lerobot/train_step_gpu.py)
-#   scripts/gpu-run.sh cudnn     the cuDNN path alone, with bench-untuned (UNTUNED_ONLY=1 kits have
-#                                nothing else): where cuDNN was found, the cuda checks (cuDNN's
-#                                convolutions against Flex and burn's, the stream ordering), then
-#                                the PushT classic step on pusht_images with cuDNN (f32 at batch
-#                                64 and 256, bf16 at 64, launches counted) and without it (f32, 64)
+#   scripts/gpu-run.sh cudnn     the cuDNN path, with bench-untuned and bench-fusion (NO_AUTOTUNE=1
+#                                kits have nothing else): where cuDNN was found, the cuda checks
+#                                (cuDNN's convolutions against Flex and burn's, the stream
+#                                ordering), then the PushT classic step on pusht_images with cuDNN,
+#                                untuned and with fusion (f32 at batch 64 and 256, launches
+#                                counted; bf16 at 64), and with BASELINE=1 without it (f32, 64)
 #
 # The binaries, the wheels and the synthetic datasets are unpacked into /tmp/lerobot-rs-gpu once
 # and reused by the next calls while the machine is held. DEVICE=cpu, GPU_CHECK_DEVICES=cpu,
@@ -131,26 +132,27 @@ case "$stage" in
       2>&1 | tee "$out/lerobot_gpu.log"
     ;;
   cudnn)
-    bench=$bin/bench-untuned
     fixture=$PWD/tests/fixtures/lerobot-0.6.1/pusht_images
     {
       echo "python3's site-packages: $(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
       ls -d "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"/nvidia/*/lib 2>&1
       ldconfig -p | grep -E 'cudnn|cublas' || echo "no cuDNN or cuBLAS in the library cache"
     } > "$out/libraries.txt" 2>&1
-    step() { # label, seconds, then train-step's arguments
-      local label=$1; shift
-      echo "== $label" | tee -a "$out/steps.txt"
-      local seconds=$1; shift
-      (cd "$work" && timeout -k 10 "$seconds" "$bench" train-step --root "$fixture" --device cuda "$@") 2>&1 \
+    step() { # build (untuned or fusion), label, seconds, then train-step's arguments
+      local build=$1 label=$2 seconds=$3; shift 3
+      echo "== bench-$build, $label" | tee -a "$out/steps.txt"
+      (cd "$work" && timeout -k 10 "$seconds" "$bin/bench-$build" train-step --root "$fixture" --device cuda "$@") 2>&1 \
         | tee -a "$out/steps.txt" || echo "stopped: $label" | tee -a "$out/steps.txt"
     }
-    (cd "$work" && RUST_LOG=kernels=info timeout -k 10 170 "$bench" gpu-check --devices cuda --work "$work/check") 2>&1 \
-      | tee "$out/checks.txt" || echo "the checks failed or stopped" | tee -a "$out/checks.txt"
-    step "cuDNN, f32" 140 --batch 64,256 --warmup 2 --steps 5 --count-launches
-    step "cuDNN, bf16" 80 --batch 64 --warmup 2 --steps 5 --precision bf16
-    export LEROBOT_RS_CUDNN=0
-    step "burn's convolutions, f32" 90 --batch 64 --warmup 1 --steps 3
+    (cd "$work" && RUST_LOG=kernels=info timeout -k 10 "${CHECK_SECONDS:-170}" "$bin/bench-untuned" gpu-check --devices cuda \
+      --work "$work/check") 2>&1 | tee "$out/checks.txt" || echo "the checks failed or stopped" | tee -a "$out/checks.txt"
+    step untuned "cuDNN, f32" 140 --batch 64,256 --warmup 2 --steps 5 --count-launches
+    step fusion "cuDNN, f32" 200 --batch 64,256 --warmup 2 --steps 5 --count-launches
+    step fusion "cuDNN, bf16" 80 --batch 64 --warmup 2 --steps 5 --precision bf16
+    if [ -n "${BASELINE:-}" ]; then
+      export LEROBOT_RS_CUDNN=0
+      step untuned "burn's convolutions, f32" 90 --batch 64 --warmup 1 --steps 3
+    fi
     ;;
   *)
     echo "unknown stage $stage: checks, ours, ours-aloha, lerobot or cudnn" >&2

@@ -40,6 +40,8 @@ mod cube;
 pub mod cudnn;
 mod device;
 mod flex;
+#[cfg(feature = "gpu-fusion")]
+mod fusion;
 pub mod kernel_cache;
 pub mod launches;
 #[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
@@ -431,13 +433,3 @@ pub fn max_pool2d<B: Kernels>(
     let pooled = B::max_pool2d_indexed(x.into_primitive().tensor(), kernel, stride, padding);
     Tensor::from_primitive(TensorPrimitive::Float(pooled.output))
 }
-
-// With burn's fusion, the GPU backends are `Fusion` over cubecl's and take the portable
-// implementations; without it, `cube.rs` implements `Kernels` for cubecl's backends. Whatever
-// turns burn-wgpu's or burn-cuda's `fusion` on must turn on `kernels/gpu-fusion` too, or
-// `Wgpu`/`Cuda` have no `Kernels` and the build says so.
-#[cfg(all(feature = "wgpu-untuned", feature = "gpu-fusion"))]
-impl Kernels for burn::backend::Wgpu {}
-
-#[cfg(all(feature = "cuda-untuned", feature = "gpu-fusion"))]
-impl Kernels for burn::backend::Cuda {}

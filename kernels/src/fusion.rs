@@ -1,0 +1,227 @@
+//! [`Kernels`] under burn's fusion (`gpu-fusion`): the backend is `Fusion<B>` over cubecl's, which
+//! records operations and runs them later, fused where it can. The convolutions (cuDNN on cuda
+//! with the `cudnn` feature), the gradients' gather and the optimiser update are registered as
+//! fusion's custom operations that run the inner backend's own methods (for cubecl's backends,
+//! `cube.rs`: many parameters a launch), so fusion keeps joining the elementwise chains around
+//! them. The other methods keep their portable versions, whose elementwise chains fusion compiles
+//! into few kernels.
+
+use std::marker::PhantomData;
+
+use burn::prelude::*;
+use burn::tensor::DType;
+use burn::tensor::Shape;
+use burn::tensor::ops::{ConvOptions, FloatTensor, FloatTensorOps, conv::calculate_conv_output_sizes};
+use burn_fusion::stream::{Operation, OperationStreams};
+use burn_fusion::{Fusion, FusionBackend, FusionRuntime};
+use burn_ir::{CustomOpIr, HandleContainer, OperationIr, OperationOutput, TensorIr};
+
+use crate::{AdamStep, FlatBuffers, Kernels};
+
+/// Which of the convolution's passes a custom operation runs.
+#[derive(Debug, Clone, Copy)]
+enum Pass {
+    Output,
+    InputGrad,
+    WeightGrad,
+}
+
+/// One convolution pass as fusion's custom operation: inputs `[x, w]` or `[x, w, dy]`, one
+/// output.
+#[derive(Debug, Clone)]
+struct ConvOp<B> {
+    desc: CustomOpIr,
+    pass: Pass,
+    options: ConvOptions<2>,
+    backend: PhantomData<B>,
+}
+
+impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for ConvOp<B> {
+    fn execute(&self, handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>) {
+        let inputs: Vec<FloatTensor<B>> = self.desc.inputs.iter().map(|t| handles.get_float_tensor::<B>(t)).collect();
+        let options = self.options.clone();
+        let output = match (self.pass, <[_; 3]>::try_from(inputs)) {
+            (Pass::InputGrad, Ok([x, w, dy])) => B::conv2d_input_grad(x, w, dy, options),
+            (Pass::WeightGrad, Ok([x, w, dy])) => B::conv2d_weight_grad(x, w, dy, options),
+            (Pass::Output, Err(inputs)) => {
+                let [x, w] = <[_; 2]>::try_from(inputs).unwrap_or_else(|_| unreachable!("two inputs registered"));
+                B::conv2d_no_bias(x, w, options)
+            }
+            _ => unreachable!("each pass is registered with its own inputs"),
+        };
+        handles.register_float_tensor::<B>(&self.desc.outputs[0].id, output);
+    }
+}
+
+/// Registers `pass` over `inputs` (whose first is `x`), giving a tensor of `shape` and `dtype`.
+fn register<B: FusionBackend + Kernels>(
+    pass: Pass,
+    inputs: Vec<FloatTensor<Fusion<B>>>,
+    options: ConvOptions<2>,
+    shape: Shape,
+    dtype: DType,
+) -> FloatTensor<Fusion<B>> {
+    let client = inputs[0].client.clone();
+    let streams = OperationStreams::with_inputs(inputs.iter());
+    let output = TensorIr::uninit(client.create_empty_handle(), shape, dtype);
+    let inputs: Vec<TensorIr> = inputs.into_iter().map(burn_fusion::FusionTensor::into_ir).collect();
+    let name = match pass {
+        Pass::Output => "lerobot_rs_conv2d",
+        Pass::InputGrad => "lerobot_rs_conv2d_input_grad",
+        Pass::WeightGrad => "lerobot_rs_conv2d_weight_grad",
+    };
+    let desc = CustomOpIr::new(name, &inputs, &[output]);
+    let op = ConvOp::<B> { desc: desc.clone(), pass, options, backend: PhantomData };
+    client.register(streams, OperationIr::Custom(desc), op).output()
+}
+
+/// The gradients' gather as fusion's custom operation: the parts in, the flat buffer out.
+#[derive(Debug, Clone)]
+struct GatherOp<B> {
+    desc: CustomOpIr,
+    backend: PhantomData<B>,
+}
+
+impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for GatherOp<B> {
+    fn execute(&self, handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>) {
+        let parts: Vec<FloatTensor<B>> = self.desc.inputs.iter().map(|t| handles.get_float_tensor::<B>(t)).collect();
+        let device = B::float_device(&parts[0]);
+        let flat = B::concat_flat(parts, None, &device);
+        handles.register_float_tensor::<B>(&self.desc.outputs[0].id, flat);
+    }
+}
+
+/// The fused update as fusion's custom operation: in, the weights, the gradients, the two
+/// moments, the average where one is kept, and the scale; out, the new weights, moments and
+/// average.
+#[derive(Debug, Clone)]
+struct AdamOp<B> {
+    desc: CustomOpIr,
+    offsets: Vec<usize>,
+    step: AdamStep,
+    backend: PhantomData<B>,
+}
+
+impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for AdamOp<B> {
+    fn execute(&self, handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>) {
+        let count = self.offsets.len();
+        let mut inputs: Vec<FloatTensor<B>> =
+            self.desc.inputs.iter().map(|t| handles.get_float_tensor::<B>(t)).collect();
+        let scale = inputs.pop().expect("the scale is the last input");
+        let mut rest = inputs.split_off(count).into_iter();
+        let weights = inputs;
+        let (grads, moment_1, moment_2) =
+            (rest.next().expect("grads"), rest.next().expect("moment 1"), rest.next().expect("moment 2"));
+        let mut flat = FlatBuffers::<B> { grads, moment_1, moment_2, average: rest.next() };
+        let updated = B::adam_update_all(weights, &self.offsets, &mut flat, &scale, &self.step);
+        let outputs = updated.into_iter().chain([flat.moment_1, flat.moment_2]).chain(flat.average);
+        for (ir, tensor) in self.desc.outputs.iter().zip(outputs) {
+            handles.register_float_tensor::<B>(&ir.id, tensor);
+        }
+    }
+}
+
+impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
+    fn concat_flat(
+        parts: Vec<FloatTensor<Self>>,
+        reuse: Option<FloatTensor<Self>>,
+        device: &Self::Device,
+    ) -> FloatTensor<Self> {
+        // Fusion's allocator keeps freed buffers: a new flat buffer costs no page faults here.
+        drop(reuse);
+        if parts.is_empty() || parts.iter().any(|p| p.dtype != DType::F32) {
+            return crate::portable::concat_flat::<Self>(parts, device);
+        }
+        let total = parts.iter().map(|p| p.shape.num_elements()).sum::<usize>();
+        let client = parts[0].client.clone();
+        let streams = OperationStreams::with_inputs(parts.iter());
+        let output = TensorIr::uninit(client.create_empty_handle(), Shape::from(vec![total]), DType::F32);
+        let inputs: Vec<TensorIr> = parts.into_iter().map(burn_fusion::FusionTensor::into_ir).collect();
+        let desc = CustomOpIr::new("lerobot_rs_gather", &inputs, &[output]);
+        let op = GatherOp::<B> { desc: desc.clone(), backend: PhantomData };
+        client.register(streams, OperationIr::Custom(desc), op).output()
+    }
+
+    fn adam_update_all(
+        weights: Vec<FloatTensor<Self>>,
+        offsets: &[usize],
+        flat: &mut FlatBuffers<Self>,
+        scale: &FloatTensor<Self>,
+        step: &AdamStep,
+    ) -> Vec<FloatTensor<Self>> {
+        assert_eq!(weights.len(), offsets.len(), "one offset per parameter");
+        if weights.is_empty() {
+            return weights;
+        }
+        let client = scale.client.clone();
+        let has_average = flat.average.is_some();
+        let like = |t: &FloatTensor<Self>| TensorIr::uninit(client.create_empty_handle(), t.shape.clone(), t.dtype);
+        let mut outputs: Vec<TensorIr> = weights.iter().map(like).collect();
+        outputs.extend([like(&flat.moment_1), like(&flat.moment_2)]);
+        outputs.extend(flat.average.as_ref().map(like));
+        // The moments and the average leave `flat` for the operation (held once, the inner
+        // update writes them in place) and come back as its outputs.
+        let device = Self::float_device(scale);
+        let take = |buffer: &mut FloatTensor<Self>| {
+            let empty = Tensor::<Self, 1>::empty([0], &device).into_primitive().tensor();
+            std::mem::replace(buffer, empty)
+        };
+        let mut inputs = weights;
+        inputs.push(flat.grads.clone());
+        inputs.push(take(&mut flat.moment_1));
+        inputs.push(take(&mut flat.moment_2));
+        if let Some(average) = flat.average.as_mut() {
+            inputs.push(take(average));
+        }
+        inputs.push(scale.clone());
+        let streams = OperationStreams::with_inputs(inputs.iter());
+        let inputs: Vec<TensorIr> = inputs.into_iter().map(burn_fusion::FusionTensor::into_ir).collect();
+        let desc = CustomOpIr::new("lerobot_rs_adam", &inputs, &outputs);
+        let op = AdamOp::<B> { desc: desc.clone(), offsets: offsets.to_vec(), step: *step, backend: PhantomData };
+        let mut results = client.register(streams, OperationIr::Custom(desc), op);
+        if has_average {
+            flat.average = results.pop();
+        }
+        flat.moment_2 = results.pop().expect("moment 2 out");
+        flat.moment_1 = results.pop().expect("moment 1 out");
+        results
+    }
+
+    fn has_conv2d_products(dtype: DType) -> bool {
+        B::has_conv2d_products(dtype)
+    }
+
+    fn conv2d_no_bias(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
+        let (x_shape, w_shape) = (x.shape.clone(), weight.shape.clone());
+        let sizes = calculate_conv_output_sizes(
+            &[w_shape[2], w_shape[3]],
+            &options.stride,
+            &options.padding,
+            &options.dilation,
+            &[x_shape[2], x_shape[3]],
+        );
+        let shape = Shape::from(vec![x_shape[0], w_shape[0], sizes[0], sizes[1]]);
+        let dtype = x.dtype;
+        register::<B>(Pass::Output, vec![x, weight], options, shape, dtype)
+    }
+
+    fn conv2d_input_grad(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Self> {
+        let (shape, dtype) = (x.shape.clone(), x.dtype);
+        register::<B>(Pass::InputGrad, vec![x, weight, output_grad], options, shape, dtype)
+    }
+
+    fn conv2d_weight_grad(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Self> {
+        let (shape, dtype) = (weight.shape.clone(), weight.dtype);
+        register::<B>(Pass::WeightGrad, vec![x, weight, output_grad], options, shape, dtype)
+    }
+}

@@ -260,8 +260,10 @@ pub fn check_step(device: DeviceKind, inputs: &Inputs, exact: bool) -> Result<St
 }
 
 /// The f32 step on cuda with cuDNN on burn's stream and no host synchronisation, against the
-/// same step synchronised before and after every cuDNN call: as equal as two unsynchronised
-/// runs are to each other (bit for bit, unless an algorithm cuDNN chose sums in a varying order).
+/// same step synchronised before and after every cuDNN call, cuDNN held to deterministic
+/// algorithms: bit for bit where two unsynchronised runs are; where they are not (an operation
+/// that sums in a varying order), within four times their spread, far below what reading a
+/// buffer before it is written would do (a step moves the weights by about the learning rate).
 #[cfg(feature = "cudnn")]
 fn check_stream_ordering(inputs: &Inputs) -> Result<String> {
     let step = |synchronise| {
@@ -270,8 +272,11 @@ fn check_stream_ordering(inputs: &Inputs) -> Result<String> {
         kernels::cudnn::synchronise_every_call(false);
         result
     };
+    kernels::cudnn::deterministic(true);
     let calls = kernels::cudnn::calls();
-    let (first, second, synchronised) = (step(false)??, step(false)??, step(true)??);
+    let runs = (|| -> Result<_> { Ok((step(false)??, step(false)??, step(true)??)) })();
+    kernels::cudnn::deterministic(false);
+    let (first, second, synchronised) = runs?;
     ensure!(kernels::cudnn::calls() > calls, "no convolution of the step ran in cuDNN");
     let apart = |a: &StepResult, b: &StepResult| -> Result<f32> {
         Ok(max_weight_difference(&a.weights, &b.weights)?
@@ -280,12 +285,16 @@ fn check_stream_ordering(inputs: &Inputs) -> Result<String> {
     };
     let (noise, gap) = (apart(&first, &second)?, apart(&synchronised, &first)?);
     let line = format!(
-        "cuda step, cuDNN unsynchronised vs synchronised around every call: max |Δ| {gap:.2e} \
+        "cuda step, deterministic cuDNN unsynchronised vs synchronised around every call: max |Δ| {gap:.2e} \
          (two unsynchronised runs: {noise:.2e}); loss {} vs {}",
         first.loss, synchronised.loss
     );
-    ensure!(gap <= noise, "{line}");
-    Ok(line)
+    if noise == 0.0 {
+        ensure!(gap == 0.0, "not bit-equal: {line}");
+        return Ok(format!("{line}; bit-equal"));
+    }
+    ensure!(gap <= 4.0 * noise, "{line}");
+    Ok(format!("{line}; the step is not bit-deterministic here, compared within 4x its spread"))
 }
 
 /// The training inputs on `device` against the CPU's.

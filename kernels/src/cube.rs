@@ -223,6 +223,10 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
         }
     }
 
+    fn sum_of_squares(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        portable::sum_of_squares_by_rows::<Self>(x)
+    }
+
     fn concat_flat(
         parts: Vec<FloatTensor<Self>>,
         reuse: Option<FloatTensor<Self>>,

@@ -59,6 +59,29 @@ pub fn sum_of_squares<B: Backend>(x: FloatTensor<B>) -> FloatTensor<B> {
     primitive(tensor::<B>(x).cast(FloatDType::F32).square().sum())
 }
 
+/// [`sum_of_squares`] in a fixed order: rows of [`SQUARES_ROW`] elements, each summed by one
+/// reduction, then the row sums (and what is left past the last whole row). burn's whole-tensor
+/// sum on cubecl adds its cubes' parts with atomics, in no fixed order; this gives the same bits
+/// on every run.
+pub fn sum_of_squares_by_rows<B: Backend>(x: FloatTensor<B>) -> FloatTensor<B> {
+    let x = tensor::<B>(x).cast(FloatDType::F32);
+    let n = x.dims()[0];
+    let rows = n / SQUARES_ROW;
+    let whole = rows * SQUARES_ROW;
+    let tail = (whole < n).then(|| x.clone().slice(whole..n).square().sum_dim(0));
+    if rows == 0 {
+        return primitive(tail.unwrap_or_else(|| x.sum()));
+    }
+    let rows_sum = x.slice(0..whole).reshape([rows, SQUARES_ROW]).square().sum_dim(1).reshape([rows]).sum_dim(0);
+    primitive(match tail {
+        Some(tail) => rows_sum + tail,
+        None => rows_sum,
+    })
+}
+
+/// The elements of a row of [`sum_of_squares_by_rows`].
+pub const SQUARES_ROW: usize = 1 << 16;
+
 /// [`crate::Kernels::adam_update`], one tensor operation at a time, in torch's order.
 pub fn adam_update<B: Backend>(
     weights: FloatTensor<B>,

@@ -74,6 +74,21 @@ pub fn allow_tf32(allow: bool) {
     tf32().store(allow, Ordering::Relaxed);
 }
 
+/// Whether only deterministic algorithms are taken: `LEROBOT_RS_CUDNN_DETERMINISTIC=1` until
+/// [`deterministic`] says otherwise.
+static DETERMINISTIC: OnceLock<AtomicBool> = OnceLock::new();
+
+fn deterministic_only() -> &'static AtomicBool {
+    DETERMINISTIC
+        .get_or_init(|| AtomicBool::new(std::env::var("LEROBOT_RS_CUDNN_DETERMINISTIC").is_ok_and(|v| v == "1")))
+}
+
+/// Takes only algorithms that give the same bits on every run (torch's
+/// `cudnn.deterministic`), or the fastest of any (the default).
+pub fn deterministic(only: bool) {
+    deterministic_only().store(only, Ordering::Relaxed);
+}
+
 /// Whether every call synchronises the device before and after: `LEROBOT_RS_CUDA_SYNC=1` until
 /// [`synchronise_every_call`] says otherwise.
 static SYNC: OnceLock<AtomicBool> = OnceLock::new();
@@ -119,6 +134,7 @@ fn math(data_type: ConvDataType, tf32: bool) -> sys::cudnnMathType_t {
 struct Plan {
     problem: ConvProblem,
     exact: bool,
+    deterministic: bool,
     input: sys::cudnnTensorDescriptor_t,
     weight: sys::cudnnFilterDescriptor_t,
     output: sys::cudnnTensorDescriptor_t,
@@ -134,7 +150,7 @@ unsafe impl Send for Plan {}
 unsafe impl Sync for Plan {}
 
 impl Plan {
-    fn new(problem: ConvProblem, exact: bool) -> Result<Self, CudnnError> {
+    fn new(problem: ConvProblem, exact: bool, deterministic: bool) -> Result<Self, CudnnError> {
         use cudarc::cudnn::result as cudnn;
         let element = data_type(problem.data_type);
         let format = sys::cudnnTensorFormat_t::CUDNN_TENSOR_NCHW;
@@ -167,22 +183,32 @@ impl Plan {
                 cudnn::set_convolution_group_count(*descriptor, problem.groups)?;
                 cudnn::set_convolution_math_type(*descriptor, math(problem.data_type, !exact))?;
             }
-            Ok(Self { problem, exact, input, weight, output, convolution, algorithms: Mutex::new([None; 3]) })
+            Ok(Self {
+                problem,
+                exact,
+                deterministic,
+                input,
+                weight,
+                output,
+                convolution,
+                algorithms: Mutex::new([None; 3]),
+            })
         }
     }
 
     /// The plan of `problem`, made at its first use.
     fn of(problem: ConvProblem) -> Result<Arc<Plan>, CudnnError> {
-        /// The plans made, by problem and exactness.
-        type Plans = HashMap<(ConvProblem, bool), Arc<Plan>>;
+        /// The plans made, by problem, exactness and determinism.
+        type Plans = HashMap<(ConvProblem, bool, bool), Arc<Plan>>;
         static PLANS: OnceLock<Mutex<Plans>> = OnceLock::new();
         let exact = !tf32().load(Ordering::Relaxed);
+        let deterministic = deterministic_only().load(Ordering::Relaxed);
         let mut plans = PLANS.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(plan) = plans.get(&(problem, exact)) {
+        if let Some(plan) = plans.get(&(problem, exact, deterministic)) {
             return Ok(plan.clone());
         }
-        let plan = Arc::new(Plan::new(problem, exact)?);
-        plans.insert((problem, exact), plan.clone());
+        let plan = Arc::new(Plan::new(problem, exact, deterministic)?);
+        plans.insert((problem, exact, deterministic), plan.clone());
         Ok(plan)
     }
 }
@@ -405,7 +431,8 @@ unsafe fn enqueue(
 }
 
 /// Times every algorithm of `pass` on the real buffers (cuDNN's search, which waits for the
-/// device) and keeps the fastest that ran, with exact f32 only the FMA ones; sets the pass's
+/// device) and keeps the fastest that ran, with exact f32 only the FMA ones, when asked only
+/// deterministic ones; sets the pass's
 /// convolution descriptor to its math.
 fn search(
     plan: &Plan,
@@ -420,8 +447,9 @@ fn search(
         return Ok(algorithm);
     }
     let convolution = plan.convolution[pass as usize];
-    let allowed = |math: sys::cudnnMathType_t| {
-        !(plan.exact && plan.problem.data_type == ConvDataType::F32) || math == sys::cudnnMathType_t::CUDNN_FMA_MATH
+    let allowed = |math: sys::cudnnMathType_t, determinism: sys::cudnnDeterminism_t| {
+        (!(plan.exact && plan.problem.data_type == ConvDataType::F32) || math == sys::cudnnMathType_t::CUDNN_FMA_MATH)
+            && (!plan.deterministic || determinism == sys::cudnnDeterminism_t::CUDNN_DETERMINISTIC)
     };
     let ok = sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS;
     let mut count = 0;
@@ -451,7 +479,7 @@ fn search(
                 .map(|()| {
                     results[..count as usize]
                         .iter()
-                        .find(|r| r.status == ok && allowed(r.mathType))
+                        .find(|r| r.status == ok && allowed(r.mathType, r.determinism))
                         .map(|r| (Algorithm::Output(r.algo, r.memory), r.mathType))
                 })
             }
@@ -476,7 +504,7 @@ fn search(
                 .map(|()| {
                     results[..count as usize]
                         .iter()
-                        .find(|r| r.status == ok && allowed(r.mathType))
+                        .find(|r| r.status == ok && allowed(r.mathType, r.determinism))
                         .map(|r| (Algorithm::InputGrad(r.algo, r.memory), r.mathType))
                 })
             }
@@ -501,7 +529,7 @@ fn search(
                 .map(|()| {
                     results[..count as usize]
                         .iter()
-                        .find(|r| r.status == ok && allowed(r.mathType))
+                        .find(|r| r.status == ok && allowed(r.mathType, r.determinism))
                         .map(|r| (Algorithm::WeightGrad(r.algo, r.memory), r.mathType))
                 })
             }

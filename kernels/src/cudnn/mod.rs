@@ -10,7 +10,8 @@ mod library;
 mod problem;
 
 pub use conv::{
-    CudaTensor, allow_tf32, calls, conv2d, conv2d_input_grad, conv2d_weight_grad, synchronise_every_call, takes,
+    CudaTensor, allow_tf32, calls, conv2d, conv2d_input_grad, conv2d_weight_grad, deterministic,
+    synchronise_every_call, takes,
 };
 pub use library::status;
 pub use problem::{ConvDataType, ConvProblem, ProblemError};

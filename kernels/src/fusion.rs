@@ -122,6 +122,11 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for AdamOp<B> {
 }
 
 impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
+    fn sum_of_squares(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        // In a fixed order, as on cubecl without fusion (burn's whole-tensor sum adds with atomics).
+        crate::portable::sum_of_squares_by_rows::<Self>(x)
+    }
+
     fn concat_flat(
         parts: Vec<FloatTensor<Self>>,
         reuse: Option<FloatTensor<Self>>,

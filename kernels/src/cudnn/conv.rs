@@ -140,6 +140,9 @@ struct Plan {
     output: sys::cudnnTensorDescriptor_t,
     convolution: [sys::cudnnConvolutionDescriptor_t; 3],
     algorithms: Mutex<[Option<Algorithm>; 3]>,
+    /// The passes whose search found no algorithm: burn's convolution from then on, without
+    /// searching again.
+    no_algorithm: [AtomicBool; 3],
 }
 
 // SAFETY: descriptors are host-side parameter blocks; after `Plan::new` only a pass's
@@ -192,6 +195,7 @@ impl Plan {
                 output,
                 convolution,
                 algorithms: Mutex::new([None; 3]),
+                no_algorithm: Default::default(),
             })
         }
     }
@@ -322,6 +326,9 @@ fn run(pass: Pass, problem: ConvProblem, inputs: [&CudaTensor; 2], dtype: DType)
     let size = problem.data_type.size();
     let output = empty(inputs[0], out_shape, dtype, size);
     let device = inputs[0].device.index;
+    if plan.no_algorithm[pass as usize].load(Ordering::Relaxed) {
+        return Err(format!("{pass:?}: no algorithm was found for this problem"));
+    }
     let known = plan.algorithms.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[pass as usize];
     let algorithm = match known {
         Some(algorithm) => algorithm,
@@ -331,7 +338,8 @@ fn run(pass: Pass, problem: ConvProblem, inputs: [&CudaTensor; 2], dtype: DType)
             let algorithm = with_handle(device, held.stream, |handle| {
                 let [a, b, out, ws] = held.pointers[..] else { unreachable!("four buffers") };
                 search(&plan, pass, handle, [a, b], out, ws)
-            })?;
+            })
+            .inspect_err(|_| plan.no_algorithm[pass as usize].store(true, Ordering::Relaxed))?;
             drop(held);
             algorithm
         }

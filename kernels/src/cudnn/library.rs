@@ -3,7 +3,7 @@
 //! cudarc opens `libcudnn.so.9` by name: from `LD_LIBRARY_PATH`, the system's library cache, or a
 //! library already loaded under that name. PyTorch's pip wheels keep it in the Python
 //! environment's `site-packages/nvidia/cudnn/lib` (with cuBLAS, which cuDNN opens itself, in
-//! `nvidia/cublas/lib`), where no search path looks: when the name alone does not load, the
+//! `nvidia/cu13/lib` or `nvidia/cublas/lib`), where no search path looks: when the name alone does not load, the
 //! libraries there are loaded first, globally, from the directories of `LEROBOT_RS_CUDNN_DIR`,
 //! the active virtual or conda environment, or the `python3` on the `PATH`.
 
@@ -75,11 +75,15 @@ fn preload_from_python() -> Option<PathBuf> {
     let named = std::env::var_os("LEROBOT_RS_CUDNN_DIR").map(PathBuf::from);
     let candidates = named.into_iter().chain(site_packages().into_iter().map(|p| p.join("nvidia/cudnn/lib")));
     let cudnn_dir = candidates.into_iter().find(|dir| dir.join("libcudnn.so.9").is_file())?;
-    let cublas_dir = cudnn_dir.join("../../cublas/lib");
-    // cuBLAS first, then cuDNN's parts in the order they need one another, cuDNN itself last.
-    let mut libraries: Vec<PathBuf> = ["libcublasLt.so.13", "libcublas.so.13", "libcublasLt.so.12", "libcublas.so.12"]
+    // cuBLAS first (CUDA 13's wheels keep it in `nvidia/cu13/lib`, CUDA 12's in
+    // `nvidia/cublas/lib`), then cuDNN's parts in the order they need one another, cuDNN last.
+    let cublas = ["libcublasLt.so.13", "libcublas.so.13", "libcublasLt.so.12", "libcublas.so.12"];
+    let mut libraries: Vec<PathBuf> = ["../../cu13/lib", "../../cublas/lib"]
         .iter()
-        .map(|name| cublas_dir.join(name))
+        .flat_map(|dir| {
+            let dir = cudnn_dir.join(dir);
+            cublas.iter().map(move |name| dir.join(name))
+        })
         .collect();
     libraries.extend(
         [

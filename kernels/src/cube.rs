@@ -182,11 +182,6 @@ fn grid(lens: &[usize]) -> (CubeCount, CubeDim) {
     (CubeCount::new_2d(cubes as u32, lens.len() as u32), cube_dim)
 }
 
-/// The flat range a launch covers: from the first start to the last end.
-fn span(starts: &[usize], ends: &[usize]) -> (usize, usize) {
-    (starts.iter().copied().min().unwrap_or(0), ends.iter().copied().max().unwrap_or(0))
-}
-
 impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels for CubeBackend<R, F, I, BT> {
     fn has_conv2d_products(dtype: DType) -> bool {
         R::library_takes(dtype)
@@ -303,7 +298,7 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
         // parameter's range, in f32, and the scale its one value; anything else takes the
         // portable operations (and their errors), one parameter at a time.
         let ends: Vec<usize> = weights.iter().zip(offsets).map(|(w, &offset)| offset + w.meta.num_elements()).collect();
-        let (_, end) = span(offsets, &ends);
+        let end = ends.iter().copied().max().unwrap_or(0);
         let holds_ranges = |t: &CubeTensor<R>| t.dtype == DType::F32 && t.meta.num_elements() >= end;
         // Each unit writes its element's moments: the ranges must come in order, apart.
         let apart = (1..offsets.len()).all(|k| ends[k - 1] <= offsets[k]);

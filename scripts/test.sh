@@ -49,6 +49,10 @@ rm -rf target/wheels target/test-wheel
 python3 -m venv target/test-wheel
 target/test-wheel/bin/pip install --quiet --disable-pip-version-check "numpy==2.4.6" "pytest==9.2.0" target/wheels/*.whl
 (cd target && test-wheel/bin/python -m pytest -q ../python/tests)
+# The tests that need PyTorch and LeRobot 0.6.1 (skipped above), where a venv with them is named.
+if [[ -n "${LEROBOT_VENV:-}" ]]; then
+  scripts/test-with-lerobot.sh "$LEROBOT_VENV"
+fi
 # One build without FFmpeg (the `video` features off, as the GPU kit builds them; the second
 # clippy run above compiles all of it) and with burn's wgpu backend without fusion, run on Mesa's
 # lavapipe (Vulkan on the CPU, from the install script). A GPU backend in the build above would

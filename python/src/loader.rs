@@ -75,9 +75,11 @@ impl Loader {
     /// arrays, or of torch tensors sharing their memory with `as_torch` (by default as the
     /// dataset's samples; pinned with `pin_memory`). `order="blocks"` takes the decode-once
     /// order: the episodes shuffled and taken `block_episodes` at a time, each window's samples
-    /// shuffled, each video frame decoded once per epoch.
+    /// shuffled, each video frame decoded once per epoch. `frames` samples exactly these frames
+    /// (dataset rows) in this order instead of the episodes' (a `torch.utils.data.Subset`, or the
+    /// frames of a LeRobot sampler; the dropped frames do not apply).
     #[new]
-    #[pyo3(signature = (dataset, batch_size=8, *, num_workers=0, shuffle=true, seed=1000, drop_last=false, drop_n_first_frames=0, drop_n_last_frames=0, rank=0, world_size=1, prefetch=4, frame_cache=None, frame_cache_budget_gb=None, as_torch=None, pin_memory=false, order="lerobot", block_episodes=loader::DEFAULT_BLOCK_EPISODES))]
+    #[pyo3(signature = (dataset, batch_size=8, *, num_workers=0, shuffle=true, seed=1000, drop_last=false, drop_n_first_frames=0, drop_n_last_frames=0, rank=0, world_size=1, prefetch=4, frame_cache=None, frame_cache_budget_gb=None, as_torch=None, pin_memory=false, order="lerobot", block_episodes=loader::DEFAULT_BLOCK_EPISODES, frames=None))]
     #[allow(clippy::too_many_arguments, reason = "a DataLoader's keyword arguments")]
     fn new(
         py: Python<'_>,
@@ -98,6 +100,7 @@ impl Loader {
         pin_memory: bool,
         order: &str,
         block_episodes: usize,
+        frames: Option<Vec<usize>>,
     ) -> PyResult<Self> {
         let order: SampleOrder = order.parse().map_err(PyValueError::new_err)?;
         let as_torch = as_torch.unwrap_or(dataset.as_torch);
@@ -116,8 +119,9 @@ impl Loader {
             drop_last,
             rank,
             world_size,
-            episodes: dataset.episodes.clone(),
-            frames: None,
+            // Listed frames are sampled as they are, of whichever episodes they are.
+            episodes: if frames.is_some() { None } else { dataset.episodes.clone() },
+            frames,
             weights: None,
             ordering: SampleOrdering { order, block_episodes },
         };

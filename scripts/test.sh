@@ -58,7 +58,7 @@ fi
 # lavapipe (Vulkan on the CPU, from the install script). A GPU backend in the build above would
 # instantiate every task for it; here only the tests below use it.
 # - how the dataset crate refuses video (datasets/tests/no_video.rs);
-# - our cubecl kernels against the CPU's passes (kernels/tests/cube.rs);
+# - our cubecl kernels against the CPU's passes (kernels/tests/cube.rs), then again under fusion;
 # - the kernels one training step of the tiny policy launches, against budgets
 #   (trainer/tests/launch_budget.rs), compiled into a kernel cache of the test's own;
 # - with cuDNN's convolutions built in (no GPU here): burn's convolutions mapped to cuDNN's
@@ -67,6 +67,9 @@ kernel_cache=$(mktemp -d)
 LEROBOT_RS_KERNEL_CACHE="$kernel_cache" cargo test --release --locked -p datasets -p kernels -p trainer \
   --no-default-features --features datasets/cli,trainer/wgpu-untuned,kernels/cudnn \
   --test no_video --test cube --test launch_budget --test cudnn
+# Our kernels again under burn's fusion, as fusion's custom operations (kernels/src/fusion.rs).
+LEROBOT_RS_KERNEL_CACHE="$kernel_cache" cargo test --release --locked -p kernels --no-default-features \
+  --features wgpu-untuned,gpu-fusion --test cube
 rm -rf "$kernel_cache"
 if [[ "$(shm_caches)" != "$caches_before" ]]; then
   echo "error: the tests left frame caches in /dev/shm/lerobot-rs-frames:" >&2

@@ -1,16 +1,21 @@
-//! The GPU backends' optimiser pass: the gradients gathered into the flat buffer and the fused
-//! update, each a cubecl kernel that takes many parameters per launch (up to
-//! [`MAX_PARTS_PER_LAUNCH`], as the device's bindings allow), where the portable versions are a
-//! launch per parameter for the gather and some twenty of burn's operations per parameter for
-//! the update, each its own kernel launch without burn's fusion.
+//! burn's cubecl backends' own kernels (CUDA, wgpu):
 //!
-//! It applies to burn's cubecl backends without fusion (the `cuda-untuned` and `wgpu-untuned`
-//! builds); with fusion on, the backends are burn's `Fusion` over these and keep the portable
-//! version, whose elementwise chain fusion compiles into few kernels.
+//! - the optimiser pass: the gradients gathered into the flat buffer and the fused update, each
+//!   a kernel that takes many parameters per launch (up to [`MAX_PARTS_PER_LAUNCH`], as the
+//!   device's bindings allow), where the portable versions are a launch per parameter for the
+//!   gather and some twenty of burn's operations per parameter for the update;
+//! - GroupNorm with the activation after it: one launch forward (a cube per group: mean, then
+//!   variance, then the output), two backward (the input's gradient, a cube per group; the
+//!   scale's and shift's, a unit per channel), where burn's operations take about ten launches
+//!   forward and twenty backward.
 //!
-//! A launch takes up to [`MAX_PARTS_PER_LAUNCH`] parameters, one row of cubes each (the grid's
-//! second axis), as torch's `multi_tensor_apply` hands each block one tensor's chunk: each unit
-//! picks its parameter once, by its cube's row, then strides over that parameter's elements.
+//! With burn's fusion on, the backends are `Fusion` over these, which runs the same kernels as
+//! its custom operations (`fusion.rs`).
+//!
+//! A launch of the optimiser takes up to [`MAX_PARTS_PER_LAUNCH`] parameters, one row of cubes
+//! each (the grid's second axis), as torch's `multi_tensor_apply` hands each block one tensor's
+//! chunk: each unit picks its parameter once, by its cube's row, then strides over that
+//! parameter's elements.
 //! (The first version gave one unit to each element of the flat range and had it search the
 //! launch's 64 ranges for its own: on an H200 that search, and the gather's decoding of every
 //! position through the shape with 64-bit divisions, held the gather at 20 ms and the update at
@@ -27,7 +32,7 @@ use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElemen
 use cubecl::CubeDim;
 use cubecl::prelude::*;
 
-use crate::{AdamStep, FlatBuffers, Kernels, LibraryConv, portable};
+use crate::{Activation, AdamStep, FlatBuffers, Kernels, LibraryConv, portable};
 
 /// The most parameters one launch takes: the kernel is unrolled over them, and each is a
 /// binding or two.
@@ -145,6 +150,248 @@ fn gather_kernel<F: Float>(
     }
 }
 
+/// The activation a norm kernel applies, as a compile-time number ([`Activation`]'s order).
+fn activation_code(activation: Activation) -> u32 {
+    match activation {
+        Activation::Identity => 0,
+        Activation::Relu => 1,
+        Activation::Mish => 2,
+    }
+}
+
+/// `activation` (by [`activation_code`]) of `y`, as [`Activation::apply`] computes it.
+#[cube]
+fn activate<F: Float>(y: F, #[comptime] activation: u32) -> F {
+    if comptime!(activation == 1) {
+        F::max(y, F::new(0.0))
+    } else if comptime!(activation == 2) {
+        // Mish as `y · n / (n + 2)`, `n = e^y (e^y + 2)`; the identity above 20.
+        let e = F::exp(F::min(y, F::new(20.0)));
+        let n = e * (e + F::new(2.0));
+        select(y > F::new(20.0), y, y * n / (n + F::new(2.0)))
+    } else {
+        y
+    }
+}
+
+/// The sum of every unit's `value` in the cube, by halves in `partial` (one slot per unit; the
+/// cube's width a power of two), returned to every unit.
+#[cube]
+fn cube_sum<F: Float>(partial: &mut SharedMemory<F>, value: F) -> F {
+    let unit = UNIT_POS_X as usize;
+    partial[unit] = value;
+    sync_cube();
+    let mut width = CUBE_DIM_X as usize / 2;
+    while width > 0 {
+        if unit < width {
+            partial[unit] = partial[unit] + partial[unit + width];
+        }
+        sync_cube();
+        width /= 2;
+    }
+    let total = partial[0];
+    // No unit overwrites `partial` for the next sum before every unit has read this one.
+    sync_cube();
+    total
+}
+
+/// Cube `k` normalises group `k` of GroupNorm's `x` `[N, C, S]` (`k = n·groups + g`; its
+/// `group_len` values lie contiguous from `k·group_len`): the mean, then the biased variance
+/// about it (two passes, as the CPU's), then `y = act((x − μ)·r·γ + β)` with `r = 1/√(σ² + ε)`;
+/// `stats[2k]` and `stats[2k + 1]` take `μ` and `r`.
+#[cube(launch_unchecked)]
+#[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
+fn group_norm_kernel<F: Float>(
+    x: &Tensor<F>,
+    gamma: &Tensor<F>,
+    beta: &Tensor<F>,
+    y: &mut Tensor<F>,
+    stats: &mut Tensor<F>,
+    group_len: usize,
+    positions: usize,
+    channels_per_group: usize,
+    groups: usize,
+    epsilon: f32,
+    #[comptime] activation: u32,
+    #[define(F)] _dtype: StorageType,
+) {
+    let group = CUBE_POS_X as usize;
+    let start = group * group_len;
+    let first_channel = (group % groups) * channels_per_group;
+    let units = CUBE_DIM_X as usize;
+    let mut partial = SharedMemory::<F>::new(UNITS_PER_CUBE as usize);
+    let count = F::cast_from(group_len);
+
+    let mut sum = F::new(0.0);
+    let mut i = UNIT_POS_X as usize;
+    while i < group_len {
+        sum += x[start + i];
+        i += units;
+    }
+    let mean = cube_sum::<F>(&mut partial, sum) / count;
+
+    let mut squares = F::new(0.0);
+    let mut i = UNIT_POS_X as usize;
+    while i < group_len {
+        let d = x[start + i] - mean;
+        squares += d * d;
+        i += units;
+    }
+    let variance = cube_sum::<F>(&mut partial, squares) / count;
+    let inv_std = F::new(1.0) / F::sqrt(variance + F::cast_from(epsilon));
+
+    let mut i = UNIT_POS_X as usize;
+    while i < group_len {
+        let channel = first_channel + i / positions;
+        let normalised = (x[start + i] - mean) * inv_std * gamma[channel] + beta[channel];
+        y[start + i] = activate::<F>(normalised, activation);
+        i += units;
+    }
+    if UNIT_POS_X == 0 {
+        stats[2 * group] = mean;
+        stats[2 * group + 1] = inv_std;
+    }
+}
+
+/// The derivative of `activation` (by [`activation_code`]) at `y`, as
+/// [`Activation::derivative`] computes it.
+#[cube]
+fn activation_derivative<F: Float>(y: F, #[comptime] activation: u32) -> F {
+    if comptime!(activation == 1) {
+        select(y > F::new(0.0), F::new(1.0), F::new(0.0))
+    } else if comptime!(activation == 2) {
+        // `n / d + y · 4e^y (e^y + 1) / d²`, `n = e^y (e^y + 2)`, `d = n + 2`; 1 above 20.
+        let e = F::exp(F::min(y, F::new(20.0)));
+        let n = e * (e + F::new(2.0));
+        let d = n + F::new(2.0);
+        select(y > F::new(20.0), F::new(1.0), n / d + y * F::new(4.0) * e * (e + F::new(1.0)) / (d * d))
+    } else {
+        F::new(1.0)
+    }
+}
+
+/// The gradient before the activation at element `at` of channel `channel`: `dy · act'(y)`
+/// with `y = x̂·γ + β` recomputed from `x̂`.
+#[cube]
+fn gradient_before_activation<F: Float>(
+    output_grad: &Tensor<F>,
+    gamma: &Tensor<F>,
+    beta: &Tensor<F>,
+    at: usize,
+    channel: usize,
+    x_hat: F,
+    #[comptime] activation: u32,
+) -> F {
+    if comptime!(activation == 0) {
+        output_grad[at]
+    } else {
+        output_grad[at] * activation_derivative::<F>(x_hat * gamma[channel] + beta[channel], activation)
+    }
+}
+
+/// Cube `k` computes GroupNorm's input gradient over group `k` (laid out as in
+/// [`group_norm_kernel`]): with `dz` the gradient before the activation and `g = dz·γ`,
+/// `dx = r·(g − mean(g) − x̂·mean(g·x̂))`, both means over the group (each a cube sum).
+#[cube(launch_unchecked)]
+#[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
+fn group_norm_input_grad_kernel<F: Float>(
+    x: &Tensor<F>,
+    gamma: &Tensor<F>,
+    beta: &Tensor<F>,
+    stats: &Tensor<F>,
+    output_grad: &Tensor<F>,
+    input_grad: &mut Tensor<F>,
+    group_len: usize,
+    positions: usize,
+    channels_per_group: usize,
+    groups: usize,
+    #[comptime] activation: u32,
+    #[define(F)] _dtype: StorageType,
+) {
+    let group = CUBE_POS_X as usize;
+    let start = group * group_len;
+    let first_channel = (group % groups) * channels_per_group;
+    let (mean, inv_std) = (stats[2 * group], stats[2 * group + 1]);
+    let units = CUBE_DIM_X as usize;
+    let mut partial = SharedMemory::<F>::new(UNITS_PER_CUBE as usize);
+    let count = F::cast_from(group_len);
+
+    let mut sum_g = F::new(0.0);
+    let mut sum_g_x_hat = F::new(0.0);
+    let mut i = UNIT_POS_X as usize;
+    while i < group_len {
+        let channel = first_channel + i / positions;
+        let x_hat = (x[start + i] - mean) * inv_std;
+        let g = gradient_before_activation::<F>(output_grad, gamma, beta, start + i, channel, x_hat, activation)
+            * gamma[channel];
+        sum_g += g;
+        sum_g_x_hat += g * x_hat;
+        i += units;
+    }
+    let mean_g = cube_sum::<F>(&mut partial, sum_g) / count;
+    let mean_g_x_hat = cube_sum::<F>(&mut partial, sum_g_x_hat) / count;
+
+    let mut i = UNIT_POS_X as usize;
+    while i < group_len {
+        let channel = first_channel + i / positions;
+        let x_hat = (x[start + i] - mean) * inv_std;
+        let g = gradient_before_activation::<F>(output_grad, gamma, beta, start + i, channel, x_hat, activation)
+            * gamma[channel];
+        input_grad[start + i] = (g - mean_g - x_hat * mean_g_x_hat) * inv_std;
+        i += units;
+    }
+}
+
+/// Unit `c` sums GroupNorm's scale and shift gradients of channel `c` over the samples and
+/// positions, in that order: `dγ = Σ dz·x̂`, `dβ = Σ dz` (`dz` the gradient before the
+/// activation).
+#[cube(launch_unchecked)]
+#[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
+fn group_norm_affine_grad_kernel<F: Float>(
+    x: &Tensor<F>,
+    gamma: &Tensor<F>,
+    beta: &Tensor<F>,
+    stats: &Tensor<F>,
+    output_grad: &Tensor<F>,
+    gamma_grad: &mut Tensor<F>,
+    beta_grad: &mut Tensor<F>,
+    samples: usize,
+    channels: usize,
+    positions: usize,
+    channels_per_group: usize,
+    #[comptime] activation: u32,
+    #[define(F)] _dtype: StorageType,
+) {
+    let channel = ABSOLUTE_POS_X as usize;
+    if channel < channels {
+        let groups = channels / channels_per_group;
+        let group_of_channel = channel / channels_per_group;
+        let mut sum_dz_x_hat = F::new(0.0);
+        let mut sum_dz = F::new(0.0);
+        for sample in 0..samples {
+            let group = sample * groups + group_of_channel;
+            let (mean, inv_std) = (stats[2 * group], stats[2 * group + 1]);
+            let row = (sample * channels + channel) * positions;
+            for position in 0..positions {
+                let x_hat = (x[row + position] - mean) * inv_std;
+                let dz = gradient_before_activation::<F>(
+                    output_grad,
+                    gamma,
+                    beta,
+                    row + position,
+                    channel,
+                    x_hat,
+                    activation,
+                );
+                sum_dz_x_hat += dz * x_hat;
+                sum_dz += dz;
+            }
+        }
+        gamma_grad[channel] = sum_dz_x_hat;
+        beta_grad[channel] = sum_dz;
+    }
+}
+
 /// A tensor whose buffer this call may write: the tensor itself when no other handle shares it
 /// and it is contiguous, else a contiguous copy.
 fn writable<R: CubeRuntime>(tensor: CubeTensor<R>) -> CubeTensor<R> {
@@ -216,6 +463,128 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
             Some(dw) => dw,
             None => <Self as ModuleOps<Self>>::conv2d_weight_backward(x, weight, output_grad, options),
         }
+    }
+
+    fn has_group_norm_kernels() -> bool {
+        true
+    }
+
+    fn group_norm_forward(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        groups: usize,
+        epsilon: f64,
+        activation: Activation,
+    ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
+        if [&x, &gamma, &beta].iter().any(|t| t.dtype != DType::F32) {
+            return None;
+        }
+        let [samples, channels, positions] =
+            crate::group_norm_shape(x.shape().as_slice(), gamma.meta.num_elements(), beta.meta.num_elements(), groups)?;
+        let (x, gamma, beta) = (into_contiguous(x), into_contiguous(gamma), into_contiguous(beta));
+        let y = empty_f32(&x, x.shape());
+        let stats = empty_f32(&x, [samples, groups, 2].into());
+        let channels_per_group = channels / groups;
+        // SAFETY: cube `k < samples·groups` reads `x` and writes `y` at `k·group_len + i` for
+        // `i < group_len`, within their `samples·channels·positions` elements (both
+        // contiguous, `y` new), `gamma` and `beta` at channels below `channels` (their
+        // lengths, checked), and writes `stats` at `2k` and `2k + 1`, within its
+        // `samples·groups·2`; no two cubes write one element.
+        unsafe {
+            group_norm_kernel::launch_unchecked::<R>(
+                &x.client,
+                CubeCount::new_1d((samples * groups) as u32),
+                CubeDim::new_1d(UNITS_PER_CUBE),
+                x.clone().into_tensor_arg(),
+                gamma.into_tensor_arg(),
+                beta.into_tensor_arg(),
+                y.clone().into_tensor_arg(),
+                stats.clone().into_tensor_arg(),
+                channels_per_group * positions,
+                positions,
+                channels_per_group,
+                groups,
+                epsilon as f32,
+                activation_code(activation),
+                DType::F32.into(),
+            );
+        }
+        Some((y, stats))
+    }
+
+    fn group_norm_backward(
+        x: FloatTensor<Self>,
+        [gamma, beta]: [FloatTensor<Self>; 2],
+        stats: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+        groups: usize,
+        activation: Activation,
+    ) -> [FloatTensor<Self>; 3] {
+        let shape = x.shape();
+        let sizes =
+            crate::group_norm_shape(shape.as_slice(), gamma.meta.num_elements(), beta.meta.num_elements(), groups);
+        let f32s = [&x, &gamma, &beta, &stats, &output_grad].iter().all(|t| t.dtype == DType::F32);
+        let fits = |[samples, _, _]: &[usize; 3]| {
+            stats.meta.num_elements() == samples * groups * 2 && output_grad.shape() == shape
+        };
+        let Some([samples, channels, positions]) = sizes.filter(|sizes| f32s && fits(sizes)) else {
+            return portable::group_norm_backward::<Self>(x, [gamma, beta], stats, output_grad, groups, activation);
+        };
+        let [x, gamma, beta, stats, output_grad] = [x, gamma, beta, stats, output_grad].map(into_contiguous);
+        let input_grad = empty_f32(&x, shape);
+        let gamma_grad = empty_f32(&x, [channels].into());
+        let beta_grad = empty_f32(&x, [channels].into());
+        let channels_per_group = channels / groups;
+        let client = x.client.clone();
+        let code = activation_code(activation);
+        // SAFETY: as the forward pass's: cube `k < samples·groups` reads `x` and
+        // `output_grad` (the same shape, checked) and writes `input_grad` at `k·group_len + i`,
+        // `i < group_len`, all contiguous; `stats` at `2k + 1` at most, within its
+        // `samples·groups·2` (checked); `gamma` and `beta` below `channels`.
+        unsafe {
+            group_norm_input_grad_kernel::launch_unchecked::<R>(
+                &client,
+                CubeCount::new_1d((samples * groups) as u32),
+                CubeDim::new_1d(UNITS_PER_CUBE),
+                x.clone().into_tensor_arg(),
+                gamma.clone().into_tensor_arg(),
+                beta.clone().into_tensor_arg(),
+                stats.clone().into_tensor_arg(),
+                output_grad.clone().into_tensor_arg(),
+                input_grad.clone().into_tensor_arg(),
+                channels_per_group * positions,
+                positions,
+                channels_per_group,
+                groups,
+                code,
+                DType::F32.into(),
+            );
+        }
+        // SAFETY: unit `c < channels` (the others return) reads channel `c` of every sample
+        // of `x` and `output_grad`, `stats` of its groups, within their lengths, and writes
+        // element `c` of `gamma_grad` and `beta_grad`, new, of `channels` elements.
+        unsafe {
+            group_norm_affine_grad_kernel::launch_unchecked::<R>(
+                &client,
+                CubeCount::new_1d(channels.div_ceil(UNITS_PER_CUBE as usize) as u32),
+                CubeDim::new_1d(UNITS_PER_CUBE),
+                x.into_tensor_arg(),
+                gamma.into_tensor_arg(),
+                beta.into_tensor_arg(),
+                stats.into_tensor_arg(),
+                output_grad.into_tensor_arg(),
+                gamma_grad.clone().into_tensor_arg(),
+                beta_grad.clone().into_tensor_arg(),
+                samples,
+                channels,
+                positions,
+                channels_per_group,
+                code,
+                DType::F32.into(),
+            );
+        }
+        [input_grad, gamma_grad, beta_grad]
     }
 
     fn sum_of_squares(x: FloatTensor<Self>) -> FloatTensor<Self> {

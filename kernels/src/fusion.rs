@@ -1,6 +1,7 @@
 //! [`Kernels`] under burn's fusion (`gpu-fusion`): the backend is `Fusion<B>` over cubecl's, which
 //! records operations and runs them later, fused where it can. The convolutions (cuDNN on cuda
-//! with the `cudnn` feature), the gradients' gather and the optimiser update are registered as
+//! with the `cudnn` feature), GroupNorm with its activation, forward and backward, the
+//! gradients' gather and the optimiser update are registered as
 //! fusion's custom operations that run the inner backend's own methods (for cubecl's backends,
 //! `cube.rs`: many parameters a launch), so fusion keeps joining the elementwise chains around
 //! them. The other methods keep their portable versions, whose elementwise chains fusion compiles
@@ -16,7 +17,7 @@ use burn_fusion::stream::{Operation, OperationStreams};
 use burn_fusion::{Fusion, FusionBackend, FusionRuntime};
 use burn_ir::{CustomOpIr, HandleContainer, OperationIr, OperationOutput, TensorIr};
 
-use crate::{AdamStep, FlatBuffers, Kernels};
+use crate::{Activation, AdamStep, FlatBuffers, Kernels};
 
 /// Which of the convolution's passes a custom operation runs.
 #[derive(Debug, Clone, Copy)]
@@ -73,6 +74,66 @@ fn register<B: FusionBackend + Kernels>(
     let desc = CustomOpIr::new(name, &inputs, &[output]);
     let op = ConvOp::<B> { desc: desc.clone(), pass, options, backend: PhantomData };
     client.register(streams, OperationIr::Custom(desc), op).output()
+}
+
+/// GroupNorm with its activation as fusion's custom operation: forward, `[x, γ, β]` in, `[y,
+/// stats]` out; backward, `[x, γ, β, stats, dy]` in, `[dx, dγ, dβ]` out.
+#[derive(Debug, Clone)]
+struct GroupNormOp<B> {
+    desc: CustomOpIr,
+    backward: bool,
+    groups: usize,
+    epsilon: f64,
+    activation: Activation,
+    backend: PhantomData<B>,
+}
+
+impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for GroupNormOp<B> {
+    fn execute(&self, handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>) {
+        let inputs: Vec<FloatTensor<B>> = self.desc.inputs.iter().map(|t| handles.get_float_tensor::<B>(t)).collect();
+        let (groups, activation) = (self.groups, self.activation);
+        let outputs: Vec<FloatTensor<B>> = match <[_; 5]>::try_from(inputs) {
+            Ok([x, gamma, beta, stats, dy]) if self.backward => {
+                B::group_norm_backward(x, [gamma, beta], stats, dy, groups, activation).into()
+            }
+            Err(inputs) if !self.backward => {
+                let [x, gamma, beta] = <[_; 3]>::try_from(inputs).unwrap_or_else(|_| unreachable!("three inputs"));
+                let (y, stats) = B::group_norm_forward(x, gamma, beta, groups, self.epsilon, activation)
+                    .expect("the inner backend's kernel, checked when registered");
+                vec![y, stats]
+            }
+            _ => unreachable!("each pass is registered with its own inputs"),
+        };
+        for (ir, tensor) in self.desc.outputs.iter().zip(outputs) {
+            handles.register_float_tensor::<B>(&ir.id, tensor);
+        }
+    }
+}
+
+/// Whether the inner backend's GroupNorm kernels take these tensors: f32, of a shape
+/// [`crate::group_norm_shape`] accepts.
+fn takes_group_norm<B: FusionBackend + Kernels>(tensors: &[&FloatTensor<Fusion<B>>], groups: usize) -> bool {
+    let [x, gamma, beta] = [tensors[0], tensors[1], tensors[2]];
+    B::has_group_norm_kernels()
+        && tensors.iter().all(|t| t.dtype == DType::F32)
+        && crate::group_norm_shape(x.shape.as_slice(), gamma.shape.num_elements(), beta.shape.num_elements(), groups)
+            .is_some()
+}
+
+/// Registers a [`GroupNormOp`] over `inputs`, giving tensors of `outputs`' shapes in f32.
+fn register_group_norm<B: FusionBackend + Kernels>(
+    inputs: Vec<FloatTensor<Fusion<B>>>,
+    outputs: Vec<Shape>,
+    op: impl FnOnce(CustomOpIr) -> GroupNormOp<B>,
+) -> Vec<FloatTensor<Fusion<B>>> {
+    let client = inputs[0].client.clone();
+    let streams = OperationStreams::with_inputs(inputs.iter());
+    let outputs: Vec<TensorIr> =
+        outputs.into_iter().map(|shape| TensorIr::uninit(client.create_empty_handle(), shape, DType::F32)).collect();
+    let inputs: Vec<TensorIr> = inputs.into_iter().map(burn_fusion::FusionTensor::into_ir).collect();
+    let name = if outputs.len() == 2 { "lerobot_rs_group_norm" } else { "lerobot_rs_group_norm_backward" };
+    let desc = CustomOpIr::new(name, &inputs, &outputs);
+    client.register(streams, OperationIr::Custom(desc.clone()), op(desc))
 }
 
 /// The gradients' gather as fusion's custom operation: the parts in, the flat buffer out.
@@ -190,6 +251,54 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         flat.moment_2 = results.pop().expect("moment 2 out");
         flat.moment_1 = results.pop().expect("moment 1 out");
         results
+    }
+
+    fn has_group_norm_kernels() -> bool {
+        B::has_group_norm_kernels()
+    }
+
+    fn group_norm_forward(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        groups: usize,
+        epsilon: f64,
+        activation: Activation,
+    ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
+        if !takes_group_norm::<B>(&[&x, &gamma, &beta], groups) {
+            return None;
+        }
+        let (y_shape, stats_shape) = (x.shape.clone(), Shape::from(vec![x.shape[0], groups, 2]));
+        let make = |desc| GroupNormOp { desc, backward: false, groups, epsilon, activation, backend: PhantomData };
+        let mut outputs = register_group_norm::<B>(vec![x, gamma, beta], vec![y_shape, stats_shape], make).into_iter();
+        Some((outputs.next().expect("y"), outputs.next().expect("stats")))
+    }
+
+    fn group_norm_backward(
+        x: FloatTensor<Self>,
+        [gamma, beta]: [FloatTensor<Self>; 2],
+        stats: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+        groups: usize,
+        activation: Activation,
+    ) -> [FloatTensor<Self>; 3] {
+        let takes = takes_group_norm::<B>(&[&x, &gamma, &beta, &stats, &output_grad], groups)
+            && output_grad.shape == x.shape
+            && stats.shape.num_elements() == x.shape[0] * groups * 2;
+        if !takes {
+            return crate::portable::group_norm_backward::<Self>(
+                x,
+                [gamma, beta],
+                stats,
+                output_grad,
+                groups,
+                activation,
+            );
+        }
+        let shapes = vec![x.shape.clone(), gamma.shape.clone(), beta.shape.clone()];
+        let make = |desc| GroupNormOp { desc, backward: true, groups, epsilon: 0.0, activation, backend: PhantomData };
+        let outputs = register_group_norm::<B>(vec![x, gamma, beta, stats, output_grad], shapes, make);
+        <[_; 3]>::try_from(outputs).unwrap_or_else(|_| unreachable!("three gradients registered"))
     }
 
     fn has_conv2d_products(dtype: DType) -> bool {

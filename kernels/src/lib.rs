@@ -266,6 +266,13 @@ pub trait Kernels: Backend {
         portable::max_pool2d_input_grad::<Self>(x, kernel, stride, padding, output_grad, indices)
     }
 
+    /// Whether [`Kernels::group_norm_forward`] and its backward pass are this backend's own
+    /// kernels for every f32 GroupNorm that [`group_norm_shape`] accepts, known before they run
+    /// (fusion registers them as its custom operations ahead of their execution).
+    fn has_group_norm_kernels() -> bool {
+        false
+    }
+
     /// GroupNorm of `x` `[N, C, S]` (f32) in `groups` groups of channels, scaled by `gamma` and
     /// shifted by `beta` (`[C]`), then `activation`, in one fused pass where the backend has
     /// one: the output and, for the backward pass, each group's mean and `1/√(σ² + ε)`
@@ -323,6 +330,20 @@ pub trait Kernels: Backend {
     ) -> [FloatTensor<Self>; 3] {
         portable::batch_norm_backward::<Self>(x, [gamma, beta], stats, output_grad, activation)
     }
+}
+
+/// `[N, C, S]` of a GroupNorm the GPU kernels take: `x` of three dimensions, nothing empty,
+/// the channels a whole number of `groups`, `gamma` and `beta` of `C` elements each, and at
+/// most 65,535 groups in all (one cube each, along one axis of the grid).
+pub fn group_norm_shape(x: &[usize], gamma: usize, beta: usize, groups: usize) -> Option<[usize; 3]> {
+    let [samples, channels, positions] = <[usize; 3]>::try_from(x).ok()?;
+    let fits = groups > 0
+        && channels % groups == 0
+        && gamma == channels
+        && beta == channels
+        && samples * channels * positions > 0
+        && samples * groups <= u16::MAX as usize;
+    fits.then_some([samples, channels, positions])
 }
 
 /// Where each of parts of `lens` elements starts when they are laid end to end.

@@ -1,16 +1,19 @@
-//! The GPU backends' optimiser pass (`kernels/src/cube.rs`) against the CPU's, on burn's wgpu
-//! backend without fusion. Run where a wgpu adapter exists (a GPU, or Mesa's lavapipe on the CPU,
-//! Debian's `mesa-vulkan-drivers`): `cargo test --release -p kernels --features wgpu-untuned
-//! --test cube`, as `scripts/test.sh` does on lavapipe.
+//! The GPU backends' kernels (`kernels/src/cube.rs`: the optimiser pass, GroupNorm with its
+//! activation) against the CPU's, on burn's wgpu backend without fusion, and with it (`--features
+//! gpu-fusion`: then through fusion's custom operations, `kernels/src/fusion.rs`). Run where a
+//! wgpu adapter exists (a GPU, or Mesa's lavapipe on the CPU, Debian's `mesa-vulkan-drivers`):
+//! `cargo test --release -p kernels --features wgpu-untuned[,gpu-fusion] --test cube`, as
+//! `scripts/test.sh` does on lavapipe.
 
 use burn::backend::wgpu::WgpuDevice;
 use burn::backend::{Flex, Wgpu};
 use burn::prelude::*;
-use burn::tensor::TensorPrimitive;
 use burn::tensor::ops::FloatTensor;
+use burn::tensor::{TensorMetadata, TensorPrimitive};
 use kernels::{AdamStep, FlatBuffers, Kernels, MAX_PARTS_PER_LAUNCH};
 
-/// burn's wgpu backend without fusion (the `wgpu-untuned` build), which the kernels serve.
+/// burn's wgpu backend: cubecl's own (the `wgpu-untuned` build), or burn's fusion over it (with
+/// `gpu-fusion`), which the kernels serve.
 type Gpu = Wgpu;
 
 fn values(n: usize, seed: f32) -> Vec<f32> {
@@ -135,4 +138,89 @@ fn the_gather_equals_the_cpus_for_every_layout() {
     assert_eq!(read::<Gpu>(&gathered), expected, "a new buffer");
     let reused = Gpu::concat_flat(parts::<Gpu>(&gpu), Some(primitive::<Gpu>(vec![7.0; expected.len()], &gpu)), &gpu);
     assert_eq!(read::<Gpu>(&reused), expected, "a reused buffer");
+}
+
+/// The largest difference between `a` and `b` relative to the largest magnitude in `b`.
+fn max_error_relative_to_largest(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    let largest = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(f32::MIN_POSITIVE);
+    a.iter().zip(b).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max) / largest
+}
+
+/// `values` as a `[N, C, S]` tensor's primitive.
+fn primitive_3d<B: Backend>(values: Vec<f32>, [n, c, s]: [usize; 3], device: &B::Device) -> FloatTensor<B> {
+    Tensor::<B, 1>::from_data(TensorData::new(values, [n * c * s]), device).reshape([n, c, s]).into_primitive().tensor()
+}
+
+/// The values of a tensor of any rank, in order.
+fn read_any<B: Backend>(t: FloatTensor<B>) -> Vec<f32> {
+    let n = t.shape().num_elements();
+    read::<B>(&Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(t)).reshape([n]).into_primitive().tensor())
+}
+
+/// GroupNorm with each activation, over groups smaller and larger than a cube's units: the
+/// kernels' output and statistics (one launch), and input, scale and shift gradients (two
+/// launches, from each backend's own statistics), equal the CPU's fused passes (sums in f64)
+/// to 1e-5 of the largest value.
+#[test]
+fn the_group_norm_kernels_equal_the_cpus() {
+    use kernels::Activation;
+    let gpu = WgpuDevice::default();
+    let cpu = Default::default();
+    // ([N, C, S], groups)
+    let shapes = [([3, 32, 50], 8), ([2, 64, 300], 8), ([4, 6, 3], 3), ([1, 2048, 4], 8)];
+    for (shape @ [n, c, s], groups) in shapes {
+        for activation in [Activation::Identity, Activation::Relu, Activation::Mish] {
+            let x: Vec<f32> = values(n * c * s, 5.0).iter().map(|v| v * 6.0 + 0.5).collect();
+            let gamma: Vec<f32> = values(c, 6.0).iter().map(|v| 1.0 + v).collect();
+            let beta = values(c, 7.0);
+            let dy = values(n * c * s, 8.0);
+            let cpu_inputs = || {
+                [
+                    primitive_3d::<Flex>(x.clone(), shape, &cpu),
+                    primitive::<Flex>(gamma.clone(), &cpu),
+                    primitive::<Flex>(beta.clone(), &cpu),
+                ]
+            };
+            let gpu_inputs = || {
+                [
+                    primitive_3d::<Gpu>(x.clone(), shape, &gpu),
+                    primitive::<Gpu>(gamma.clone(), &gpu),
+                    primitive::<Gpu>(beta.clone(), &gpu),
+                ]
+            };
+            let [x_cpu, gamma_cpu, beta_cpu] = cpu_inputs();
+            let (y_cpu, stats_cpu) =
+                Flex::group_norm_forward(x_cpu, gamma_cpu, beta_cpu, groups, 1e-5, activation).expect("Flex's pass");
+            let [x_gpu, gamma_gpu, beta_gpu] = gpu_inputs();
+            let (y_gpu, stats_gpu) = Gpu::group_norm_forward(x_gpu, gamma_gpu, beta_gpu, groups, 1e-5, activation)
+                .expect("the kernel takes f32 GroupNorm");
+            let [x_cpu, gamma_cpu, beta_cpu] = cpu_inputs();
+            let expected = Flex::group_norm_backward(
+                x_cpu,
+                [gamma_cpu, beta_cpu],
+                stats_cpu.clone(),
+                primitive_3d::<Flex>(dy.clone(), shape, &cpu),
+                groups,
+                activation,
+            );
+            let [x_gpu, gamma_gpu, beta_gpu] = gpu_inputs();
+            let got = Gpu::group_norm_backward(
+                x_gpu,
+                [gamma_gpu, beta_gpu],
+                stats_gpu.clone(),
+                primitive_3d::<Gpu>(dy.clone(), shape, &gpu),
+                groups,
+                activation,
+            );
+            let case = format!("[{n}, {c}, {s}] in {groups} groups, {activation:?}");
+            let pairs = [("output", y_gpu, y_cpu), ("statistics", stats_gpu, stats_cpu)]
+                .into_iter()
+                .chain(["dx", "dγ", "dβ"].into_iter().zip(got).zip(expected).map(|((name, a), b)| (name, a, b)));
+            for (name, on_gpu, on_cpu) in pairs {
+                let error = max_error_relative_to_largest(&read_any::<Gpu>(on_gpu), &read_any::<Flex>(on_cpu));
+                assert!(error < 1e-5, "{case}: {name} {error:e} apart");
+            }
+        }
+    }
 }

@@ -308,10 +308,10 @@ class DataLoader:
 
     def _finish(self, batch: dict[str, Any]) -> dict[str, Any]:
         if self.device is not None:
-            blocking = not self.pin_memory
             for key, value in batch.items():
                 if isinstance(value, torch.Tensor):
-                    batch[key] = value.to(self.device, non_blocking=not blocking)
+                    # From pinned memory the copy is asynchronous, on the device's stream.
+                    batch[key] = value.to(self.device, non_blocking=self.pin_memory)
         if not self.dataset.return_uint8:
             for key in self.dataset.camera_keys:
                 # As LeRobot's decoders: `frames.type(torch.float32) / 255`.

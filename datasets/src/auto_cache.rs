@@ -106,6 +106,8 @@ pub enum AutoCache {
         bytes: u64,
         /// What the budget leaves once every cache no process reads is removed.
         budget: u64,
+        /// The budget that would fit it beside the caches in use there.
+        fitting_budget: u64,
         /// Where it would have gone.
         root: PathBuf,
     },
@@ -126,13 +128,18 @@ impl fmt::Display for AutoCache {
                 dir.display(),
                 gb(*bytes)
             ),
-            Self::TooBig { bytes, budget, root } => write!(
+            Self::TooBig { bytes, budget, fitting_budget, root } => write!(
                 f,
                 "frame cache: off, the decoded frames ({:.2} GB) are over the budget (what it leaves: {:.2} GB) in {}; \
-                 decoding as the samples are read (--frame-cache-budget or --frame-cache DIR to change it)",
+                 decoding as the samples are read. A budget of {:.2} GB would fit them (--frame-cache-budget, \
+                 frame_cache_budget_gb in Python) with {:.2} GB free there, or {} on a disk with room, or \
+                 --frame-cache DIR (`datasets cache`)",
                 gb(*bytes),
                 gb(*budget),
-                root.display()
+                root.display(),
+                (gb(*fitting_budget) * 100.0).ceil() / 100.0,
+                gb(*bytes),
+                FRAME_CACHE_VAR
             ),
             Self::NoCameras => write!(f, "frame cache: off, the dataset has no cameras"),
             Self::SomeEpisodes => write!(
@@ -183,7 +190,12 @@ pub fn plan(dataset: &Dataset, root: &Path, budget: Option<u64>, keep: &[PathBuf
     let cache = if held + bytes <= budget {
         AutoCache::Build { dir, bytes }
     } else {
-        AutoCache::TooBig { bytes, budget: budget.saturating_sub(held), root: root.to_path_buf() }
+        AutoCache::TooBig {
+            bytes,
+            budget: budget.saturating_sub(held),
+            fitting_budget: held + bytes,
+            root: root.to_path_buf(),
+        }
     };
     Ok(Plan { cache, removed })
 }
@@ -221,6 +233,21 @@ pub fn memory_available() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cache_too_big_says_which_budget_would_fit_it() {
+        let cache = AutoCache::TooBig {
+            bytes: 74_000_000_000,
+            budget: 6_000_000_000,
+            fitting_budget: 76_001_000_000,
+            root: "/dev/shm/lerobot-rs-frames".into(),
+        };
+        let line = cache.to_string();
+        for part in ["(74.00 GB)", "what it leaves: 6.00 GB", "A budget of 76.01 GB", "--frame-cache-budget"] {
+            assert!(line.contains(part), "{part:?} is not in {line:?}");
+        }
+        assert!(line.contains(FRAME_CACHE_VAR) && !line.contains('\n'), "{line}");
+    }
 
     #[test]
     fn choices_read_and_print_as_written() {

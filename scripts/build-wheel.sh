@@ -8,11 +8,11 @@
 #
 #   scripts/build-wheel.sh [OUT]     # OUT: the wheel's folder, default target/wheels-portable
 #
-# Needs a C compiler, nasm, pkg-config and dav1d's headers (libdav1d-dev, from
-# install-debian-packages.sh), Python 3 with venv, and network for FFmpeg's source (Debian's
-# archive, checked against its SHA-256) unless FFMPEG_SOURCE names the tarball. FFmpeg is
-# built once into target/ffmpeg-wheel; the extension in target/wheel-build, apart from the
-# tests' build (another FFmpeg means other bindings).
+# Needs what install-debian-packages.sh installs (a C compiler, nasm, pkg-config, dav1d's
+# headers, Python's venv), and network for FFmpeg's source (Debian's archive, checked against its
+# SHA-256) unless FFMPEG_SOURCE names the tarball. FFmpeg is built once into target/ffmpeg-wheel;
+# the extension in target/wheel-build, apart from the tests' build (another FFmpeg means other
+# bindings).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-target/wheels-portable}

@@ -5,7 +5,9 @@
 # the ffmpeg command line, Open MPI for training across processes (the trainer's `mpi`
 # feature, which the tests build), Python's venv for the test tools, and Mesa's Vulkan drivers
 # (lavapipe: Vulkan on the CPU, where burn's wgpu backend runs our cubecl kernels and counts their
-# launches without a GPU), then checks for the Rust
+# launches without a GPU), nasm and dav1d's headers for the wheel's own FFmpeg
+# (scripts/build-wheel.sh), debootstrap for trying the wheel on a clean Debian
+# (scripts/check-wheel-on-clean-debian.sh), then checks for the Rust
 # toolchain, which Debian's own rustc is too old to be: it says how to get it and fails if it is
 # missing. Idempotent: installs nothing when everything is present. Uses sudo when not run as
 # root.
@@ -19,6 +21,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   python3 python3-venv
   mesa-vulkan-drivers
+  nasm libdav1d-dev debootstrap
 )
 missing=()
 for p in "${packages[@]}"; do

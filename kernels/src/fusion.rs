@@ -1,10 +1,9 @@
 //! [`Kernels`] under burn's fusion (`gpu-fusion`): the backend is `Fusion<B>` over cubecl's, which
 //! records operations and runs them later, fused where it can. The convolutions (cuDNN on cuda
-//! with the `cudnn` feature), GroupNorm with its activation, forward and backward, the
-//! gradients' gather and the optimiser update are registered as
-//! fusion's custom operations that run the inner backend's own methods (for cubecl's backends,
-//! `cube.rs`: many parameters a launch), so fusion keeps joining the elementwise chains around
-//! them. The other methods keep their portable versions, whose elementwise chains fusion compiles
+//! with the `cudnn` feature), GroupNorm with its activation, forward and backward, the gradients'
+//! gather and the optimiser update are registered as fusion's custom operations that run the
+//! inner backend's own methods (for cubecl's backends, `cube.rs`: one launch per GroupNorm, many
+//! parameters a launch), so fusion keeps joining the elementwise chains around them. The other methods keep their portable versions, whose elementwise chains fusion compiles
 //! into few kernels.
 
 use std::marker::PhantomData;

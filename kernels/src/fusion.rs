@@ -53,6 +53,25 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for ConvOp<B> {
     }
 }
 
+/// Registers the custom operation `make` builds from its description, named `name`, over
+/// `inputs` (on one device): its outputs, new tensors of `outputs`' shapes and dtypes.
+fn register_custom<B: FusionBackend, O: Operation<B::FusionRuntime> + 'static>(
+    name: &'static str,
+    inputs: Vec<FloatTensor<Fusion<B>>>,
+    outputs: Vec<(Shape, DType)>,
+    make: impl FnOnce(CustomOpIr) -> O,
+) -> Vec<FloatTensor<Fusion<B>>> {
+    let client = inputs[0].client.clone();
+    let streams = OperationStreams::with_inputs(inputs.iter());
+    let outputs: Vec<TensorIr> = outputs
+        .into_iter()
+        .map(|(shape, dtype)| TensorIr::uninit(client.create_empty_handle(), shape, dtype))
+        .collect();
+    let inputs: Vec<TensorIr> = inputs.into_iter().map(burn_fusion::FusionTensor::into_ir).collect();
+    let desc = CustomOpIr::new(name, &inputs, &outputs);
+    client.register(streams, OperationIr::Custom(desc.clone()), make(desc))
+}
+
 /// Registers `pass` over `inputs` (whose first is `x`), giving a tensor of `shape` and `dtype`.
 fn register<B: FusionBackend + Kernels>(
     pass: Pass,
@@ -61,18 +80,13 @@ fn register<B: FusionBackend + Kernels>(
     shape: Shape,
     dtype: DType,
 ) -> FloatTensor<Fusion<B>> {
-    let client = inputs[0].client.clone();
-    let streams = OperationStreams::with_inputs(inputs.iter());
-    let output = TensorIr::uninit(client.create_empty_handle(), shape, dtype);
-    let inputs: Vec<TensorIr> = inputs.into_iter().map(burn_fusion::FusionTensor::into_ir).collect();
     let name = match pass {
         Pass::Output => "lerobot_rs_conv2d",
         Pass::InputGrad => "lerobot_rs_conv2d_input_grad",
         Pass::WeightGrad => "lerobot_rs_conv2d_weight_grad",
     };
-    let desc = CustomOpIr::new(name, &inputs, &[output]);
-    let op = ConvOp::<B> { desc: desc.clone(), pass, options, backend: PhantomData };
-    client.register(streams, OperationIr::Custom(desc), op).output()
+    let make = |desc| ConvOp::<B> { desc, pass, options, backend: PhantomData };
+    register_custom::<B, _>(name, inputs, vec![(shape, dtype)], make).output()
 }
 
 /// GroupNorm with its activation as fusion's custom operation: forward, `[x, γ, β]` in, `[y,
@@ -117,22 +131,6 @@ fn takes_group_norm<B: FusionBackend + Kernels>(tensors: &[&FloatTensor<Fusion<B
         && tensors.iter().all(|t| t.dtype == DType::F32)
         && crate::group_norm_shape(x.shape.as_slice(), gamma.shape.num_elements(), beta.shape.num_elements(), groups)
             .is_some()
-}
-
-/// Registers a [`GroupNormOp`] over `inputs`, giving tensors of `outputs`' shapes in f32.
-fn register_group_norm<B: FusionBackend + Kernels>(
-    inputs: Vec<FloatTensor<Fusion<B>>>,
-    outputs: Vec<Shape>,
-    op: impl FnOnce(CustomOpIr) -> GroupNormOp<B>,
-) -> Vec<FloatTensor<Fusion<B>>> {
-    let client = inputs[0].client.clone();
-    let streams = OperationStreams::with_inputs(inputs.iter());
-    let outputs: Vec<TensorIr> =
-        outputs.into_iter().map(|shape| TensorIr::uninit(client.create_empty_handle(), shape, DType::F32)).collect();
-    let inputs: Vec<TensorIr> = inputs.into_iter().map(burn_fusion::FusionTensor::into_ir).collect();
-    let name = if outputs.len() == 2 { "lerobot_rs_group_norm" } else { "lerobot_rs_group_norm_backward" };
-    let desc = CustomOpIr::new(name, &inputs, &outputs);
-    client.register(streams, OperationIr::Custom(desc.clone()), op(desc))
 }
 
 /// The gradients' gather as fusion's custom operation: the parts in, the flat buffer out.
@@ -198,13 +196,9 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
             return crate::portable::concat_flat::<Self>(parts, device);
         }
         let total = parts.iter().map(|p| p.shape.num_elements()).sum::<usize>();
-        let client = parts[0].client.clone();
-        let streams = OperationStreams::with_inputs(parts.iter());
-        let output = TensorIr::uninit(client.create_empty_handle(), Shape::from(vec![total]), DType::F32);
-        let inputs: Vec<TensorIr> = parts.into_iter().map(burn_fusion::FusionTensor::into_ir).collect();
-        let desc = CustomOpIr::new("lerobot_rs_gather", &inputs, &[output]);
-        let op = GatherOp::<B> { desc: desc.clone(), backend: PhantomData };
-        client.register(streams, OperationIr::Custom(desc), op).output()
+        let output = (Shape::from(vec![total]), DType::F32);
+        let make = |desc| GatherOp::<B> { desc, backend: PhantomData };
+        register_custom::<B, _>("lerobot_rs_gather", parts, vec![output], make).output()
     }
 
     fn adam_update_all(
@@ -218,10 +212,9 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         if weights.is_empty() {
             return weights;
         }
-        let client = scale.client.clone();
         let has_average = flat.average.is_some();
-        let like = |t: &FloatTensor<Self>| TensorIr::uninit(client.create_empty_handle(), t.shape.clone(), t.dtype);
-        let mut outputs: Vec<TensorIr> = weights.iter().map(like).collect();
+        let like = |t: &FloatTensor<Self>| (t.shape.clone(), t.dtype);
+        let mut outputs: Vec<(Shape, DType)> = weights.iter().map(like).collect();
         outputs.extend([like(&flat.moment_1), like(&flat.moment_2)]);
         outputs.extend(flat.average.as_ref().map(like));
         // The moments and the average leave `flat` for the operation (held once, the inner
@@ -239,11 +232,8 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
             inputs.push(take(average));
         }
         inputs.push(scale.clone());
-        let streams = OperationStreams::with_inputs(inputs.iter());
-        let inputs: Vec<TensorIr> = inputs.into_iter().map(burn_fusion::FusionTensor::into_ir).collect();
-        let desc = CustomOpIr::new("lerobot_rs_adam", &inputs, &outputs);
-        let op = AdamOp::<B> { desc: desc.clone(), offsets: offsets.to_vec(), step: *step, backend: PhantomData };
-        let mut results = client.register(streams, OperationIr::Custom(desc), op);
+        let make = |desc| AdamOp::<B> { desc, offsets: offsets.to_vec(), step: *step, backend: PhantomData };
+        let mut results = register_custom::<B, _>("lerobot_rs_adam", inputs, outputs, make);
         if has_average {
             flat.average = results.pop();
         }
@@ -267,10 +257,11 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         if !takes_group_norm::<B>(&[&x, &gamma, &beta], groups) {
             return None;
         }
-        let (y_shape, stats_shape) = (x.shape.clone(), Shape::from(vec![x.shape[0], groups, 2]));
-        let make = |desc| GroupNormOp { desc, backward: false, groups, epsilon, activation, backend: PhantomData };
-        let mut outputs = register_group_norm::<B>(vec![x, gamma, beta], vec![y_shape, stats_shape], make).into_iter();
-        Some((outputs.next().expect("y"), outputs.next().expect("stats")))
+        let outputs = vec![(x.shape.clone(), DType::F32), (Shape::from(vec![x.shape[0], groups, 2]), DType::F32)];
+        let make = |desc| GroupNormOp::<B> { desc, backward: false, groups, epsilon, activation, backend: PhantomData };
+        let [y, stats] =
+            register_custom::<B, _>("lerobot_rs_group_norm", vec![x, gamma, beta], outputs, make).outputs();
+        Some((y, stats))
     }
 
     fn group_norm_backward(
@@ -294,10 +285,11 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
                 activation,
             );
         }
-        let shapes = vec![x.shape.clone(), gamma.shape.clone(), beta.shape.clone()];
-        let make = |desc| GroupNormOp { desc, backward: true, groups, epsilon: 0.0, activation, backend: PhantomData };
-        let outputs = register_group_norm::<B>(vec![x, gamma, beta, stats, output_grad], shapes, make);
-        <[_; 3]>::try_from(outputs).unwrap_or_else(|_| unreachable!("three gradients registered"))
+        let outputs = [&x, &gamma, &beta].map(|t| (t.shape.clone(), DType::F32)).to_vec();
+        let make =
+            |desc| GroupNormOp::<B> { desc, backward: true, groups, epsilon: 0.0, activation, backend: PhantomData };
+        let inputs = vec![x, gamma, beta, stats, output_grad];
+        register_custom::<B, _>("lerobot_rs_group_norm_backward", inputs, outputs, make).outputs()
     }
 
     fn has_conv2d_products(dtype: DType) -> bool {

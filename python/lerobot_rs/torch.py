@@ -98,8 +98,7 @@ class Dataset(torch.utils.data.Dataset):
         self._open()
 
     def _open(self) -> None:
-        frames = "uint8" if self.return_uint8 else "float32"
-        self._native = _native.Dataset(**self._arguments, frames=frames, as_torch=True)
+        self._native = self.native("uint8" if self.return_uint8 else "float32")
         meta = self._native.meta
         self.camera_keys: list[str] = [
             key for key, feature in meta.features.items() if feature["dtype"] in ("image", "video")

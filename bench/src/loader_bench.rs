@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use datasets::auto_cache::{self, AutoCache};
-use datasets::frame_cache::write_frame_cache;
+use datasets::frame_cache::{CacheFormat, write_frame_cache};
 use datasets::{Dataset, DatasetSet, FrameEncoding, WindowSpec, diffusion_delta_timestamps};
 use loader::{DEFAULT_BLOCK_EPISODES, Loader, SampleOrder, SampleOrdering};
 use serde::Serialize;
@@ -138,11 +138,11 @@ impl LoaderReport {
     }
 }
 
-/// The trainer's automatic frame cache of `dataset` (its folder), built first when missing; with
-/// the seconds the build took (0 when it was there).
-fn auto_frame_cache(dataset: &Dataset) -> Result<(PathBuf, f64)> {
+/// The trainer's automatic frame cache of `dataset` in `encoding` (its folder), built first when
+/// missing; with the seconds the build took (0 when it was there).
+fn auto_frame_cache(dataset: &Dataset, encoding: FrameEncoding) -> Result<(PathBuf, f64)> {
     let root = auto_cache::default_root(|name| std::env::var_os(name));
-    let plan = auto_cache::plan(dataset, &root, None, &[])?;
+    let plan = auto_cache::plan(dataset, &[CacheFormat::encoded(encoding)], &root, None, &[])?;
     for removal in &plan.removed {
         eprintln!("{removal}");
     }
@@ -150,7 +150,7 @@ fn auto_frame_cache(dataset: &Dataset) -> Result<(PathBuf, f64)> {
         AutoCache::Ready { dir } => Ok((dir, 0.0)),
         AutoCache::Build { dir, .. } => {
             let started = Instant::now();
-            write_frame_cache(dataset, &dir, None, &|_| {})?;
+            write_frame_cache(dataset, &dir, &CacheFormat::encoded(encoding), &|_| {})?;
             Ok((dir, started.elapsed().as_secs_f64()))
         }
         other => anyhow::bail!("{other}"),
@@ -175,7 +175,7 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
         let mut dirs = Vec::new();
         let mut seconds = 0.0;
         for dataset in datasets.parts() {
-            let (dir, s) = auto_frame_cache(dataset)?;
+            let (dir, s) = auto_frame_cache(dataset, args.frame_encoding)?;
             dirs.push(Some(dir));
             seconds += s;
         }

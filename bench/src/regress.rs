@@ -104,7 +104,7 @@ fn prepare(work: &Path) -> Result<(PathBuf, PathBuf)> {
         if cache.exists() {
             std::fs::remove_dir_all(&cache)?;
         }
-        datasets::frame_cache::write_frame_cache(&dataset, &cache, None, &|_| {})?;
+        datasets::frame_cache::write_frame_cache(&dataset, &cache, &Default::default(), &|_| {})?;
     }
     Ok((root, cache))
 }

@@ -19,7 +19,8 @@ use std::str::FromStr;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::frame_cache::store::{self, Removal};
-use crate::frame_cache::{FrameCache, cache_fingerprint, decoded_bytes};
+use crate::frame_cache::{CacheFormat, FrameCache, cache_fingerprint, decoded_bytes};
+use crate::meta::features::FrameEncoding;
 
 /// The variable that names the folder automatic frame caches go in.
 pub const FRAME_CACHE_VAR: &str = "LEROBOT_RS_FRAME_CACHE";
@@ -99,6 +100,10 @@ pub enum AutoCache {
         dir: PathBuf,
         /// What it will take.
         bytes: u64,
+        /// How it stores the frames.
+        format: CacheFormat,
+        /// What the preferred format would have taken, when it did not fit and this one does.
+        instead_of: Option<u64>,
     },
     /// The frames would not fit: read the dataset's own files.
     TooBig {
@@ -108,6 +113,9 @@ pub enum AutoCache {
         budget: u64,
         /// The budget that would fit it beside the caches in use there.
         fitting_budget: u64,
+        /// What the cache would take as YUV 4:2:0 planes, when it was asked for RGB and the
+        /// planes would fit the budget (video cameras of even height).
+        fitting_as_yuv420: Option<u64>,
         /// Where it would have gone.
         root: PathBuf,
     },
@@ -122,25 +130,52 @@ impl fmt::Display for AutoCache {
         let gb = |b: u64| b as f64 / 1e9;
         match self {
             Self::Ready { dir } => write!(f, "frame cache: reading the decoded frames in {}", dir.display()),
-            Self::Build { dir, bytes } => write!(
-                f,
-                "frame cache: decoding every frame once into {} ({:.2} GB), then reading them from there",
-                dir.display(),
-                gb(*bytes)
-            ),
-            Self::TooBig { bytes, budget, fitting_budget, root } => write!(
-                f,
-                "frame cache: off, the decoded frames ({:.2} GB) are over the budget (what it leaves: {:.2} GB) in {}; \
-                 decoding as the samples are read. A budget of {:.2} GB would fit them (--frame-cache-budget, \
-                 frame_cache_budget_gb in Python) with {:.2} GB free there, or {} on a disk with room, or \
-                 --frame-cache DIR (`datasets cache`)",
-                gb(*bytes),
-                gb(*budget),
-                root.display(),
-                (gb(*fitting_budget) * 100.0).ceil() / 100.0,
-                gb(*bytes),
-                FRAME_CACHE_VAR
-            ),
+            Self::Build { dir, bytes, format, instead_of } => {
+                f.write_str("frame cache: ")?;
+                if let Some(preferred) = instead_of {
+                    write!(f, "the frames as read ({:.2} GB) are over the budget; ", gb(*preferred))?;
+                }
+                f.write_str("decoding every frame once")?;
+                if let Some((height, width)) = format.resize {
+                    write!(
+                        f,
+                        ", resized to the policy's resize_shape {height}x{width} (within one level of its resize on \
+                         the device),"
+                    )?;
+                }
+                if format.encoding != FrameEncoding::Rgb {
+                    write!(f, " as {}", format.encoding)?;
+                }
+                write!(f, " into {} ({:.2} GB), then reading them from there", dir.display(), gb(*bytes))
+            }
+            Self::TooBig { bytes, budget, fitting_budget, fitting_as_yuv420, root } => {
+                write!(
+                    f,
+                    "frame cache: off, the decoded frames ({:.2} GB) are over the budget (what it leaves: {:.2} GB) in \
+                     {}; decoding as the samples are read. ",
+                    gb(*bytes),
+                    gb(*budget),
+                    root.display(),
+                )?;
+                if let Some(planes) = fitting_as_yuv420 {
+                    write!(
+                        f,
+                        "As YUV 4:2:0 planes (the trainer's --frame-encoding yuv420, converted on the device) they \
+                         would take {:.2} GB, which fits; or a",
+                        gb(*planes)
+                    )?;
+                } else {
+                    f.write_str("A")?;
+                }
+                write!(
+                    f,
+                    " budget of {:.2} GB would fit them (--frame-cache-budget, frame_cache_budget_gb in Python) with \
+                     {:.2} GB free there, or {} on a disk with room, or --frame-cache DIR (`datasets cache`)",
+                    (gb(*fitting_budget) * 100.0).ceil() / 100.0,
+                    gb(*bytes),
+                    FRAME_CACHE_VAR
+                )
+            }
             Self::NoCameras => write!(f, "frame cache: off, the dataset has no cameras"),
             Self::SomeEpisodes => write!(
                 f,
@@ -160,44 +195,80 @@ pub struct Plan {
     pub removed: Vec<Removal>,
 }
 
-/// Decides what `--frame-cache auto` does for `dataset` with caches in `root`: reuse the cache
-/// there, build it (when its bytes fit `budget`, which `root`'s caches share, by default
-/// [`default_budget`]), or go without. Removes first what ended processes left in `root`, then,
-/// to make room, the least recently used caches that no process reads and that are not in
-/// `keep` (the caches this run already chose).
-pub fn plan(dataset: &Dataset, root: &Path, budget: Option<u64>, keep: &[PathBuf]) -> Result<Plan> {
+/// Decides what `--frame-cache auto` does for `dataset` with caches in `root`, given the cache
+/// `formats` a run can read in its order of preference (the frames as read first): reuse a
+/// cache of one of them there, build the first that fits `budget` (which `root`'s caches share,
+/// by default [`default_budget`]), or go without. Removes first what ended processes left in
+/// `root`, then, to make room, the least recently used caches that no process reads and that
+/// are not in `keep` (the caches this run already chose).
+pub fn plan(
+    dataset: &Dataset,
+    formats: &[CacheFormat],
+    root: &Path,
+    budget: Option<u64>,
+    keep: &[PathBuf],
+) -> Result<Plan> {
     let mut removed = store::reclaim(root)?;
-    let bytes = decoded_bytes(dataset);
+    let preferred = formats.first().copied().unwrap_or_default();
+    let bytes = decoded_bytes(dataset, &preferred);
     if bytes == 0 {
         return Ok(Plan { cache: AutoCache::NoCameras, removed });
     }
     if dataset.read_episodes().is_some() {
         return Ok(Plan { cache: AutoCache::SomeEpisodes, removed });
     }
-    let dir = root.join(format!("{:016x}", cache_fingerprint(dataset)?));
-    if FrameCache::open(&dir, dataset).is_ok() {
-        return Ok(Plan { cache: AutoCache::Ready { dir }, removed });
+    let fingerprint = cache_fingerprint(dataset)?;
+    let folder = |format: &CacheFormat| root.join(cache_folder_name(fingerprint, format));
+    for format in formats {
+        let dir = folder(format);
+        if FrameCache::open(&dir, dataset).is_ok_and(|cache| cache.holds(format)) {
+            return Ok(Plan { cache: AutoCache::Ready { dir }, removed });
+        }
     }
     let entries = store::entries(root)?;
     let budget = match budget {
         Some(budget) => budget,
         None => default_budget(root, store::held_bytes(&entries))?,
     };
-    let mut kept = keep.to_vec();
-    kept.push(dir.clone());
-    let (made_room, held) = store::make_room(entries, bytes, budget, &kept)?;
-    removed.extend(made_room);
-    let cache = if held + bytes <= budget {
-        AutoCache::Build { dir, bytes }
-    } else {
-        AutoCache::TooBig {
-            bytes,
-            budget: budget.saturating_sub(held),
-            fitting_budget: held + bytes,
-            root: root.to_path_buf(),
+    for format in formats {
+        let (dir, bytes) = (folder(format), decoded_bytes(dataset, format));
+        let mut kept = keep.to_vec();
+        kept.push(dir.clone());
+        // Removes nothing unless that makes room.
+        let (made_room, held) = store::make_room(entries.clone(), bytes, budget, &kept)?;
+        removed.extend(made_room);
+        if held + bytes <= budget {
+            let instead_of = (format != &preferred).then(|| decoded_bytes(dataset, &preferred));
+            return Ok(Plan { cache: AutoCache::Build { dir, bytes, format: *format, instead_of }, removed });
         }
+    }
+    let held = store::held_bytes(&entries);
+    let planes = CacheFormat::encoded(FrameEncoding::Yuv420);
+    let fitting_as_yuv420 = (preferred == CacheFormat::default() && planes.check(dataset).is_ok())
+        .then(|| decoded_bytes(dataset, &planes))
+        .filter(|planes| held + planes <= budget);
+    let cache = AutoCache::TooBig {
+        bytes,
+        budget: budget.saturating_sub(held),
+        fitting_budget: held + bytes,
+        fitting_as_yuv420,
+        root: root.to_path_buf(),
     };
     Ok(Plan { cache, removed })
+}
+
+/// The folder of the automatic cache of a dataset whose [`cache_fingerprint`] is `fingerprint`,
+/// stored as `format` says: the fingerprint, suffixed by any encoding but RGB and by any size
+/// other than the cameras' own.
+fn cache_folder_name(fingerprint: u64, format: &CacheFormat) -> String {
+    let mut name = format!("{fingerprint:016x}");
+    if format.encoding != FrameEncoding::Rgb {
+        name += &format!("-{}", format.encoding);
+    }
+    if let Some((height, width)) = format.resize {
+        name += &format!("-{height}x{width}");
+    }
+    name
 }
 
 /// Half of what `root`'s filesystem (that of its nearest existing ancestor) has free plus the
@@ -240,6 +311,7 @@ mod tests {
             bytes: 74_000_000_000,
             budget: 6_000_000_000,
             fitting_budget: 76_001_000_000,
+            fitting_as_yuv420: None,
             root: "/dev/shm/lerobot-rs-frames".into(),
         };
         let line = cache.to_string();
@@ -247,6 +319,20 @@ mod tests {
             assert!(line.contains(part), "{part:?} is not in {line:?}");
         }
         assert!(line.contains(FRAME_CACHE_VAR) && !line.contains('\n'), "{line}");
+        let AutoCache::TooBig { budget, fitting_budget, root, .. } = cache else { unreachable!() };
+        let planes = AutoCache::TooBig {
+            bytes: 7_400_000_000,
+            budget,
+            fitting_budget,
+            fitting_as_yuv420: Some(3_700_000_000),
+            root,
+        };
+        let line = planes.to_string();
+        for part in
+            ["planes (the trainer's --frame-encoding yuv420", "would take 3.70 GB", "fits; or a budget of 76.01 GB"]
+        {
+            assert!(line.contains(part), "{part:?} is not in {line:?}");
+        }
     }
 
     #[test]

@@ -46,7 +46,7 @@ fn skeletons() -> &'static Mutex<Skeletons> {
         write_dataset(&v3, &config(CodebaseVersion::V3_0)).expect("a v3.0 skeleton");
         let dataset = Dataset::open(&v3).expect("the skeleton opens");
         let metadata = Metadata::read(&v3).expect("the skeleton's metadata reads");
-        write_frame_cache(&dataset, &cache, None, &|_| {}).expect("a frame cache");
+        write_frame_cache(&dataset, &cache, &Default::default(), &|_| {}).expect("a frame cache");
         Mutex::new(Skeletons { v2, v3, cache, dataset, metadata })
     })
 }

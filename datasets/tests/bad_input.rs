@@ -457,7 +457,7 @@ fn a_frame_cache_truncated_while_in_use_is_noticed_before_it_is_read() {
     let (dir, root) = synth(CodebaseVersion::V3_0);
     let dataset = Dataset::open(&root).unwrap();
     let cache_dir = dir.path().join("cache");
-    datasets::frame_cache::write_frame_cache(&dataset, &cache_dir, None, &|_| {}).unwrap();
+    datasets::frame_cache::write_frame_cache(&dataset, &cache_dir, &Default::default(), &|_| {}).unwrap();
     let cache = datasets::frame_cache::FrameCache::open(&cache_dir, &dataset).unwrap();
     cache.check_intact().unwrap();
     // Another process cuts the file in place (reading the lost pages would raise SIGBUS).

@@ -158,6 +158,64 @@ fn cache_writes_frames_equal_to_the_decoded_ones() {
         small.camera("observation.image").unwrap().header().shape,
         datasets::FrameShape { channels: 3, height: 48, width: 64 }
     );
+
+    // Stored as the decoder's YUV 4:2:0 planes: half the bytes, the same frames once converted,
+    // the planes the video gives.
+    let planes = dir.path().join("yuv420");
+    let out = datasets(&[
+        "cache",
+        "--root",
+        root.to_str().unwrap(),
+        "--out",
+        planes.to_str().unwrap(),
+        "--frame-encoding",
+        "yuv420",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout(&out).contains("as yuv420"), "{}", stdout(&out));
+    let yuv = datasets::frame_cache::FrameCache::open(&planes, &dataset).unwrap();
+    let yuv_camera = yuv.camera("observation.image").unwrap();
+    assert_eq!(yuv_camera.header().encoding, datasets::FrameEncoding::Yuv420);
+    let shape = camera.header().shape;
+    let episode = &dataset.episodes()[1];
+    let mut decoder = datasets::VideoDecoder::open(&dataset.video_file(episode, 0).unwrap()).unwrap();
+    let mut decoded = vec![0; shape.encoded_len(datasets::FrameEncoding::Yuv420)];
+    let mut rgb = vec![0; shape.len()];
+    for index in episode.frames.clone() {
+        let planes = yuv_camera.frame(index);
+        assert_eq!(planes.len() * 2, camera.frame(index).len(), "frame {index}");
+        let time = episode.videos[0].from_timestamp + dataset.timestamp(index);
+        decoder.encoded_frame_at(time, 1e-4, datasets::FrameEncoding::Yuv420, &mut decoded).unwrap();
+        assert_eq!(planes, &decoded[..], "frame {index}");
+        datasets::video::yuv420_to_chw(planes, shape.height, shape.width, &mut rgb).unwrap();
+        assert_eq!(rgb, camera.frame(index), "frame {index}");
+    }
+    // The cache keeps the format it was asked for: an RGB request rewrites it.
+    let reopened = datasets::frame_cache::write_frame_cache(&dataset, &planes, &Default::default(), &|_| {});
+    assert!(reopened.is_ok());
+    let rewritten = datasets::frame_cache::FrameCache::open(&planes, &dataset).unwrap();
+    assert_eq!(rewritten.camera("observation.image").unwrap().header().encoding, datasets::FrameEncoding::Rgb);
+}
+
+#[test]
+fn a_yuv420_cache_of_images_is_refused_naming_the_camera() {
+    let dir = tempfile::tempdir().unwrap();
+    let synth = datasets::synth::SynthConfig {
+        episodes: 1,
+        storage: datasets::synth::CameraStorage::Images,
+        ..Default::default()
+    };
+    datasets::synth::write_dataset(dir.path(), &synth).unwrap();
+    let cache = dir.path().join("frames");
+    let root = dir.path().to_str().unwrap();
+    let out = datasets(&["cache", "--root", root, "--out", cache.to_str().unwrap(), "--frame-encoding", "yuv420"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("camera `observation.image`") && err.contains("images in parquet"), "{err}");
+    let resized = ["--frame-encoding", "yuv420", "--resize", "48x64"];
+    let out = datasets(&[&["cache", "--root", root, "--out", cache.to_str().unwrap()][..], &resized[..]].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not implemented"), "{err}");
 }
 
 #[test]

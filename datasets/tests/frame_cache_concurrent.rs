@@ -24,7 +24,7 @@ fn four_writers_of_one_cache_leave_it_whole() {
 
     std::thread::scope(|scope| {
         for _ in 0..4 {
-            scope.spawn(|| write_frame_cache(&dataset, &cache_dir, None, &|_| {}).unwrap());
+            scope.spawn(|| write_frame_cache(&dataset, &cache_dir, &Default::default(), &|_| {}).unwrap());
         }
     });
 

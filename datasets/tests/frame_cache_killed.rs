@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use datasets::Dataset;
 use datasets::auto_cache::{AutoCache, FRAME_CACHE_VAR, plan};
 use datasets::frame_cache::store::{EntryState, Reason, entries};
-use datasets::frame_cache::{FrameCache, RECORD, decoded_bytes, write_frame_cache};
+use datasets::frame_cache::{CacheFormat, FrameCache, RECORD, decoded_bytes, write_frame_cache};
 use datasets::synth::{CameraSpec, CameraStorage, SynthConfig, write_dataset};
 
 /// Two PNG cameras, so that a build has a moment between cameras, and enough frames that each
@@ -95,7 +95,9 @@ fn a_build_killed_at_any_moment_leaves_only_complete_caches_after_the_next_run()
     let mut reached = 0;
     for (moment, reached_it) in moments {
         let caches = dir.path().join(format!("caches-{reached}"));
-        let AutoCache::Build { dir: cache_dir, .. } = plan(&dataset, &caches, None, &[]).unwrap().cache else {
+        let AutoCache::Build { dir: cache_dir, .. } =
+            plan(&dataset, &[CacheFormat::default()], &caches, None, &[]).unwrap().cache
+        else {
             panic!("no cache yet: the plan is to build one");
         };
         // The killed run's cache, and another one's half-built folder of a dataset since gone.
@@ -115,11 +117,11 @@ fn a_build_killed_at_any_moment_leaves_only_complete_caches_after_the_next_run()
         reached += 1;
 
         // The next run: it removes what the killed ones left, then builds its cache.
-        let next = plan(&dataset, &caches, None, &[]).unwrap();
+        let next = plan(&dataset, &[CacheFormat::default()], &caches, None, &[]).unwrap();
         let AutoCache::Build { dir: again, .. } = next.cache else {
             panic!("killed {moment}: the next run must build the cache again, not {}", next.cache);
         };
-        write_frame_cache(&dataset, &again, None, &|_| {}).unwrap();
+        write_frame_cache(&dataset, &again, &Default::default(), &|_| {}).unwrap();
         FrameCache::open(&again, &dataset).unwrap();
         if let Err(left) = only_complete_caches(&caches) {
             panic!("killed {moment}, the next run left {left}");
@@ -133,11 +135,14 @@ fn the_least_recently_used_idle_caches_make_room_and_one_in_use_stays() {
     let dir = tempfile::tempdir().unwrap();
     let caches = dir.path().join("caches");
     let sets: Vec<Dataset> = (0..3).map(|i| two_camera_dataset(&dir.path().join(format!("d{i}")), i)).collect();
-    let bytes = decoded_bytes(&sets[0]);
+    let bytes = decoded_bytes(&sets[0], &CacheFormat::default());
     let mut built: Vec<PathBuf> = Vec::new();
     for dataset in &sets[..2] {
-        let AutoCache::Build { dir, .. } = plan(dataset, &caches, None, &[]).unwrap().cache else { panic!() };
-        write_frame_cache(dataset, &dir, None, &|_| {}).unwrap();
+        let AutoCache::Build { dir, .. } = plan(dataset, &[CacheFormat::default()], &caches, None, &[]).unwrap().cache
+        else {
+            panic!()
+        };
+        write_frame_cache(dataset, &dir, &Default::default(), &|_| {}).unwrap();
         built.push(dir);
     }
     // Both caches and a third fit only if one goes: a budget of about two and a half.
@@ -145,7 +150,7 @@ fn the_least_recently_used_idle_caches_make_room_and_one_in_use_stays() {
     // The older one is in use, the newer one idle.
     let reading = FrameCache::open(&built[0], &sets[0]).unwrap();
     drop(FrameCache::open(&built[1], &sets[1]).unwrap());
-    let plan_c = plan(&sets[2], &caches, Some(budget), &[]).unwrap();
+    let plan_c = plan(&sets[2], &[CacheFormat::default()], &caches, Some(budget), &[]).unwrap();
     assert!(matches!(plan_c.cache, AutoCache::Build { .. }), "{}", plan_c.cache);
     let removed: Vec<&PathBuf> = plan_c.removed.iter().map(|r| &r.path).collect();
     assert_eq!(removed, [&built[1]], "the idle cache goes, not the older one in use");
@@ -156,12 +161,12 @@ fn the_least_recently_used_idle_caches_make_room_and_one_in_use_stays() {
 
     // With nothing idle to remove and no room, the run goes without a cache, removing nothing.
     let reading = FrameCache::open(&built[0], &sets[0]).unwrap();
-    let plan_b = plan(&sets[1], &caches, Some(bytes * 3 / 2), &[]).unwrap();
+    let plan_b = plan(&sets[1], &[CacheFormat::default()], &caches, Some(bytes * 3 / 2), &[]).unwrap();
     let AutoCache::TooBig { fitting_budget, .. } = plan_b.cache else {
         panic!("{}", plan_b.cache);
     };
     // The budget it names fits it beside the cache in use.
-    let plan_fitting = plan(&sets[1], &caches, Some(fitting_budget), &[]).unwrap();
+    let plan_fitting = plan(&sets[1], &[CacheFormat::default()], &caches, Some(fitting_budget), &[]).unwrap();
     assert!(matches!(plan_fitting.cache, AutoCache::Build { .. }), "{}", plan_fitting.cache);
     assert!(plan_b.removed.is_empty());
     let states: Vec<EntryState> = entries(&caches).unwrap().iter().map(|e| e.state).collect();
@@ -174,8 +179,12 @@ fn datasets_cache_lists_and_clears_the_automatic_caches() {
     let dir = tempfile::tempdir().unwrap();
     let caches = dir.path().join("caches");
     let dataset = two_camera_dataset(&dir.path().join("d"), 7);
-    let AutoCache::Build { dir: built, .. } = plan(&dataset, &caches, None, &[]).unwrap().cache else { panic!() };
-    write_frame_cache(&dataset, &built, None, &|_| {}).unwrap();
+    let AutoCache::Build { dir: built, .. } =
+        plan(&dataset, &[CacheFormat::default()], &caches, None, &[]).unwrap().cache
+    else {
+        panic!()
+    };
+    write_frame_cache(&dataset, &built, &Default::default(), &|_| {}).unwrap();
     let tool = |flag: &str| {
         let out = Command::new(env!("CARGO_BIN_EXE_datasets"))
             .args(["cache", flag])

@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use datasets::Dataset;
-use datasets::frame_cache::{FrameCache, write_frame_cache};
+use datasets::frame_cache::{CacheFormat, FrameCache, write_frame_cache};
 
 struct Tensor {
     shape: Vec<usize>,
@@ -43,7 +43,13 @@ fn resized_frames_are_torchvisions_resize_rounded_to_uint8() {
         let expected = &fixture[&format!("resize_{height}x{width}")];
         assert_eq!(expected.shape, vec![indices.len(), 3, height, width]);
         let dir = tempfile::tempdir().unwrap();
-        write_frame_cache(&dataset, dir.path(), Some((height, width)), &|_| {}).unwrap();
+        write_frame_cache(
+            &dataset,
+            dir.path(),
+            &CacheFormat { resize: Some((height, width)), ..Default::default() },
+            &|_| {},
+        )
+        .unwrap();
         let cache = FrameCache::open(dir.path(), &dataset).unwrap();
         let camera = cache.camera("observation.image").unwrap();
         let plane = 3 * height * width;

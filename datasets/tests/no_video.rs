@@ -42,7 +42,7 @@ fn images_in_parquet_and_their_frame_cache_read_as_usual() {
     assert_eq!(frame.shape, vec![3, 96, 96]);
 
     let dir = tempfile::tempdir().unwrap();
-    write_frame_cache(&dataset, dir.path(), None, &|_| {}).unwrap();
+    write_frame_cache(&dataset, dir.path(), &Default::default(), &|_| {}).unwrap();
     let cache = FrameCache::open(dir.path(), &dataset).unwrap();
     let datasets::Values::U8(pixels) = &frame.values else { panic!("uint8 frames") };
     assert_eq!(cache.camera("observation.image").unwrap().frame(17), &pixels[..]);

@@ -84,8 +84,8 @@ pub struct BatchLayout {
 
 impl BatchLayout {
     /// The layout for `datasets` read with `windows`, each dataset's cameras from its frame cache
-    /// when it has one (`caches`, one per dataset), video frames in `encoding` (the other
-    /// sources hold RGB only, and refuse another encoding).
+    /// when it has one (`caches`, one per dataset), frames in `encoding` (a cache must hold
+    /// them in it; images in parquet hold RGB only, and refuse another encoding).
     pub fn new(
         datasets: &DatasetSet,
         windows: &WindowSpec,
@@ -116,6 +116,16 @@ impl BatchLayout {
                                         cache.dir().display()
                                     ))
                                 })?;
+                                let stored = camera.header().encoding;
+                                if stored != encoding {
+                                    return Err(Error::Config(format!(
+                                        "camera `{key}` of {} is read from the frame cache in {}, which holds {stored} \
+                                         frames, not the {encoding} asked for: cache it with `datasets cache \
+                                         --frame-encoding {encoding}`, or read the videos",
+                                        datasets.name(part),
+                                        cache.dir().display()
+                                    )));
+                                }
                                 (Source::FrameCache, camera.header().shape)
                             }
                             None if feature.is_video() => {
@@ -125,14 +135,10 @@ impl BatchLayout {
                             }
                             None => (Source::Image, declared),
                         };
-                        if encoding != FrameEncoding::Rgb && !matches!(source, Source::Video { .. }) {
-                            let from = match source {
-                                Source::FrameCache => "a frame cache",
-                                _ => "images in parquet",
-                            };
+                        if encoding != FrameEncoding::Rgb && source == Source::Image {
                             return Err(Error::Config(format!(
-                                "camera `{key}` of {} is read from {from}, which holds RGB frames: the {encoding} \
-                                 encoding is decoded from video (read the videos, or use rgb)",
+                                "camera `{key}` of {} is read from images in parquet, which hold RGB frames: the \
+                                 {encoding} encoding is decoded from video (read the videos, or use rgb)",
                                 datasets.name(part)
                             )));
                         }

@@ -142,7 +142,8 @@ impl LoaderBuilder {
 
     /// How video frames are handed over: RGB (default, LeRobot's frames) or the decoder's YUV
     /// 4:2:0 planes, half the bytes, for the training device to convert
-    /// ([`FrameEncoding::Yuv420`]; video only: a frame cache or images are refused).
+    /// ([`FrameEncoding::Yuv420`]: from video, or a frame cache stored so (`datasets cache
+    /// --frame-encoding yuv420`); images in parquet, or a cache of another encoding, are refused).
     pub fn frame_encoding(mut self, encoding: FrameEncoding) -> Self {
         self.frame_encoding = encoding;
         self

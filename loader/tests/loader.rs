@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use datasets::synth::{CameraSpec, SynthConfig, write_dataset};
 use datasets::{
-    CodebaseVersion, CollatedBatch, Dataset, DecoderCache, DecoderCacheConfig, FrameFormat, Tensor, WindowSpec,
+    CodebaseVersion, CollatedBatch, Dataset, DecoderCache, DecoderCacheConfig, FrameEncoding, FrameFormat, Tensor,
+    WindowSpec,
 };
 use loader::{Loader, LoaderBuilder, SampleOrdering, SamplerState};
 
@@ -27,7 +28,7 @@ fn fixture(cfg: SynthConfig) -> Fixture {
     write_dataset(&root, &cfg).unwrap();
     let dataset = Arc::new(Dataset::open(&root).unwrap());
     let cache = dir.path().join("frames");
-    datasets::frame_cache::write_frame_cache(&dataset, &cache, None, &|_| {}).unwrap();
+    datasets::frame_cache::write_frame_cache(&dataset, &cache, &Default::default(), &|_| {}).unwrap();
     let deltas = datasets::diffusion_delta_timestamps(dataset.info(), 2, 16);
     let windows = WindowSpec::from_delta_timestamps(&deltas, dataset.info(), 1e-4).unwrap();
     Fixture { _dir: dir, dataset, cache, windows }
@@ -77,6 +78,26 @@ fn every_path_gives_the_same_batches() {
         let got = collect(b.build().unwrap(), n);
         assert!(got == reference, "workers {workers}, prefetch {prefetch}, frame cache {cache}: batches differ");
     }
+}
+
+#[test]
+fn yuv420_batches_are_the_same_from_the_videos_and_from_a_yuv420_frame_cache() {
+    let f = fixture(small());
+    let planes = f.cache.with_file_name("yuv420-frames");
+    let format = datasets::frame_cache::CacheFormat::encoded(FrameEncoding::Yuv420);
+    datasets::frame_cache::write_frame_cache(&f.dataset, &planes, &format, &|_| {}).unwrap();
+    let yuv = || builder(&f).num_workers(2).frame_encoding(FrameEncoding::Yuv420);
+    let n = builder(&f).build().unwrap().sampler().batches_per_epoch() + 1;
+    let decoded = collect(yuv().build().unwrap(), n);
+    let cached = collect(yuv().frame_cache(&planes).build().unwrap(), n);
+    assert!(cached == decoded, "batches differ");
+    let frames = &decoded[0].0["observation.images.side"];
+    assert_eq!(frames.shape, vec![16, 2, 64 * 96 * 3 / 2], "a window of two frames' planes a sample");
+
+    let err = yuv().frame_cache(&f.cache).build().err().unwrap().to_string();
+    assert!(err.contains("holds rgb frames, not the yuv420 asked for"), "{err}");
+    let err = builder(&f).frame_cache(&planes).build().err().unwrap().to_string();
+    assert!(err.contains("holds yuv420 frames, not the rgb asked for"), "{err}");
 }
 
 #[test]
@@ -273,7 +294,7 @@ fn stale_foreign_or_old_frame_caches_are_refused() {
     rewrite_header_byte(&file, 8, 7); // format version 7
     let err = builder(&f).frame_cache(&f.cache).build().err().unwrap().to_string();
     assert!(err.contains("format version 7"), "{err}");
-    rewrite_header_byte(&file, 8, 1);
+    rewrite_header_byte(&file, 8, datasets::frame_cache::FORMAT_VERSION as u8);
     builder(&f).frame_cache(&f.cache).build().unwrap();
 
     let len = std::fs::metadata(&file).unwrap().len();

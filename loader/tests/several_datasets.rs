@@ -51,7 +51,7 @@ fn fixture() -> Fixture {
         parts.push((format!("ds{i}"), Arc::new(Dataset::open(&root).unwrap())));
     }
     let cache = dir.path().join("frames0");
-    datasets::frame_cache::write_frame_cache(&parts[0].1, &cache, None, &|_| {}).unwrap();
+    datasets::frame_cache::write_frame_cache(&parts[0].1, &cache, &Default::default(), &|_| {}).unwrap();
     let set = DatasetSet::new(parts).unwrap();
     let deltas = datasets::diffusion_delta_timestamps(set.info(), 2, 16);
     let windows = WindowSpec::from_delta_timestamps(&deltas, set.info(), 1e-4).unwrap();
@@ -153,7 +153,13 @@ fn frame_caches_must_match_the_datasets() {
 fn a_resized_frame_cache_sets_the_frame_shape_which_every_dataset_must_give() {
     let f = fixture();
     let resized = f._dir.path().join("frames0-small");
-    datasets::frame_cache::write_frame_cache(&f.set.parts()[0], &resized, Some((32, 40)), &|_| {}).unwrap();
+    datasets::frame_cache::write_frame_cache(
+        &f.set.parts()[0],
+        &resized,
+        &datasets::frame_cache::CacheFormat { resize: Some((32, 40)), ..Default::default() },
+        &|_| {},
+    )
+    .unwrap();
     let single = Loader::builder(f.set.parts()[0].clone()).batch_size(4).windows(f.windows.clone());
     let batch = single.frame_cache(&resized).build().unwrap().next().unwrap().unwrap();
     assert_eq!(batch.shape("observation.images.top").unwrap(), vec![4, 2, 3, 32, 40]);

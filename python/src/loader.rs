@@ -245,7 +245,8 @@ fn settle_frame_cache(
         }
         FrameCacheChoice::Auto => {
             let root = auto_cache::default_root(|name| std::env::var_os(name));
-            let plan = auto_cache::plan(dataset, &root, budget, &[]).map_err(|e| dataset_error(&e))?;
+            let plan =
+                auto_cache::plan(dataset, &[Default::default()], &root, budget, &[]).map_err(|e| dataset_error(&e))?;
             let mut lines: Vec<String> = plan.removed.iter().map(ToString::to_string).collect();
             lines.push(plan.cache.to_string());
             let dir = match plan.cache {
@@ -253,7 +254,7 @@ fn settle_frame_cache(
                 // A build that fails (a full /dev/shm, say) leaves the loader decoding as it
                 // reads, as the trainer does; a bad video then fails it there, naming the file.
                 AutoCache::Build { dir, .. } => {
-                    match datasets::frame_cache::write_frame_cache(dataset, &dir, None, &|_| {}) {
+                    match datasets::frame_cache::write_frame_cache(dataset, &dir, &Default::default(), &|_| {}) {
                         Ok(_) => Some(dir),
                         Err(e) => {
                             lines.push(auto_cache::build_failed_line(&e));

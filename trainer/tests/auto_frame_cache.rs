@@ -1,7 +1,8 @@
 //! `--frame-cache auto`, the trainer's default: the first run decodes the dataset's frames into a
 //! cache of its own and reads them there, the next run reuses it, a budget too small for the
 //! frames leaves the cache off, a cache that cannot be written is reported and gone without, and
-//! every way trains on the same frames (the same losses).
+//! every way trains on the same frames (the same losses). A policy that resizes its images gets
+//! its frames cached already resized when they do not fit at their own size.
 
 use std::path::{Path, PathBuf};
 
@@ -84,4 +85,39 @@ fn a_run_makes_its_frame_cache_the_next_reuses_it_and_a_small_budget_goes_withou
     assert_eq!(built, without, "the cache gives the dataset's own frames");
     assert_eq!(built, unwritable);
     assert_eq!(built, plain);
+}
+
+#[test]
+fn frames_too_large_to_cache_are_cached_resized_for_a_policy_that_resizes() {
+    let scratch = common::scratch("trainer-auto-frame-cache-resized");
+    let root = scratch.join("dataset");
+    let synth = SynthConfig {
+        episodes: 3,
+        min_length: 20,
+        max_length: 20,
+        storage: CameraStorage::Images,
+        ..Default::default()
+    };
+    write_dataset(&root, &synth).unwrap();
+    let caches = scratch.join("caches");
+    // 60 frames of 96x96: 1.66 MB as read, 0.42 MB at 48x48; the budget fits only the latter.
+    let resized = ["--policy.resize_shape", "48x48", "--frame-cache-budget", "0.001"];
+    let (first, cached) = train(&root, &caches, &scratch.join("first"), &resized);
+    assert!(first.contains("the frames as read (0.00 GB) are over the budget"), "{first}");
+    assert!(first.contains("resized to the policy's resize_shape 48x48"), "{first}");
+    let files = cache_files(&caches);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(std::fs::metadata(&files[0]).unwrap().len(), 4096 + 60 * 3 * 48 * 48);
+    let (second, _) = train(&root, &caches, &scratch.join("second"), &resized);
+    assert!(second.contains("frame cache: reading the decoded frames in") && second.contains("-48x48"), "{second}");
+
+    let (_, decoded) =
+        train(&root, &caches, &scratch.join("off"), &[&resized[..2], &["--frame-cache", "off"]].concat());
+    assert_eq!(cached.len(), 3);
+    for (step, (a, b)) in cached.iter().zip(&decoded).enumerate() {
+        let (a, b): (f64, f64) = (a.parse().unwrap(), b.parse().unwrap());
+        println!("step {step}: loss {a} from the resized cache, {b} resized on the device");
+        // Frames within one level of the resize on the device: the same run, nearly.
+        assert!((a - b).abs() <= 1e-3 * b.abs(), "step {step}: {a} from the resized cache, {b} resized on the device");
+    }
 }

@@ -24,7 +24,7 @@ fn a_run_on_images_in_parquet_trains_with_and_without_a_frame_cache() {
     write_dataset(&root, &config).unwrap();
     let frames = dir.join("frames");
     let dataset = datasets::Dataset::open(&root).unwrap();
-    datasets::frame_cache::write_frame_cache(&dataset, &frames, None, &|_| {}).unwrap();
+    datasets::frame_cache::write_frame_cache(&dataset, &frames, &Default::default(), &|_| {}).unwrap();
 
     let run = |name: &str, extra: serde_json::Value| {
         let config = tiny_config(&root, &dir.join(name), 4, extra);

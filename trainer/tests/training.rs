@@ -554,26 +554,34 @@ fn yuv_frames_converted_on_the_device_are_lerobots_to_the_bit() {
     assert_eq!(differing, 0, "{:.2}% of the values differ, by at most {largest}", 100.0 * share);
 }
 
-/// Training on YUV frames converted on the device gives the run of RGB frames, step for step.
+/// Training on YUV frames converted on the device gives the run of RGB frames, step for step,
+/// whether the planes come from the videos or from a frame cache that stores them.
 #[test]
-fn a_run_trains_on_yuv_frames_as_on_rgb_ones_and_refuses_a_frame_cache() {
-    let losses = |name: &str, encoding: &str| {
+fn a_run_trains_on_yuv_frames_as_on_rgb_ones_from_the_videos_or_a_yuv_frame_cache() {
+    let losses = |name: &str, dataset: serde_json::Value| {
         let out = scratch(name);
-        let config =
-            tiny(&out, 2, json!({"dataset": {"frame_encoding": encoding}, "save_checkpoint": false, "log_freq": 1}));
+        let config = tiny(&out, 2, json!({"dataset": dataset, "save_checkpoint": false, "log_freq": 1}));
         train::<Backend>(&config, None, Default::default(), |_| {}).unwrap().losses
     };
-    let (rgb, yuv) = (losses("yuv-rgb", "rgb"), losses("yuv-yuv", "yuv420"));
+    let rgb = losses("yuv-rgb", json!({"frame_encoding": "rgb"}));
+    let yuv = losses("yuv-yuv", json!({"frame_encoding": "yuv420"}));
     assert_eq!(rgb.len(), 2);
     // The same samples, noise and crops, and the same frames once on the device.
     assert_eq!(rgb, yuv);
-    let cache = scratch("yuv-cache");
+
     let dataset = datasets::Dataset::open(dataset()).unwrap();
-    datasets::frame_cache::write_frame_cache(&dataset, &cache, None, &|_| {}).unwrap();
+    let yuv_cache = scratch("yuv-cache");
+    let format = datasets::frame_cache::CacheFormat::encoded(datasets::FrameEncoding::Yuv420);
+    datasets::frame_cache::write_frame_cache(&dataset, &yuv_cache, &format, &|_| {}).unwrap();
+    let cached = losses("yuv-cached", json!({"frame_encoding": "yuv420", "frame_cache": &*yuv_cache}));
+    assert_eq!(cached, yuv);
+
+    let rgb_cache = scratch("rgb-cache");
+    datasets::frame_cache::write_frame_cache(&dataset, &rgb_cache, &Default::default(), &|_| {}).unwrap();
     let out = scratch("yuv-refused");
-    let config = tiny(&out, 1, json!({"dataset": {"frame_encoding": "yuv420", "frame_cache": &*cache}}));
+    let config = tiny(&out, 1, json!({"dataset": {"frame_encoding": "yuv420", "frame_cache": &*rgb_cache}}));
     let error = train::<Backend>(&config, None, Default::default(), |_| {}).unwrap_err().to_string();
-    assert!(error.contains("holds RGB frames"), "{error}");
+    assert!(error.contains("holds rgb frames, not the yuv420 asked for"), "{error}");
 }
 
 /// A second small dataset beside [`dataset`]: 2 episodes of 25 frames, other trajectories.

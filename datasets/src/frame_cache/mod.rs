@@ -1,12 +1,14 @@
 //! The decoded-frame cache: every camera frame of a dataset decoded once into one memory-mapped
 //! uint8 file per camera, so that training reads frames with a copy instead of a decode.
 //!
-//! A cache file is `{dir}/{camera key}.frames`: a 4 KiB header, then one CHW frame per dataset
-//! row, in global `index` order. The header carries a format version and a fingerprint of the
-//! dataset it was made from (its `info.json`, episode table and timestamps); opening refuses a
-//! cache of another version or another dataset, or one whose size does not add up (truncated).
-//! The folder's record ([`RECORD`], [`CacheRecord`]), written last, marks the cache complete and
-//! says whose frames it holds; its modification time is when the cache was last opened.
+//! A cache file is `{dir}/{camera key}.frames`: a 4 KiB header, then one frame per dataset row,
+//! in global `index` order, laid out as the header's [`FrameEncoding`] says: CHW RGB, or the
+//! decoder's YUV 4:2:0 planes (half the bytes, for a loader asked for that encoding). The header
+//! carries a format version and a fingerprint of the dataset it was made from (its `info.json`,
+//! episode table and timestamps); opening refuses a cache of another version or another dataset,
+//! or one whose size does not add up (truncated). The folder's record ([`RECORD`],
+//! [`CacheRecord`]), written last, marks the cache complete and says whose frames it holds; its
+//! modification time is when the cache was last opened.
 //!
 //! Writing ([`write`]), reading ([`FrameCache`]) and removing (the [`store`] of automatic caches)
 //! take the folder's [`locks`], so that what a killed process left is found and removed by the
@@ -19,19 +21,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::meta::features::{Feature, FrameShape, MAX_FEATURE_VALUES};
+use crate::meta::features::{Feature, FrameEncoding, FrameShape, MAX_FEATURE_VALUES};
 use crate::meta::info::INFO_PATH;
 
 pub mod locks;
 pub mod store;
 mod write;
 
-pub use write::write_frame_cache;
+pub use write::{CacheFormat, write_frame_cache};
 
 use locks::{FolderLock, LockMode, READERS_LOCK};
 
-/// The cache format this build reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// The cache format this build reads and writes (2: the header names the frames' encoding).
+pub const FORMAT_VERSION: u32 = 2;
 const MAGIC: &[u8; 8] = b"LRFRAMES";
 /// Header size; frames start at this (page-aligned) offset.
 const HEADER_LEN: usize = 4096;
@@ -49,6 +51,8 @@ pub struct CacheHeader {
     pub shape: FrameShape,
     /// Shape of the source frames (differs when the cache was resized).
     pub source: FrameShape,
+    /// How each frame's bytes are laid out.
+    pub encoding: FrameEncoding,
     /// The camera's feature key.
     pub key: String,
 }
@@ -71,6 +75,7 @@ impl CacheHeader {
         ] {
             out.extend_from_slice(&(v as u32).to_le_bytes());
         }
+        out.extend_from_slice(&encoding_code(self.encoding).to_le_bytes());
         out.extend_from_slice(&(self.key.len() as u32).to_le_bytes());
         out.extend_from_slice(self.key.as_bytes());
         out.resize(HEADER_LEN, 0);
@@ -99,12 +104,38 @@ impl CacheHeader {
         if shape.is_empty() || shape.len() > MAX_FEATURE_VALUES {
             return Err(bad(format!("implausible frame shape {shape}")));
         }
-        let key_len = u32_at(56) as usize;
+        let encoding = match u32_at(56) {
+            0 => FrameEncoding::Rgb,
+            1 => FrameEncoding::Yuv420,
+            code => return Err(bad(format!("unknown frame encoding {code}"))),
+        };
+        let key_len = u32_at(60) as usize;
         let key = bytes
-            .get(60..60 + key_len)
+            .get(64..64 + key_len)
             .and_then(|k| std::str::from_utf8(k).ok())
             .ok_or_else(|| bad("bad camera key".into()))?;
-        Ok(CacheHeader { version, fingerprint: u64_at(16), frames: u64_at(24), shape, source, key: key.to_string() })
+        Ok(CacheHeader {
+            version,
+            fingerprint: u64_at(16),
+            frames: u64_at(24),
+            shape,
+            source,
+            encoding,
+            key: key.to_string(),
+        })
+    }
+
+    /// Bytes of one stored frame.
+    pub fn frame_len(&self) -> usize {
+        self.shape.encoded_len(self.encoding)
+    }
+}
+
+/// The header's code for `encoding`.
+fn encoding_code(encoding: FrameEncoding) -> u32 {
+    match encoding {
+        FrameEncoding::Rgb => 0,
+        FrameEncoding::Yuv420 => 1,
     }
 }
 
@@ -186,14 +217,14 @@ impl CacheRecord {
     }
 }
 
-/// The bytes [`write_frame_cache`] writes for `dataset` at its cameras' own sizes: one header and
+/// The bytes [`write_frame_cache`] writes for `dataset` stored as `format` says: one header and
 /// one frame per row, per camera.
-pub fn decoded_bytes(dataset: &Dataset) -> u64 {
+pub fn decoded_bytes(dataset: &Dataset, format: &CacheFormat) -> u64 {
     let info = dataset.info();
     info.camera_keys()
         .iter()
         .filter_map(|key| info.feature(key.as_str()).and_then(Feature::frame_shape))
-        .map(|shape| HEADER_LEN as u64 + dataset.len() as u64 * shape.len() as u64)
+        .map(|shape| HEADER_LEN as u64 + dataset.len() as u64 * format.shape(shape).encoded_len(format.encoding) as u64)
         .sum()
 }
 
@@ -221,9 +252,9 @@ impl CachedCamera {
         &self.header
     }
 
-    /// The frame of dataset row `row` (CHW uint8), borrowed from the map.
+    /// The frame of dataset row `row` (in the header's encoding), borrowed from the map.
     pub fn frame(&self, row: usize) -> &[u8] {
-        let len = self.header.shape.len();
+        let len = self.header.frame_len();
         &self.map[HEADER_LEN + row * len..HEADER_LEN + (row + 1) * len]
     }
 }
@@ -272,7 +303,7 @@ impl FrameCache {
                     ),
                 ));
             }
-            let expected = HEADER_LEN as u64 + header.frames * header.shape.len() as u64;
+            let expected = HEADER_LEN as u64 + header.frames * header.frame_len() as u64;
             if map.len() as u64 != expected {
                 return Err(Error::field(
                     &path,
@@ -314,6 +345,13 @@ impl FrameCache {
             }
         }
         Ok(())
+    }
+
+    /// Whether every camera is stored as `format` says (its size and encoding).
+    pub fn holds(&self, format: &CacheFormat) -> bool {
+        self.cameras
+            .iter()
+            .all(|c| c.header.shape == format.shape(c.header.source) && c.header.encoding == format.encoding)
     }
 
     /// The cached camera `key`.

@@ -16,24 +16,83 @@ use super::locks::{FolderLock, LockMode, WRITER_LOCK};
 use super::{CacheHeader, CacheRecord, FORMAT_VERSION, FrameCache, HEADER_LEN, RECORD, cache_file, cache_fingerprint};
 use crate::dataset::{Dataset, check_video_shape};
 use crate::error::{Error, Result};
-use crate::meta::features::FrameShape;
+use crate::meta::features::{FrameEncoding, FrameShape};
 use crate::table::ColumnValues;
 use crate::table::image::decode_chw;
 use crate::video::DecoderCache;
 
-/// Decodes every frame of every camera of `dataset` into `dir` (one file per camera), resized
-/// to `resize` (height, width) if given. `progress` is called with the number of frames done
-/// so far. Files are written beside their final name and renamed into place when complete.
+/// What a frame cache stores of each frame: its size and its encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CacheFormat {
+    /// Resize every frame to (height, width); `None` keeps each camera's own size.
+    pub resize: Option<(usize, usize)>,
+    /// How each frame is stored: RGB (default), or the decoder's YUV 4:2:0 planes, half the bytes,
+    /// for a loader asked for that encoding (video cameras at their own size only).
+    pub encoding: FrameEncoding,
+}
+
+impl CacheFormat {
+    /// Frames in `encoding` at the cameras' own size.
+    pub fn encoded(encoding: FrameEncoding) -> Self {
+        Self { resize: None, encoding }
+    }
+
+    /// The shape a camera of `source` frames is stored at.
+    pub(super) fn shape(&self, source: FrameShape) -> FrameShape {
+        match self.resize {
+            Some((height, width)) => FrameShape { channels: source.channels, height, width },
+            None => source,
+        }
+    }
+
+    /// Refuses what this format cannot store of `dataset`'s cameras, naming the camera.
+    pub fn check(&self, dataset: &Dataset) -> Result<()> {
+        if self.encoding == FrameEncoding::Rgb {
+            return Ok(());
+        }
+        let encoding = self.encoding;
+        if self.resize.is_some() {
+            return Err(Error::request(format!(
+                "a frame cache resized and stored as {encoding} is not implemented: resize it as rgb, or keep the \
+                 cameras' own size"
+            )));
+        }
+        let info = dataset.info();
+        for key in info.camera_keys() {
+            let feature = info.feature(key.as_str()).expect("a camera");
+            let shape = feature.frame_shape().expect("a camera has a frame shape");
+            if !feature.is_video() {
+                return Err(Error::request(format!(
+                    "camera `{key}` of {} is stored as images in parquet, which hold RGB: a {encoding} frame \
+                     cache is decoded from video (cache it as rgb)",
+                    dataset.root().display()
+                )));
+            }
+            if shape.height % 2 == 1 {
+                return Err(Error::request(format!(
+                    "camera `{key}` of {} is {shape}: the {encoding} encoding needs an even height",
+                    dataset.root().display()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Decodes every frame of every camera of `dataset` into `dir` (one file per camera), stored as
+/// `format` says. `progress` is called with the number of frames done so far. Files are written
+/// beside their final name and renamed into place when complete.
 ///
 /// Another process building a cache in `dir` is waited for; if the cache it leaves is this
-/// dataset's at this size, it is kept and nothing is decoded.
+/// dataset's in this format, it is kept and nothing is decoded.
 pub fn write_frame_cache(
     dataset: &Dataset,
     dir: &Path,
-    resize: Option<(usize, usize)>,
+    format: &CacheFormat,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Vec<PathBuf>> {
     dataset.require_every_episode("a frame cache")?;
+    format.check(dataset)?;
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let _writing = match FolderLock::try_acquire(dir, WRITER_LOCK, LockMode::Exclusive)? {
         Some(lock) => lock,
@@ -43,12 +102,8 @@ pub fn write_frame_cache(
         }
     };
     remove_temporary_files(dir)?;
-    let wanted = |source: FrameShape| match resize {
-        Some((height, width)) => FrameShape { channels: source.channels, height, width },
-        None => source,
-    };
     if let Ok(existing) = FrameCache::open(dir, dataset)
-        && existing.cameras.iter().all(|c| c.header.shape == wanted(c.header.source))
+        && existing.holds(format)
     {
         return Ok(existing.cameras.iter().map(|c| c.path.clone()).collect());
     }
@@ -60,13 +115,15 @@ pub fn write_frame_cache(
     for key in dataset.info().camera_keys() {
         let feature = dataset.info().feature(key.as_str()).expect("a camera");
         let source = feature.frame_shape().expect("a camera has a frame shape");
-        let shape = wanted(source);
+        let shape = format.shape(source);
+        let encoding = format.encoding;
         let header = CacheHeader {
             version: FORMAT_VERSION,
             fingerprint,
             frames: dataset.len() as u64,
             shape,
             source,
+            encoding,
             key: key.to_string(),
         };
         let path = cache_file(dir, key.as_str());
@@ -77,13 +134,13 @@ pub fn write_frame_cache(
         let tmp = path.with_extension(format!("frames{TEMPORARY}{}.{writer}", std::process::id()));
         let removed_on_error = RemoveOnDrop(Some(tmp.clone()));
         let file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-        let total = HEADER_LEN as u64 + dataset.len() as u64 * shape.len() as u64;
+        let total = HEADER_LEN as u64 + dataset.len() as u64 * header.frame_len() as u64;
         reserve(&file, &tmp, total)?;
         let camera = dataset.info().video_keys().iter().position(|k| *k == key);
         dataset.episodes().par_iter().try_for_each_init(
             || (DecoderCache::default(), Vec::new(), Vec::new()),
             |(decoders, pixels, resized), episode| -> Result<()> {
-                pixels.resize(episode.len() * source.len(), 0);
+                pixels.resize(episode.len() * source.encoded_len(encoding), 0);
                 match camera {
                     Some(c) => {
                         let path = dataset.video_file(episode, c)?;
@@ -91,7 +148,7 @@ pub fn write_frame_cache(
                         let times: Vec<f64> = episode.frames.clone().map(|r| from + dataset.timestamp(r)).collect();
                         let decoder = decoders.get(&path)?;
                         check_video_shape(dataset.root(), feature, source, decoder.shape(), &path)?;
-                        decoder.frames_at(&times, dataset.options().tolerance_s, pixels)?;
+                        decoder.encoded_frames_at(&times, dataset.options().tolerance_s, encoding, pixels)?;
                     }
                     None => {
                         let Some(ColumnValues::Image(images)) = dataset.table().column(key.as_str()).map(|c| &c.values)
@@ -126,7 +183,7 @@ pub fn write_frame_cache(
                     }
                     resized
                 };
-                let offset = HEADER_LEN as u64 + episode.frames.start as u64 * shape.len() as u64;
+                let offset = HEADER_LEN as u64 + episode.frames.start as u64 * header.frame_len() as u64;
                 file.write_all_at(out, offset).map_err(|e| Error::io(&tmp, e))?;
                 progress(done.fetch_add(episode.len() as u64, Ordering::Relaxed) + episode.len() as u64);
                 Ok(())

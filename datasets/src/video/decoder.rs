@@ -166,13 +166,7 @@ impl VideoDecoder {
         out: &mut [u8],
     ) -> Result<f64> {
         let held = self.locate(timestamp_s, tolerance_s)?;
-        match encoding {
-            FrameEncoding::Rgb => self.convert(held, out)?,
-            FrameEncoding::Yuv420 => {
-                rgb::write_yuv420(&self.slots[held.slot], out).map_err(|m| Error::video(&self.path, m))?;
-                self.counters.frames_converted += 1;
-            }
-        }
+        self.write_encoded(held, encoding, out)?;
         Ok(held.pts_s)
     }
 
@@ -180,7 +174,18 @@ impl VideoDecoder {
     /// `out`, in the order given. Timestamps are visited in increasing order so that each frame
     /// is decoded once; a repeated timestamp copies the frame already written.
     pub fn frames_at(&mut self, timestamps_s: &[f64], tolerance_s: f64, out: &mut [u8]) -> Result<()> {
-        let len = self.shape.len();
+        self.encoded_frames_at(timestamps_s, tolerance_s, FrameEncoding::Rgb, out)
+    }
+
+    /// [`Self::frames_at`] in `encoding`: consecutive chunks of the encoding's frame length.
+    pub fn encoded_frames_at(
+        &mut self,
+        timestamps_s: &[f64],
+        tolerance_s: f64,
+        encoding: FrameEncoding,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let len = self.shape.encoded_len(encoding);
         if out.len() != len * timestamps_s.len() {
             return Err(Error::video(
                 &self.path,
@@ -202,7 +207,7 @@ impl VideoDecoder {
                 continue;
             }
             let held = self.locate(t, tolerance_s)?;
-            self.convert(held, &mut out[i * len..(i + 1) * len])?;
+            self.write_encoded(held, encoding, &mut out[i * len..(i + 1) * len])?;
             last_written = Some(i);
         }
         Ok(())
@@ -227,6 +232,18 @@ impl VideoDecoder {
             }
         }
         Ok(())
+    }
+
+    /// Writes the held frame into `out` in `encoding`.
+    fn write_encoded(&mut self, held: Held, encoding: FrameEncoding, out: &mut [u8]) -> Result<()> {
+        match encoding {
+            FrameEncoding::Rgb => self.convert(held, out),
+            FrameEncoding::Yuv420 => {
+                rgb::write_yuv420(&self.slots[held.slot], out).map_err(|m| Error::video(&self.path, m))?;
+                self.counters.frames_converted += 1;
+                Ok(())
+            }
+        }
     }
 
     fn convert(&mut self, held: Held, out: &mut [u8]) -> Result<()> {

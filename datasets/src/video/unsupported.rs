@@ -78,6 +78,17 @@ impl VideoDecoder {
         match self.never {}
     }
 
+    /// The frames nearest some timestamps, in an encoding (never reached).
+    pub fn encoded_frames_at(
+        &mut self,
+        _timestamps_s: &[f64],
+        _tolerance_s: f64,
+        _encoding: crate::FrameEncoding,
+        _out: &mut [u8],
+    ) -> Result<()> {
+        match self.never {}
+    }
+
     /// Every frame in turn (never reached).
     pub fn for_each_frame(
         &mut self,

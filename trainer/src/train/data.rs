@@ -8,7 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use datasets::auto_cache::{self, AutoCache, FrameCacheChoice};
-use datasets::{Dataset, DatasetSet, FrameEncoding, OpenOptions, WindowSpec, diffusion_delta_timestamps, frame_cache};
+use datasets::frame_cache::CacheFormat;
+use datasets::{
+    Dataset, DatasetSet, FrameEncoding, FrameShape, OpenOptions, WindowSpec, diffusion_delta_timestamps, frame_cache,
+};
 use loader::{Loader, SamplerState};
 use transforms::{Normalizer, diffusion_mapping};
 
@@ -188,20 +191,14 @@ impl TrainData {
         if config.dataset.frame_cache != FrameCacheChoice::Auto {
             return Ok(());
         }
-        if config.dataset.frame_encoding != FrameEncoding::Rgb {
-            let encoding = config.dataset.frame_encoding;
-            on_progress(Progress::Line(&format!(
-                "frame cache: off, the {encoding} frame encoding decodes the videos as the samples are read"
-            )));
-            return Ok(());
-        }
+        let formats = cache_formats(config, &self.datasets);
         let root = auto_cache::default_root(|name| std::env::var_os(name));
         let budget = config.dataset.frame_cache_budget_gb.map(|gb| (gb.max(0.0) * 1e9) as u64);
         let several = self.datasets.parts().len() > 1;
         let mut caches: Vec<Option<PathBuf>> = Vec::with_capacity(self.datasets.parts().len());
         for (part, dataset) in self.datasets.parts().iter().enumerate() {
             let chosen: Vec<PathBuf> = caches.iter().flatten().cloned().collect();
-            let plan = auto_cache::plan(dataset, &root, budget, &chosen)?;
+            let plan = auto_cache::plan(dataset, &formats, &root, budget, &chosen)?;
             for removal in &plan.removed {
                 on_progress(Progress::Line(&removal.to_string()));
             }
@@ -210,7 +207,7 @@ impl TrainData {
             on_progress(Progress::Line(&line));
             caches.push(match plan.cache {
                 AutoCache::Ready { dir } => Some(dir),
-                AutoCache::Build { dir, .. } => build_frame_cache(dataset, dir, on_progress),
+                AutoCache::Build { dir, format, .. } => build_frame_cache(dataset, dir, &format, on_progress),
                 AutoCache::TooBig { .. } | AutoCache::NoCameras | AutoCache::SomeEpisodes => None,
             });
         }
@@ -219,17 +216,45 @@ impl TrainData {
     }
 }
 
+/// The automatic cache's formats for a run, in its order of preference: the frames as the run
+/// reads them; then, when the policy resizes its images (`resize_shape`) and no augmentation
+/// comes before that resize, the frames already resized, within one level of the resize on the
+/// device, for a dataset too large to cache at its cameras' size.
+fn cache_formats(config: &TrainConfig, datasets: &DatasetSet) -> Vec<CacheFormat> {
+    let encoding = config.dataset.frame_encoding;
+    let mut formats = vec![CacheFormat::encoded(encoding)];
+    let info = datasets.info();
+    let cameras: Vec<FrameShape> = info
+        .camera_keys()
+        .iter()
+        .filter_map(|k| info.feature(k.as_str()).and_then(datasets::Feature::frame_shape))
+        .collect();
+    if let Some([height, width]) = config.policy.config.resize_shape
+        && encoding == FrameEncoding::Rgb
+        && !config.dataset.image_transforms.is_active()
+        && cameras.iter().any(|c| (c.height, c.width) != (height, width))
+    {
+        formats.push(CacheFormat { resize: Some((height, width)), encoding });
+    }
+    formats
+}
+
 /// Decodes `dataset`'s frames into `dir` on the worker pool, from a thread of its own while this
 /// one reports them ([`Progress::FrameCache`]); `None` when the build fails (a full /dev/shm,
 /// say): the run goes on decoding as it reads, and a bad video file then fails it there, naming
 /// the file.
-fn build_frame_cache(dataset: &Dataset, dir: PathBuf, on_progress: &mut impl FnMut(Progress<'_>)) -> Option<PathBuf> {
+fn build_frame_cache(
+    dataset: &Dataset,
+    dir: PathBuf,
+    format: &CacheFormat,
+    on_progress: &mut impl FnMut(Progress<'_>),
+) -> Option<PathBuf> {
     let total = dataset.len() as u64 * dataset.info().camera_keys().len() as u64;
     let started = Instant::now();
     let done = AtomicU64::new(0);
     let built = std::thread::scope(|scope| {
         let building = scope.spawn(|| {
-            frame_cache::write_frame_cache(dataset, &dir, None, &|frames| {
+            frame_cache::write_frame_cache(dataset, &dir, format, &|frames| {
                 done.fetch_max(frames, Ordering::Relaxed);
             })
         });

@@ -189,7 +189,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Writes the decoded-frame cache.
-pub fn cache(root: &Path, out: &Path, resize: Option<&str>) -> Result<ExitCode> {
+pub fn cache(root: &Path, out: &Path, resize: Option<&str>, encoding: datasets::FrameEncoding) -> Result<ExitCode> {
     let dataset = Dataset::open(root)?;
     let resize = resize
         .map(|r| -> Result<(usize, usize)> {
@@ -204,11 +204,12 @@ pub fn cache(root: &Path, out: &Path, resize: Option<&str>) -> Result<ExitCode> 
             .expect("a valid template"),
     );
     let started = Instant::now();
-    let files = datasets::frame_cache::write_frame_cache(&dataset, out, resize, &|done| bar.set_position(done))?;
+    let format = datasets::frame_cache::CacheFormat { resize, encoding };
+    let files = datasets::frame_cache::write_frame_cache(&dataset, out, &format, &|done| bar.set_position(done))?;
     bar.finish_and_clear();
     let bytes: u64 = files.iter().map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)).sum();
     println!(
-        "cached {} frames of {cameras} camera(s) into {} ({:.1} MB) in {:.1}s",
+        "cached {} frames of {cameras} camera(s) as {encoding} into {} ({:.1} MB) in {:.1}s",
         dataset.len() * cameras,
         out.display(),
         bytes as f64 / 1e6,

@@ -52,6 +52,10 @@ enum Command {
         /// Resize every frame to HxW (bilinear) while caching.
         #[arg(long)]
         resize: Option<String>,
+        /// How frames are stored: rgb, or yuv420 (the decoder's planes, half the bytes) for a
+        /// loader or trainer that reads yuv420 (`--frame-encoding yuv420`).
+        #[arg(long, default_value_t = datasets::FrameEncoding::Rgb)]
+        frame_encoding: datasets::FrameEncoding,
         /// List the automatic caches (under $LEROBOT_RS_FRAME_CACHE, by default
         /// /dev/shm/lerobot-rs-frames): each one's dataset, size, last use and state.
         #[arg(long, conflicts_with_all = ["out", "resize", "clear"])]
@@ -117,9 +121,9 @@ fn main() -> ExitCode {
         Command::Stats { dataset, write } => dataset.resolve().and_then(|root| commands::stats(&root, write)),
         Command::Cache { list: true, .. } => commands::list_caches(),
         Command::Cache { clear: true, .. } => commands::clear_caches(),
-        Command::Cache { dataset, out, resize, .. } => {
+        Command::Cache { dataset, out, resize, frame_encoding, .. } => {
             let out = out.expect("clap asks for --out without --list or --clear");
-            dataset.resolve().and_then(|root| commands::cache(&root, &out, resize.as_deref()))
+            dataset.resolve().and_then(|root| commands::cache(&root, &out, resize.as_deref(), frame_encoding))
         }
         Command::Synth(args) => commands::synth(&args),
         Command::Sample {

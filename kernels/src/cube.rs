@@ -109,9 +109,27 @@ fn adam_kernel<F: Float>(
     }
 }
 
+/// Element `i`, in row-major order, of `part`: read straight where `contiguous`, else through
+/// its shape and strides (burn's gradients may be permuted views).
+#[cube]
+fn row_major_element<F: Float>(part: &Tensor<F>, i: usize, #[comptime] contiguous: bool) -> F {
+    let mut at = i;
+    if !contiguous {
+        let rank = part.rank();
+        let mut rest = i;
+        at = 0;
+        for k in 0..rank {
+            let dim = rank - 1 - k;
+            let size = part.shape(dim);
+            at += (rest % size) * part.stride(dim);
+            rest /= size;
+        }
+    }
+    part[at]
+}
+
 /// The units of cube row `t` stride over part `t`'s elements in row-major order: `flat[starts[t]
-/// + i]` is its element `i`, read straight where `contiguous`, else through the part's shape and
-/// strides (burn's gradients may be permuted views).
+/// + i]` is its element `i` ([`row_major_element`]).
 #[cube(launch_unchecked)]
 fn gather_kernel<F: Float>(
     parts: &Sequence<Tensor<F>>,
@@ -126,27 +144,98 @@ fn gather_kernel<F: Float>(
     #[unroll]
     for t in 0..count {
         if CUBE_POS_Y as usize == t {
-            let part = &parts[t];
             let (start, len) = (starts[t], lens[t]);
             let mut i = ABSOLUTE_POS_X as usize;
             while i < len {
-                if contiguous {
-                    flat[start + i] = part[i];
-                } else {
-                    let rank = part.rank();
-                    let mut rest = i;
-                    let mut at = 0;
-                    for k in 0..rank {
-                        let dim = rank - 1 - k;
-                        let size = part.shape(dim);
-                        at += (rest % size) * part.stride(dim);
-                        rest /= size;
-                    }
-                    flat[start + i] = part[at];
-                }
+                flat[start + i] = row_major_element::<F>(&parts[t], i, contiguous);
                 i += stride;
             }
         }
+    }
+}
+
+/// [`gather_kernel`], each cube also summing the squares of the elements it copied: cube `(x,
+/// y)` writes its sum to `partials[first_partial + y·CUBE_COUNT_X + x]`.
+#[cube(launch_unchecked)]
+#[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
+fn gather_squares_kernel<F: Float>(
+    parts: &Sequence<Tensor<F>>,
+    starts: Sequence<usize>,
+    lens: Sequence<usize>,
+    flat: &mut Tensor<F>,
+    partials: &mut Tensor<F>,
+    first_partial: usize,
+    #[comptime] contiguous: bool,
+    #[define(F)] _dtype: StorageType,
+) {
+    let count = comptime!(parts.len());
+    let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
+    let mut squares = F::new(0.0);
+    #[unroll]
+    for t in 0..count {
+        if CUBE_POS_Y as usize == t {
+            let (start, len) = (starts[t], lens[t]);
+            let mut i = ABSOLUTE_POS_X as usize;
+            while i < len {
+                let value = row_major_element::<F>(&parts[t], i, contiguous);
+                flat[start + i] = value;
+                squares += value * value;
+                i += stride;
+            }
+        }
+    }
+    let mut partial = SharedMemory::<F>::new(UNITS_PER_CUBE as usize);
+    let total = cube_sum::<F>(&mut partial, squares);
+    if UNIT_POS_X == 0 {
+        partials[first_partial + (CUBE_POS_Y * CUBE_COUNT_X + CUBE_POS_X) as usize] = total;
+    }
+}
+
+/// One cube sums `values[..len]` into `total[0]`, each unit a stride of them, in a fixed order.
+#[cube(launch_unchecked)]
+fn sum_kernel<F: Float>(values: &Tensor<F>, len: usize, total: &mut Tensor<F>, #[define(F)] _dtype: StorageType) {
+    let mut sum = F::new(0.0);
+    let mut i = UNIT_POS_X as usize;
+    while i < len {
+        sum += values[i];
+        i += CUBE_DIM_X as usize;
+    }
+    let mut partial = SharedMemory::<F>::new(UNITS_PER_CUBE as usize);
+    let all = cube_sum::<F>(&mut partial, sum);
+    if UNIT_POS_X == 0 {
+        total[0] = all;
+    }
+}
+
+/// One unit computes [`crate::Kernels::clip_factors`] from `squares[0]`: `norm[0]` and
+/// `scale[0]`, with the composed operations' roundings, in their order.
+#[cube(launch_unchecked)]
+#[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
+fn clip_kernel<F: Float>(
+    squares: &Tensor<F>,
+    norm: &mut Tensor<F>,
+    scale: &mut Tensor<F>,
+    max_norm: f32,
+    epsilon: f32,
+    grad_scale: f32,
+    #[comptime] clips: bool,
+    #[define(F)] _dtype: StorageType,
+) {
+    if ABSOLUTE_POS == 0 {
+        let mut n = F::sqrt(squares[0]);
+        let carried = F::cast_from(grad_scale);
+        if grad_scale != 1.0 {
+            n /= carried;
+        }
+        let mut clip = F::new(1.0);
+        if clips {
+            clip = F::min(F::cast_from(max_norm) / (n + F::cast_from(epsilon)), F::new(1.0));
+        }
+        if grad_scale != 1.0 {
+            clip /= carried;
+        }
+        norm[0] = n;
+        scale[0] = clip;
     }
 }
 
@@ -413,6 +502,113 @@ fn launches<R: CubeRuntime>(client: &ComputeClient<R>, parts: usize, bindings_pe
     (0..parts).step_by(per_launch).map(|first| first..(first + per_launch).min(parts)).collect()
 }
 
+/// A part to gather: the tensor, where it starts in the flat buffer, its element count.
+type GatherPart<R> = (CubeTensor<R>, usize, usize);
+
+/// `parts` (f32, at least one) laid end to end in one f32 buffer (over `reuse` where it has their
+/// length), by [`gather_kernel`]; with their `Σ x²` as a `[1]` tensor when `with_squares`, read as
+/// they are copied ([`gather_squares_kernel`]: each cube's sum, then those sums in one cube, in a
+/// fixed order, so that a step repeats to the bit).
+fn gather<R: CubeRuntime>(
+    parts: Vec<CubeTensor<R>>,
+    reuse: Option<CubeTensor<R>>,
+    with_squares: bool,
+) -> (CubeTensor<R>, Option<CubeTensor<R>>) {
+    let lens: Vec<usize> = parts.iter().map(|p| p.meta.num_elements()).collect();
+    let total: usize = lens.iter().sum();
+    let flat = match reuse {
+        Some(buffer) if buffer.dtype == DType::F32 && buffer.meta.num_elements() == total => writable(buffer),
+        _ => empty_f32(&parts[0], [total].into()),
+    };
+    let starts = crate::starts_of(&lens);
+    // Parts without elements take no binding (a buffer of no bytes cannot be bound); the
+    // contiguous ones (most gradients) are copied straight, in launches of their own.
+    let parts: Vec<GatherPart<R>> =
+        parts.into_iter().zip(starts).zip(lens).filter(|(_, n)| *n > 0).map(|((p, s), n)| (p, s, n)).collect();
+    let (contiguous, strided): (Vec<_>, Vec<_>) = parts.into_iter().partition(|(p, _, _)| p.is_contiguous());
+    let client = flat.client.clone();
+    let chunks: Vec<(&[GatherPart<R>], bool)> = [(&contiguous, true), (&strided, false)]
+        .into_iter()
+        .flat_map(|(group, is_contiguous)| {
+            launches(&client, group.len(), 1).into_iter().map(move |range| (&group[range], is_contiguous))
+        })
+        .collect();
+    let cubes = |chunk: &[GatherPart<R>]| {
+        cubes_per_row(&chunk.iter().map(|(_, _, len)| *len).collect::<Vec<_>>()) * chunk.len()
+    };
+    // One partial sum a cube (at least one slot: a buffer of no bytes cannot be bound).
+    let partials_len: usize = chunks.iter().map(|(chunk, _)| cubes(chunk)).sum();
+    let partials = with_squares.then(|| empty_f32(&flat, [partials_len.max(1)].into()));
+    let mut first_partial = 0;
+    for (chunk, is_contiguous) in chunks {
+        let lens: Vec<usize> = chunk.iter().map(|(_, _, len)| *len).collect();
+        let (cube_count, cube_dim) = grid(&lens);
+        let starts = || chunk.iter().map(|(_, start, _)| *start).collect();
+        // SAFETY: the units of row `t` write `flat[starts[t] + i]` for `i` below part `t`'s
+        // element count, within `total`, the buffer's length (the parts are laid end to end),
+        // and read the part at `i` (contiguous) or at `Σ (row-major digit) · stride` over its own
+        // shape, within its elements; `flat` is uniquely held and contiguous. Cube `(x, y)`
+        // writes `partials[first_partial + y·cubes_x + x]`, below `partials_len`: each launch's
+        // slots follow the previous one's.
+        unsafe {
+            match &partials {
+                None => gather_kernel::launch_unchecked::<R>(
+                    &client,
+                    cube_count,
+                    cube_dim,
+                    part_args(chunk),
+                    starts(),
+                    lens.into_iter().collect(),
+                    flat.clone().into_tensor_arg(),
+                    is_contiguous,
+                    DType::F32.into(),
+                ),
+                Some(partials) => gather_squares_kernel::launch_unchecked::<R>(
+                    &client,
+                    cube_count,
+                    cube_dim,
+                    part_args(chunk),
+                    starts(),
+                    lens.into_iter().collect(),
+                    flat.clone().into_tensor_arg(),
+                    partials.clone().into_tensor_arg(),
+                    first_partial,
+                    is_contiguous,
+                    DType::F32.into(),
+                ),
+            }
+        }
+        first_partial += cubes(chunk);
+    }
+    let squares = partials.map(|partials| {
+        let total = empty_f32(&flat, [1].into());
+        // SAFETY: one cube reads `partials` below `partials_len`, its length or less, and writes
+        // `total[0]`, new.
+        unsafe {
+            sum_kernel::launch_unchecked::<R>(
+                &client,
+                CubeCount::new_1d(1),
+                CubeDim::new_1d(UNITS_PER_CUBE),
+                partials.into_tensor_arg(),
+                partials_len,
+                total.clone().into_tensor_arg(),
+                DType::F32.into(),
+            );
+        }
+        total
+    });
+    (flat, squares)
+}
+
+/// The parts of `chunk` as a kernel's sequence argument.
+fn part_args<R: CubeRuntime, E: CubePrimitive>(chunk: &[GatherPart<R>]) -> SequenceArg<R, Tensor<E>> {
+    let mut tensors = SequenceArg::new();
+    for (part, _, _) in chunk {
+        tensors.push(part.clone().into_tensor_arg());
+    }
+    tensors
+}
+
 /// The most cubes a part's row has; beyond them, each unit strides over several elements.
 const MAX_CUBES_PER_PART: usize = 1024;
 
@@ -422,11 +618,15 @@ const UNITS_PER_CUBE: u32 = 256;
 /// A launch's grid over parts of `lens` elements: one row of cubes per part, as many as the
 /// longest needs at one element per unit, at most [`MAX_CUBES_PER_PART`].
 fn grid(lens: &[usize]) -> (CubeCount, CubeDim) {
-    let longest = lens.iter().copied().max().unwrap_or(1).max(1);
     // One row of units (the kernels stride along x alone).
     let cube_dim = CubeDim::new_1d(UNITS_PER_CUBE);
-    let cubes = longest.div_ceil(UNITS_PER_CUBE as usize).clamp(1, MAX_CUBES_PER_PART);
-    (CubeCount::new_2d(cubes as u32, lens.len() as u32), cube_dim)
+    (CubeCount::new_2d(cubes_per_row(lens) as u32, lens.len() as u32), cube_dim)
+}
+
+/// The cubes of each row of [`grid`]`(lens)`.
+fn cubes_per_row(lens: &[usize]) -> usize {
+    let longest = lens.iter().copied().max().unwrap_or(1).max(1);
+    longest.div_ceil(UNITS_PER_CUBE as usize).clamp(1, MAX_CUBES_PER_PART)
 }
 
 impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels for CubeBackend<R, F, I, BT> {
@@ -599,49 +799,46 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
         if parts.is_empty() || parts.iter().any(|p| p.dtype != DType::F32) {
             return portable::concat_flat::<Self>(parts, device);
         }
-        let lens: Vec<usize> = parts.iter().map(|p| p.meta.num_elements()).collect();
-        let total: usize = lens.iter().sum();
-        let flat = match reuse {
-            Some(buffer) if buffer.dtype == DType::F32 && buffer.meta.num_elements() == total => writable(buffer),
-            _ => empty_f32(&parts[0], [total].into()),
-        };
-        let starts = crate::starts_of(&lens);
-        // Parts without elements take no binding (a buffer of no bytes cannot be bound); the
-        // contiguous ones (most gradients) are copied straight, in launches of their own.
-        let parts: Vec<(CubeTensor<R>, usize, usize)> =
-            parts.into_iter().zip(starts).zip(lens).filter(|(_, n)| *n > 0).map(|((p, s), n)| (p, s, n)).collect();
-        let (contiguous, strided): (Vec<_>, Vec<_>) = parts.into_iter().partition(|(p, _, _)| p.is_contiguous());
-        let client = flat.client.clone();
-        for (group, is_contiguous) in [(contiguous, true), (strided, false)] {
-            for range in launches(&client, group.len(), 1) {
-                let chunk = &group[range];
-                let lens: Vec<usize> = chunk.iter().map(|(_, _, len)| *len).collect();
-                let (cube_count, cube_dim) = grid(&lens);
-                let mut tensors = SequenceArg::new();
-                for (part, _, _) in chunk {
-                    tensors.push(part.clone().into_tensor_arg());
-                }
-                // SAFETY: the units of row `t` write `flat[starts[t] + i]` for `i` below part
-                // `t`'s element count, within `total`, the buffer's length (the parts are laid
-                // end to end), and read the part at `i` (contiguous) or at `Σ (row-major digit)
-                // · stride` over its own shape, within its elements; `flat` is uniquely held and
-                // contiguous.
-                unsafe {
-                    gather_kernel::launch_unchecked::<R>(
-                        &client,
-                        cube_count,
-                        cube_dim,
-                        tensors,
-                        chunk.iter().map(|(_, start, _)| *start).collect(),
-                        lens.into_iter().collect(),
-                        flat.clone().into_tensor_arg(),
-                        is_contiguous,
-                        DType::F32.into(),
-                    );
-                }
-            }
+        gather(parts, reuse, false).0
+    }
+
+    fn concat_flat_with_squares(
+        parts: Vec<FloatTensor<Self>>,
+        reuse: Option<FloatTensor<Self>>,
+        device: &Self::Device,
+    ) -> [FloatTensor<Self>; 2] {
+        if parts.is_empty() || parts.iter().any(|p| p.dtype != DType::F32) {
+            let flat = portable::concat_flat::<Self>(parts, device);
+            return [flat.clone(), Self::sum_of_squares(flat)];
         }
-        flat
+        let (flat, squares) = gather(parts, reuse, true);
+        [flat, squares.expect("asked for")]
+    }
+
+    fn clip_factors(squares: FloatTensor<Self>, max_norm: f64, grad_scale: f64) -> [FloatTensor<Self>; 2] {
+        if squares.dtype != DType::F32 || squares.meta.num_elements() != 1 {
+            return portable::clip_factors::<Self>(squares, max_norm, grad_scale);
+        }
+        let squares = into_contiguous(squares);
+        let [norm, scale] = [0, 1].map(|_| empty_f32(&squares, [1].into()));
+        // SAFETY: one unit reads `squares[0]` and writes `norm[0]` and `scale[0]`, each of one
+        // element (checked, `norm` and `scale` new).
+        unsafe {
+            clip_kernel::launch_unchecked::<R>(
+                &squares.client,
+                CubeCount::new_1d(1),
+                CubeDim::new_1d(1),
+                squares.clone().into_tensor_arg(),
+                norm.clone().into_tensor_arg(),
+                scale.clone().into_tensor_arg(),
+                max_norm as f32,
+                portable::CLIP_EPSILON as f32,
+                grad_scale as f32,
+                max_norm > 0.0,
+                DType::F32.into(),
+            );
+        }
+        [norm, scale]
     }
 
     fn adam_update(

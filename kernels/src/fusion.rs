@@ -133,10 +133,12 @@ fn takes_group_norm<B: FusionBackend + Kernels>(tensors: &[&FloatTensor<Fusion<B
             .is_some()
 }
 
-/// The gradients' gather as fusion's custom operation: the parts in, the flat buffer out.
+/// The gradients' gather as fusion's custom operation: the parts in, the flat buffer out, and
+/// its `Σ x²` when `with_squares`.
 #[derive(Debug, Clone)]
 struct GatherOp<B> {
     desc: CustomOpIr,
+    with_squares: bool,
     backend: PhantomData<B>,
 }
 
@@ -144,8 +146,14 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for GatherOp<B> {
     fn execute(&self, handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>) {
         let parts: Vec<FloatTensor<B>> = self.desc.inputs.iter().map(|t| handles.get_float_tensor::<B>(t)).collect();
         let device = B::float_device(&parts[0]);
-        let flat = B::concat_flat(parts, None, &device);
-        handles.register_float_tensor::<B>(&self.desc.outputs[0].id, flat);
+        let outputs: Vec<FloatTensor<B>> = if self.with_squares {
+            B::concat_flat_with_squares(parts, None, &device).into()
+        } else {
+            vec![B::concat_flat(parts, None, &device)]
+        };
+        for (ir, tensor) in self.desc.outputs.iter().zip(outputs) {
+            handles.register_float_tensor::<B>(&ir.id, tensor);
+        }
     }
 }
 
@@ -197,8 +205,25 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         }
         let total = parts.iter().map(|p| p.shape.num_elements()).sum::<usize>();
         let output = (Shape::from(vec![total]), DType::F32);
-        let make = |desc| GatherOp::<B> { desc, backend: PhantomData };
+        let make = |desc| GatherOp::<B> { desc, with_squares: false, backend: PhantomData };
         register_custom::<B, _>("lerobot_rs_gather", parts, vec![output], make).output()
+    }
+
+    fn concat_flat_with_squares(
+        parts: Vec<FloatTensor<Self>>,
+        reuse: Option<FloatTensor<Self>>,
+        device: &Self::Device,
+    ) -> [FloatTensor<Self>; 2] {
+        drop(reuse);
+        if parts.is_empty() || parts.iter().any(|p| p.dtype != DType::F32) {
+            let flat = crate::portable::concat_flat::<Self>(parts, device);
+            return [flat.clone(), Self::sum_of_squares(flat)];
+        }
+        let total = parts.iter().map(|p| p.shape.num_elements()).sum::<usize>();
+        let outputs = vec![(Shape::from(vec![total]), DType::F32), (Shape::from(vec![1]), DType::F32)];
+        let make = |desc| GatherOp::<B> { desc, with_squares: true, backend: PhantomData };
+        let outputs = register_custom::<B, _>("lerobot_rs_gather_squares", parts, outputs, make);
+        outputs.try_into().unwrap_or_else(|_| unreachable!("two outputs registered"))
     }
 
     fn adam_update_all(

@@ -179,6 +179,14 @@ pub trait Kernels: Backend {
         concat_flat_then_squares::<Self>(parts, reuse, device)
     }
 
+    /// torch's `clip_grad_norm_` from the gradients' `Σ g²` (`[1]`, f32): `[norm, scale]`, the
+    /// global L2 norm of the gradients divided by `grad_scale` (the factor they carry) and what
+    /// the gradients are multiplied by: `min(1, max_norm / (norm + 1e-6))` (1 when `max_norm` is
+    /// 0) divided by `grad_scale`. Both `[1]`, left on the device.
+    fn clip_factors(squares: FloatTensor<Self>, max_norm: f64, grad_scale: f64) -> [FloatTensor<Self>; 2] {
+        portable::clip_factors::<Self>(squares, max_norm, grad_scale)
+    }
+
     /// Updates one parameter, `weights` (1-D, f32), whose ranges of `flat` start at `offset`, as
     /// [`AdamStep`] says, its gradient multiplied by the `[1]` tensor `scale`; returns the new
     /// weights and updates the moments and the average in place.

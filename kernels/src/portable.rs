@@ -31,6 +31,22 @@ pub fn concat_flat<B: Backend>(parts: Vec<FloatTensor<B>>, device: &B::Device) -
     primitive(Tensor::cat(flat, 0))
 }
 
+/// [`crate::Kernels::clip_factors`] in burn's operations, each its own launch on a GPU.
+pub fn clip_factors<B: Backend>(squares: FloatTensor<B>, max_norm: f64, grad_scale: f64) -> [FloatTensor<B>; 2] {
+    let norm = tensor::<B>(squares).sqrt();
+    let norm = if grad_scale == 1.0 { norm } else { norm.div_scalar(grad_scale) };
+    let clip = if max_norm > 0.0 {
+        (norm.ones_like().mul_scalar(max_norm) / norm.clone().add_scalar(CLIP_EPSILON)).clamp_max(1.0)
+    } else {
+        norm.ones_like()
+    };
+    let scale = if grad_scale == 1.0 { clip } else { clip.div_scalar(grad_scale) };
+    [primitive(norm), primitive(scale)]
+}
+
+/// What torch's `clip_grad_norm_` adds to the norm before dividing by it.
+pub const CLIP_EPSILON: f64 = 1e-6;
+
 /// [`crate::Kernels::max_pool2d_indexed`]: burn's `max_pool2d_with_indices`, dilation 1, the
 /// output size rounded down.
 pub fn max_pool2d_indexed<B: Backend>(

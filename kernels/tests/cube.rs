@@ -1,5 +1,5 @@
-//! The GPU backends' kernels (`kernels/src/cube.rs`: the optimiser pass, GroupNorm with its
-//! activation) against the CPU's, on burn's wgpu backend without fusion, and with it (`--features
+//! The GPU backends' kernels (`kernels/src/cube.rs`: the gradients' gather with their squares, the
+//! clipping factors, the optimiser pass, GroupNorm with its activation) against the CPU's, on burn's wgpu backend without fusion, and with it (`--features
 //! gpu-fusion`: then through fusion's custom operations, `kernels/src/fusion.rs`). Run where a
 //! wgpu adapter exists (a GPU, or Mesa's lavapipe on the CPU, Debian's `mesa-vulkan-drivers`):
 //! `cargo test --release -p kernels --features wgpu-untuned[,gpu-fusion] --test cube`, as
@@ -138,6 +138,46 @@ fn the_gather_equals_the_cpus_for_every_layout() {
     assert_eq!(read::<Gpu>(&gathered), expected, "a new buffer");
     let reused = Gpu::concat_flat(parts::<Gpu>(&gpu), Some(primitive::<Gpu>(vec![7.0; expected.len()], &gpu)), &gpu);
     assert_eq!(read::<Gpu>(&reused), expected, "a reused buffer");
+
+    // With the squares read as the parts are copied: the same buffer, and their sum within
+    // f32's rounding of the exact one, the same at every call. One part longer than a row of
+    // cubes covers (units striding over several elements).
+    let with_long = |device: &WgpuDevice| {
+        let mut all = parts::<Gpu>(device);
+        all.push(primitive::<Gpu>(values(400_000, 9.0), device));
+        all
+    };
+    let mut expected = expected;
+    expected.extend(values(400_000, 9.0));
+    let exact: f64 = expected.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+    let [flat, squares] = Gpu::concat_flat_with_squares(with_long(&gpu), None, &gpu);
+    assert_eq!(read::<Gpu>(&flat), expected, "the buffer gathered with its squares");
+    let sum = read::<Gpu>(&squares);
+    assert_eq!(sum.len(), 1);
+    assert!((f64::from(sum[0]) - exact).abs() <= 1e-5 * exact, "Σ x² {} against {exact}", sum[0]);
+    let [_, again] = Gpu::concat_flat_with_squares(with_long(&gpu), None, &gpu);
+    assert_eq!(read::<Gpu>(&again), sum, "a fixed order: the same sum again");
+}
+
+/// The clipping factors from a sum of squares, in one launch, equal the composed operations'
+/// on the CPU: clipped or not, with and without a factor the gradients carry, and with
+/// clipping off.
+#[test]
+fn the_clip_factors_equal_the_cpus() {
+    let (cpu, gpu) = (Default::default(), WgpuDevice::default());
+    for squares in [0.0, 0.25, 4.0, 1.0e6] {
+        for (max_norm, grad_scale) in [(10.0, 1.0), (1.0, 1.0), (1.0, 3.0 * 1024.0), (0.0, 2.0), (0.0, 1.0)] {
+            let expected = Flex::clip_factors(primitive::<Flex>(vec![squares], &cpu), max_norm, grad_scale);
+            let got = Gpu::clip_factors(primitive::<Gpu>(vec![squares], &gpu), max_norm, grad_scale);
+            for (name, e, g) in [("norm", &expected[0], &got[0]), ("scale", &expected[1], &got[1])] {
+                let (e, g) = (read::<Flex>(e), read::<Gpu>(g));
+                assert!(
+                    max_relative(&e, &g) <= 1e-6,
+                    "{name} of Σ g² {squares}, max {max_norm}, carried {grad_scale}: {g:?}, CPU {e:?}"
+                );
+            }
+        }
+    }
 }
 
 /// The largest difference between `a` and `b` relative to the largest magnitude in `b`.

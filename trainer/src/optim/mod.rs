@@ -50,16 +50,10 @@ pub fn clip_grad_norm<B: Kernels>(grads: &Tensor<B, 1>, max_norm: f64, grad_scal
 }
 
 /// [`clip_grad_norm`] from the flat gradient's `Σ g²` (`[1]`), read where it was gathered
-/// ([`FlatLayout::gather_grads_with_squares`]).
-pub fn clip_from_squares<B: Backend>(squares: Tensor<B, 1>, max_norm: f64, grad_scale: f64) -> Clipping<B> {
-    let norm = squares.sqrt();
-    let norm = if grad_scale == 1.0 { norm } else { norm.div_scalar(grad_scale) };
-    let clip = if max_norm > 0.0 {
-        (norm.ones_like().mul_scalar(max_norm) / norm.clone().add_scalar(1e-6)).clamp_max(1.0)
-    } else {
-        norm.ones_like()
-    };
-    let scale = if grad_scale == 1.0 { clip } else { clip.div_scalar(grad_scale) };
+/// ([`FlatLayout::gather_grads_with_squares`]): [`Kernels::clip_factors`].
+pub fn clip_from_squares<B: Kernels>(squares: Tensor<B, 1>, max_norm: f64, grad_scale: f64) -> Clipping<B> {
+    let [norm, scale] = B::clip_factors(squares.into_primitive().tensor(), max_norm, grad_scale)
+        .map(|t| Tensor::from_primitive(TensorPrimitive::Float(t)));
     Clipping { norm, scale }
 }
 

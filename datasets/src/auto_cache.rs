@@ -196,9 +196,9 @@ pub struct Plan {
 }
 
 /// Decides what `--frame-cache auto` does for `dataset` with caches in `root`, given the cache
-/// `formats` a run can read in its order of preference (the frames as read first): reuse a
-/// cache of one of them there, build the first that fits `budget` (which `root`'s caches share,
-/// by default [`default_budget`]), or go without. Removes first what ended processes left in
+/// `formats` a run can read in its order of preference (the frames as read first): the first
+/// that is cached there is read, or the first that fits `budget` (which `root`'s caches share,
+/// by default [`default_budget`]) is built, or the run goes without. Removes first what ended processes left in
 /// `root`, then, to make room, the least recently used caches that no process reads and that
 /// are not in `keep` (the caches this run already chose).
 pub fn plan(
@@ -218,20 +218,19 @@ pub fn plan(
         return Ok(Plan { cache: AutoCache::SomeEpisodes, removed });
     }
     let fingerprint = cache_fingerprint(dataset)?;
-    let folder = |format: &CacheFormat| root.join(cache_folder_name(fingerprint, format));
-    for format in formats {
-        let dir = folder(format);
-        if FrameCache::open(&dir, dataset).is_ok_and(|cache| cache.holds(format)) {
-            return Ok(Plan { cache: AutoCache::Ready { dir }, removed });
-        }
-    }
     let entries = store::entries(root)?;
     let budget = match budget {
         Some(budget) => budget,
         None => default_budget(root, store::held_bytes(&entries))?,
     };
+    // The first format already cached or that fits: an exact cache is never passed over for a
+    // resized one made earlier.
     for format in formats {
-        let (dir, bytes) = (folder(format), decoded_bytes(dataset, format));
+        let dir = root.join(cache_folder_name(fingerprint, format));
+        if FrameCache::open(&dir, dataset).is_ok_and(|cache| cache.holds(format)) {
+            return Ok(Plan { cache: AutoCache::Ready { dir }, removed });
+        }
+        let bytes = decoded_bytes(dataset, format);
         let mut kept = keep.to_vec();
         kept.push(dir.clone());
         // Removes nothing unless that makes room.

@@ -129,36 +129,12 @@ fn row_major_element<F: Float>(part: &Tensor<F>, i: usize, #[comptime] contiguou
 }
 
 /// The units of cube row `t` stride over part `t`'s elements in row-major order: `flat[starts[t]
-/// + i]` is its element `i` ([`row_major_element`]).
-#[cube(launch_unchecked)]
-fn gather_kernel<F: Float>(
-    parts: &Sequence<Tensor<F>>,
-    starts: Sequence<usize>,
-    lens: Sequence<usize>,
-    flat: &mut Tensor<F>,
-    #[comptime] contiguous: bool,
-    #[define(F)] _dtype: StorageType,
-) {
-    let count = comptime!(parts.len());
-    let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
-    #[unroll]
-    for t in 0..count {
-        if CUBE_POS_Y as usize == t {
-            let (start, len) = (starts[t], lens[t]);
-            let mut i = ABSOLUTE_POS_X as usize;
-            while i < len {
-                flat[start + i] = row_major_element::<F>(&parts[t], i, contiguous);
-                i += stride;
-            }
-        }
-    }
-}
-
-/// [`gather_kernel`], each cube also summing the squares of the elements it copied: cube `(x,
-/// y)` writes its sum to `partials[first_partial + y·CUBE_COUNT_X + x]`.
+/// + i]` is its element `i` ([`row_major_element`]). With `squares`, each cube also sums the
+/// squares of the elements it copied: cube `(x, y)` writes its sum to `partials[first_partial +
+/// y·CUBE_COUNT_X + x]` (without, `partials` is not touched).
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
-fn gather_squares_kernel<F: Float>(
+fn gather_kernel<F: Float>(
     parts: &Sequence<Tensor<F>>,
     starts: Sequence<usize>,
     lens: Sequence<usize>,
@@ -166,11 +142,12 @@ fn gather_squares_kernel<F: Float>(
     partials: &mut Tensor<F>,
     first_partial: usize,
     #[comptime] contiguous: bool,
+    #[comptime] squares: bool,
     #[define(F)] _dtype: StorageType,
 ) {
     let count = comptime!(parts.len());
     let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
-    let mut squares = F::new(0.0);
+    let mut sum = F::new(0.0);
     #[unroll]
     for t in 0..count {
         if CUBE_POS_Y as usize == t {
@@ -179,15 +156,19 @@ fn gather_squares_kernel<F: Float>(
             while i < len {
                 let value = row_major_element::<F>(&parts[t], i, contiguous);
                 flat[start + i] = value;
-                squares += value * value;
+                if squares {
+                    sum += value * value;
+                }
                 i += stride;
             }
         }
     }
-    let mut partial = SharedMemory::<F>::new(UNITS_PER_CUBE as usize);
-    let total = cube_sum::<F>(&mut partial, squares);
-    if UNIT_POS_X == 0 {
-        partials[first_partial + (CUBE_POS_Y * CUBE_COUNT_X + CUBE_POS_X) as usize] = total;
+    if squares {
+        let mut partial = SharedMemory::<F>::new(UNITS_PER_CUBE as usize);
+        let total = cube_sum::<F>(&mut partial, sum);
+        if UNIT_POS_X == 0 {
+            partials[first_partial + (CUBE_POS_Y * CUBE_COUNT_X + CUBE_POS_X) as usize] = total;
+        }
     }
 }
 
@@ -507,8 +488,8 @@ type GatherPart<R> = (CubeTensor<R>, usize, usize);
 
 /// `parts` (f32, at least one) laid end to end in one f32 buffer (over `reuse` where it has their
 /// length), by [`gather_kernel`]; with their `Σ x²` as a `[1]` tensor when `with_squares`, read as
-/// they are copied ([`gather_squares_kernel`]: each cube's sum, then those sums in one cube, in a
-/// fixed order, so that a step repeats to the bit).
+/// they are copied (each cube's sum, then those sums in one cube, [`sum_kernel`], in a fixed
+/// order, so that a step repeats to the bit).
 fn gather<R: CubeRuntime>(
     parts: Vec<CubeTensor<R>>,
     reuse: Option<CubeTensor<R>>,
@@ -536,51 +517,43 @@ fn gather<R: CubeRuntime>(
     let cubes = |chunk: &[GatherPart<R>]| {
         cubes_per_row(&chunk.iter().map(|(_, _, len)| *len).collect::<Vec<_>>()) * chunk.len()
     };
-    // One partial sum a cube (at least one slot: a buffer of no bytes cannot be bound).
-    let partials_len: usize = chunks.iter().map(|(chunk, _)| cubes(chunk)).sum();
-    let partials = with_squares.then(|| empty_f32(&flat, [partials_len.max(1)].into()));
+    // One partial sum a cube (without squares, one slot the kernel leaves alone: a buffer of no
+    // bytes cannot be bound, nor `flat` twice).
+    let partials_len: usize = if with_squares { chunks.iter().map(|(chunk, _)| cubes(chunk)).sum() } else { 0 };
+    let partials = empty_f32(&flat, [partials_len.max(1)].into());
     let mut first_partial = 0;
     for (chunk, is_contiguous) in chunks {
         let lens: Vec<usize> = chunk.iter().map(|(_, _, len)| *len).collect();
         let (cube_count, cube_dim) = grid(&lens);
-        let starts = || chunk.iter().map(|(_, start, _)| *start).collect();
+        let mut tensors = SequenceArg::new();
+        for (part, _, _) in chunk {
+            tensors.push(part.clone().into_tensor_arg());
+        }
         // SAFETY: the units of row `t` write `flat[starts[t] + i]` for `i` below part `t`'s
         // element count, within `total`, the buffer's length (the parts are laid end to end),
         // and read the part at `i` (contiguous) or at `Σ (row-major digit) · stride` over its own
-        // shape, within its elements; `flat` is uniquely held and contiguous. Cube `(x, y)`
-        // writes `partials[first_partial + y·cubes_x + x]`, below `partials_len`: each launch's
-        // slots follow the previous one's.
+        // shape, within its elements; `flat` is uniquely held and contiguous. With squares, cube
+        // `(x, y)` writes `partials[first_partial + y·cubes_x + x]`, below `partials_len`: each
+        // launch's slots follow the previous one's.
         unsafe {
-            match &partials {
-                None => gather_kernel::launch_unchecked::<R>(
-                    &client,
-                    cube_count,
-                    cube_dim,
-                    part_args(chunk),
-                    starts(),
-                    lens.into_iter().collect(),
-                    flat.clone().into_tensor_arg(),
-                    is_contiguous,
-                    DType::F32.into(),
-                ),
-                Some(partials) => gather_squares_kernel::launch_unchecked::<R>(
-                    &client,
-                    cube_count,
-                    cube_dim,
-                    part_args(chunk),
-                    starts(),
-                    lens.into_iter().collect(),
-                    flat.clone().into_tensor_arg(),
-                    partials.clone().into_tensor_arg(),
-                    first_partial,
-                    is_contiguous,
-                    DType::F32.into(),
-                ),
-            }
+            gather_kernel::launch_unchecked::<R>(
+                &client,
+                cube_count,
+                cube_dim,
+                tensors,
+                chunk.iter().map(|(_, start, _)| *start).collect(),
+                lens.into_iter().collect(),
+                flat.clone().into_tensor_arg(),
+                partials.clone().into_tensor_arg(),
+                first_partial,
+                is_contiguous,
+                with_squares,
+                DType::F32.into(),
+            );
         }
         first_partial += cubes(chunk);
     }
-    let squares = partials.map(|partials| {
+    let squares = with_squares.then(|| {
         let total = empty_f32(&flat, [1].into());
         // SAFETY: one cube reads `partials` below `partials_len`, its length or less, and writes
         // `total[0]`, new.
@@ -598,15 +571,6 @@ fn gather<R: CubeRuntime>(
         total
     });
     (flat, squares)
-}
-
-/// The parts of `chunk` as a kernel's sequence argument.
-fn part_args<R: CubeRuntime, E: CubePrimitive>(chunk: &[GatherPart<R>]) -> SequenceArg<R, Tensor<E>> {
-    let mut tensors = SequenceArg::new();
-    for (part, _, _) in chunk {
-        tensors.push(part.clone().into_tensor_arg());
-    }
-    tensors
 }
 
 /// The most cubes a part's row has; beyond them, each unit strides over several elements.

@@ -230,15 +230,15 @@ pub fn plan(
         if FrameCache::open(&dir, dataset).is_ok_and(|cache| cache.holds(format)) {
             return Ok(Plan { cache: AutoCache::Ready { dir }, removed });
         }
-        let bytes = decoded_bytes(dataset, format);
+        let needed = decoded_bytes(dataset, format);
         let mut kept = keep.to_vec();
         kept.push(dir.clone());
         // Removes nothing unless that makes room.
-        let (made_room, held) = store::make_room(entries.clone(), bytes, budget, &kept)?;
+        let (made_room, held) = store::make_room(entries.clone(), needed, budget, &kept)?;
         removed.extend(made_room);
-        if held + bytes <= budget {
-            let instead_of = (format != &preferred).then(|| decoded_bytes(dataset, &preferred));
-            return Ok(Plan { cache: AutoCache::Build { dir, bytes, format: *format, instead_of }, removed });
+        if held + needed <= budget {
+            let instead_of = (format != &preferred).then_some(bytes);
+            return Ok(Plan { cache: AutoCache::Build { dir, bytes: needed, format: *format, instead_of }, removed });
         }
     }
     let held = store::held_bytes(&entries);

@@ -772,8 +772,7 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
         device: &Self::Device,
     ) -> [FloatTensor<Self>; 2] {
         if parts.is_empty() || parts.iter().any(|p| p.dtype != DType::F32) {
-            let flat = portable::concat_flat::<Self>(parts, device);
-            return [flat.clone(), Self::sum_of_squares(flat)];
+            return crate::concat_flat_then_squares::<Self>(parts, reuse, device);
         }
         let (flat, squares) = gather(parts, reuse, true);
         [flat, squares.expect("asked for")]

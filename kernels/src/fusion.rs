@@ -214,11 +214,10 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         reuse: Option<FloatTensor<Self>>,
         device: &Self::Device,
     ) -> [FloatTensor<Self>; 2] {
-        drop(reuse);
         if parts.is_empty() || parts.iter().any(|p| p.dtype != DType::F32) {
-            let flat = crate::portable::concat_flat::<Self>(parts, device);
-            return [flat.clone(), Self::sum_of_squares(flat)];
+            return crate::concat_flat_then_squares::<Self>(parts, reuse, device);
         }
+        drop(reuse);
         let total = parts.iter().map(|p| p.shape.num_elements()).sum::<usize>();
         let outputs = vec![(Shape::from(vec![total]), DType::F32), (Shape::from(vec![1]), DType::F32)];
         let make = |desc| GatherOp::<B> { desc, with_squares: true, backend: PhantomData };

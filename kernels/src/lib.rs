@@ -376,8 +376,9 @@ fn adam_update_each<B: Kernels>(
 }
 
 /// [`Kernels::concat_flat`], then [`Kernels::sum_of_squares`] of the gathered buffer: two passes,
-/// where a backend has no single one (and Flex's fallback for parts it cannot read as slices).
-fn concat_flat_then_squares<B: Kernels>(
+/// where a backend has no single one (and the fallback of Flex and of the GPU backends for parts
+/// their passes cannot read).
+pub(crate) fn concat_flat_then_squares<B: Kernels>(
     parts: Vec<FloatTensor<B>>,
     reuse: Option<FloatTensor<B>>,
     device: &B::Device,

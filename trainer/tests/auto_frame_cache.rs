@@ -39,10 +39,9 @@ fn cache_files(caches: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-#[test]
-fn a_run_makes_its_frame_cache_the_next_reuses_it_and_a_small_budget_goes_without() {
-    let scratch = common::scratch("trainer-auto-frame-cache");
-    // Images in parquet, so that the builds with and without FFmpeg run this test alike.
+/// 3 episodes of 20 frames of one 96x96 camera in `scratch/dataset`: images in parquet, so that
+/// the builds with and without FFmpeg run these tests alike.
+fn images_dataset(scratch: &Path) -> PathBuf {
     let root = scratch.join("dataset");
     let synth = SynthConfig {
         episodes: 3,
@@ -52,6 +51,13 @@ fn a_run_makes_its_frame_cache_the_next_reuses_it_and_a_small_budget_goes_withou
         ..Default::default()
     };
     write_dataset(&root, &synth).unwrap();
+    root
+}
+
+#[test]
+fn a_run_makes_its_frame_cache_the_next_reuses_it_and_a_small_budget_goes_without() {
+    let scratch = common::scratch("trainer-auto-frame-cache");
+    let root = images_dataset(&scratch);
     let caches = scratch.join("caches");
 
     let (first, built) = train(&root, &caches, &scratch.join("first"), &[]);
@@ -90,15 +96,7 @@ fn a_run_makes_its_frame_cache_the_next_reuses_it_and_a_small_budget_goes_withou
 #[test]
 fn frames_too_large_to_cache_are_cached_resized_for_a_policy_that_resizes() {
     let scratch = common::scratch("trainer-auto-frame-cache-resized");
-    let root = scratch.join("dataset");
-    let synth = SynthConfig {
-        episodes: 3,
-        min_length: 20,
-        max_length: 20,
-        storage: CameraStorage::Images,
-        ..Default::default()
-    };
-    write_dataset(&root, &synth).unwrap();
+    let root = images_dataset(&scratch);
     let caches = scratch.join("caches");
     // 60 frames of 96x96: 1.66 MB as read, 0.42 MB at 48x48; the budget fits only the latter.
     let resized = ["--policy.resize_shape", "48x48", "--frame-cache-budget", "0.001"];

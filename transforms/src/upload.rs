@@ -5,6 +5,7 @@
 use burn::prelude::*;
 use burn::tensor::DType;
 use datasets::FrameShape;
+use datasets::video::bt601::{B_U, G_U, G_V, LUMA, R_V};
 
 /// Uploads channel-first uint8 frames, `[N, C, H, W]` (any leading dimensions flattened into
 /// `N`), with one host-to-device copy, and converts them to float in [0, 1] on the device
@@ -15,25 +16,12 @@ pub fn frames_to_float<B: Backend>(bytes: &[u8], shape: [usize; 4], device: &B::
     frames_to_int(bytes, shape, device).float().div_scalar(255.0)
 }
 
-/// BT.601's limited-range YUV → RGB, as FFmpeg's swscale converts these streams (it is told no
-/// other matrix): `R = ⌊k(Y − 16)⌋ + ⌊r_v(V − 128)⌋`, `G = ⌊k(Y − 16)⌋ + ⌊−g_u(U − 128)⌋ +
-/// ⌊−g_v(V − 128)⌋`, `B = ⌊k(Y − 16)⌋ + ⌊b_u(U − 128)⌋`, clamped to [0, 255], with `k = 255/219`:
-/// each term truncated, as swscale's fixed-point converter truncates it.
-const LUMA: f32 = 255.0 / 219.0;
-const R_V: f32 = 1.402 * 255.0 / 224.0;
-/// BT.601's `0.344136 · 255/224` is 0.3917620; swscale's converter takes `97 · g_u` to be just
-/// under 38 (where 0.3917620 gives 38.0007), so a value a hair under 38/97 stands in for it.
-/// Every other product is the same either way; `trainer/tests/training.rs` checks every input
-/// against swscale.
-const G_U: f32 = 0.391_75;
-const G_V: f32 = 0.714_136 * 255.0 / 224.0;
-const B_U: f32 = 1.772 * 255.0 / 224.0;
-
 /// Uploads YUV 4:2:0 frames, `n` of `height × width` (each `H·W` bytes of Y, then the
 /// `⌈H/2⌉·⌈W/2⌉` bytes of U and of V), with one host-to-device copy, and converts them on the
 /// device to RGB float in [0, 1], `[n, 3, H, W]`: each chroma sample stands for its 2×2 block
-/// (as swscale's unscaled converter takes it), BT.601 limited range with swscale's truncations,
-/// so that the frames are the decoder's RGB frames (LeRobot's) to the bit.
+/// (as swscale's unscaled converter takes it), BT.601 limited range with swscale's truncations
+/// ([`datasets::video::bt601`]), so that the frames are the decoder's RGB frames (LeRobot's) to
+/// the bit.
 pub fn yuv420_frames_to_float<B: Backend>(
     bytes: &[u8],
     n: usize,

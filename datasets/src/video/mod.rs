@@ -1,6 +1,7 @@
 //! MP4 camera streams: frame-exact decoding, a bounded decoder cache, and the writer used by the
 //! synthetic datasets.
 
+pub mod bt601;
 mod cache;
 mod codec;
 mod counters;

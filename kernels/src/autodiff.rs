@@ -1,4 +1,4 @@
-//! [`Kernels`] under autodiff: the convolution, GroupNorm, BatchNorm and max pooling each recorded as one
+//! [`Kernels`] under autodiff: the convolution, a channel bias, GroupNorm, BatchNorm, FiLM and max pooling each recorded as one
 //! operation of the graph, whose backward pass calls the inner backend's gradient kernels (burn's own
 //! `conv2d` would call burn's; a composed GroupNorm records some twenty operations). The
 //! optimiser's methods keep their defaults here: the trainer calls them on the inner backend.
@@ -54,6 +54,47 @@ impl<B: Kernels> Backward<B, 3> for GroupNorm {
         let x = checkpointer.retrieve_node_output::<FloatTensor<B>>(x);
         let affine = affine.map(|node| checkpointer.retrieve_node_output::<FloatTensor<B>>(node));
         let gradients = B::group_norm_backward(x, affine, stats, output_grad, groups, activation);
+        for (parent, gradient) in ops.parents.into_iter().zip(gradients) {
+            if let Some(node) = parent {
+                grads.register::<B>(node.id, gradient);
+            }
+        }
+    }
+}
+
+/// A bias added along the second dimension: the gradient passes to the input as it is, and is
+/// summed for the bias in one call.
+#[derive(Debug)]
+struct ChannelBias;
+
+impl<B: Kernels> Backward<B, 2> for ChannelBias {
+    type State = ();
+
+    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+        let output_grad = grads.consume::<B>(&ops.node);
+        let [node_y, node_bias] = ops.parents;
+        if let Some(node) = node_bias {
+            grads.register::<B>(node.id, B::channel_bias_grad(output_grad.clone()));
+        }
+        if let Some(node) = node_y {
+            grads.register::<B>(node.id, output_grad);
+        }
+    }
+}
+
+/// FiLM's node: the gradients of its input and embedding.
+#[derive(Debug)]
+struct Film;
+
+impl<B: Kernels> Backward<B, 2> for Film {
+    type State = (NodeId, NodeId);
+
+    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+        let output_grad = grads.consume::<B>(&ops.node);
+        let (x, embedding) = ops.state;
+        let x = checkpointer.retrieve_node_output::<FloatTensor<B>>(x);
+        let embedding = checkpointer.retrieve_node_output::<FloatTensor<B>>(embedding);
+        let gradients = B::film_backward(x, embedding, output_grad);
         for (parent, gradient) in ops.parents.into_iter().zip(gradients) {
             if let Some(node) = parent {
                 grads.register::<B>(node.id, gradient);
@@ -153,6 +194,30 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
             OpsKind::UnTracked(prep) => prep.finish(y),
         };
         Some((y, Self::from_inner(stats)))
+    }
+
+    fn add_channel_bias(y: FloatTensor<Self>, bias: FloatTensor<Self>) -> FloatTensor<Self> {
+        let sum = B::add_channel_bias(y.primitive, bias.primitive);
+        match ChannelBias.prepare::<C>([y.node, bias.node]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => prep.finish((), sum),
+            OpsKind::UnTracked(prep) => prep.finish(sum),
+        }
+    }
+
+    fn has_film_kernels() -> bool {
+        B::has_film_kernels()
+    }
+
+    fn film_forward(x: FloatTensor<Self>, embedding: FloatTensor<Self>) -> Option<FloatTensor<Self>> {
+        let y = B::film_forward(x.primitive.clone(), embedding.primitive.clone())?;
+        let y = match Film.prepare::<C>([x.node.clone(), embedding.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let state = (prep.checkpoint(&x), prep.checkpoint(&embedding));
+                prep.finish(state, y)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(y),
+        };
+        Some(y)
     }
 
     fn batch_norm_forward(

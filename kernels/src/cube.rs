@@ -462,6 +462,96 @@ fn group_norm_affine_grad_kernel<F: Float>(
     }
 }
 
+/// The units of the launch stride over FiLM's `x` `[B, C, T]` (contiguous, `total` elements):
+/// `y = embedding[b, c]·x + embedding[b, C + c]`, `embedding` `[B, 2C]`.
+#[cube(launch_unchecked)]
+fn film_kernel<F: Float>(
+    x: &Tensor<F>,
+    embedding: &Tensor<F>,
+    y: &mut Tensor<F>,
+    total: usize,
+    channels: usize,
+    positions: usize,
+    #[define(F)] _dtype: StorageType,
+) {
+    let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
+    let mut i = ABSOLUTE_POS_X as usize;
+    while i < total {
+        let row = i / positions;
+        let scale_at = row + (row / channels) * channels;
+        y[i] = embedding[scale_at] * x[i] + embedding[scale_at + channels];
+        i += stride;
+    }
+}
+
+/// The units of the launch stride over FiLM's rows (sample `b`, channel `c`; `rows` in all),
+/// each taking its `positions` in order: `dx = scale·dy`, and the row's `Σ dy·x` and `Σ dy` into
+/// `embedding_grad[b, c]` and `embedding_grad[b, C + c]`.
+#[cube(launch_unchecked)]
+#[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
+fn film_backward_kernel<F: Float>(
+    x: &Tensor<F>,
+    embedding: &Tensor<F>,
+    output_grad: &Tensor<F>,
+    input_grad: &mut Tensor<F>,
+    embedding_grad: &mut Tensor<F>,
+    rows: usize,
+    channels: usize,
+    positions: usize,
+    #[define(F)] _dtype: StorageType,
+) {
+    let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
+    let mut row = ABSOLUTE_POS_X as usize;
+    while row < rows {
+        let scale_at = row + (row / channels) * channels;
+        let scale = embedding[scale_at];
+        let mut sum_dy_x = F::new(0.0);
+        let mut sum_dy = F::new(0.0);
+        for t in 0..positions {
+            let at = row * positions + t;
+            let dy = output_grad[at];
+            input_grad[at] = dy * scale;
+            sum_dy_x += dy * x[at];
+            sum_dy += dy;
+        }
+        embedding_grad[scale_at] = sum_dy_x;
+        embedding_grad[scale_at + channels] = sum_dy;
+        row += stride;
+    }
+}
+
+/// Cube `c` sums channel `c` of `output_grad` `[N, C, S]` (contiguous) over the samples and
+/// positions, its units a stride each and then the cube's halves, into `bias_grad[c]`.
+#[cube(launch_unchecked)]
+fn channel_bias_grad_kernel<F: Float>(
+    output_grad: &Tensor<F>,
+    bias_grad: &mut Tensor<F>,
+    channels: usize,
+    positions: usize,
+    #[define(F)] _dtype: StorageType,
+) {
+    let channel = CUBE_POS_X as usize;
+    let count = output_grad.len() / channels;
+    let mut sum = F::new(0.0);
+    let mut i = UNIT_POS_X as usize;
+    while i < count {
+        let (sample, position) = (i / positions, i % positions);
+        sum += output_grad[(sample * channels + channel) * positions + position];
+        i += CUBE_DIM_X as usize;
+    }
+    let mut partial = SharedMemory::<F>::new(UNITS_PER_CUBE as usize);
+    let total = cube_sum::<F>(&mut partial, sum);
+    if UNIT_POS_X == 0 {
+        bias_grad[channel] = total;
+    }
+}
+
+/// Cubes for a launch whose units stride over `n` items: one unit each, up to the grid's
+/// 65,535 cubes along one axis.
+fn striding_cubes(n: usize) -> CubeCount {
+    CubeCount::new_1d(n.div_ceil(UNITS_PER_CUBE as usize).clamp(1, u16::MAX as usize) as u32)
+}
+
 /// A tensor whose buffer this call may write: the tensor itself when no other handle shares it
 /// and it is contiguous, else a contiguous copy.
 fn writable<R: CubeRuntime>(tensor: CubeTensor<R>) -> CubeTensor<R> {
@@ -749,6 +839,100 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
             );
         }
         [input_grad, gamma_grad, beta_grad]
+    }
+
+    fn channel_bias_grad(output_grad: FloatTensor<Self>) -> FloatTensor<Self> {
+        let shape = output_grad.shape();
+        let channels = if shape.num_dims() >= 2 { shape[1] } else { 0 };
+        let fits = output_grad.dtype == DType::F32 && channels > 0 && channels <= u16::MAX as usize;
+        if !fits || shape.num_elements() == 0 {
+            return portable::channel_bias_grad::<Self>(output_grad);
+        }
+        let output_grad = into_contiguous(output_grad);
+        let bias_grad = empty_f32(&output_grad, [channels].into());
+        let positions = shape.num_elements() / shape[0] / channels;
+        // SAFETY: cube `c < C` reads `output_grad` (contiguous, `N·C·S` elements) at
+        // `(n·C + c)·S + s` for `n < N`, `s < S`, and writes `bias_grad[c]`, new, of `C`.
+        unsafe {
+            channel_bias_grad_kernel::launch_unchecked::<R>(
+                &output_grad.client,
+                CubeCount::new_1d(channels as u32),
+                CubeDim::new_1d(UNITS_PER_CUBE),
+                output_grad.clone().into_tensor_arg(),
+                bias_grad.clone().into_tensor_arg(),
+                channels,
+                positions,
+                DType::F32.into(),
+            );
+        }
+        bias_grad
+    }
+
+    fn has_film_kernels() -> bool {
+        true
+    }
+
+    fn film_forward(x: FloatTensor<Self>, embedding: FloatTensor<Self>) -> Option<FloatTensor<Self>> {
+        let f32s = x.dtype == DType::F32 && embedding.dtype == DType::F32;
+        let [_, channels, positions] =
+            crate::film_shape(x.shape().as_slice(), embedding.shape().as_slice()).filter(|_| f32s)?;
+        let [x, embedding] = [x, embedding].map(into_contiguous);
+        let total = x.meta.num_elements();
+        let y = empty_f32(&x, x.shape());
+        // SAFETY: unit `i < total` reads `x` at `i` and `embedding` at `b·2C + c` and
+        // `b·2C + C + c` (`b < B`, `c < C`: within `[B, 2C]`, checked by `film_shape`), and writes
+        // `y` at `i`; all contiguous, `y` new, of `x`'s shape.
+        unsafe {
+            film_kernel::launch_unchecked::<R>(
+                &x.client,
+                striding_cubes(total),
+                CubeDim::new_1d(UNITS_PER_CUBE),
+                x.clone().into_tensor_arg(),
+                embedding.into_tensor_arg(),
+                y.clone().into_tensor_arg(),
+                total,
+                channels,
+                positions,
+                DType::F32.into(),
+            );
+        }
+        Some(y)
+    }
+
+    fn film_backward(
+        x: FloatTensor<Self>,
+        embedding: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+    ) -> [FloatTensor<Self>; 2] {
+        let f32s = [&x, &embedding, &output_grad].iter().all(|t| t.dtype == DType::F32);
+        let sizes = crate::film_shape(x.shape().as_slice(), embedding.shape().as_slice());
+        let Some([samples, channels, positions]) = sizes.filter(|_| f32s && output_grad.shape() == x.shape()) else {
+            return portable::film_backward::<Self>(x, embedding, output_grad);
+        };
+        let [x, embedding, output_grad] = [x, embedding, output_grad].map(into_contiguous);
+        let input_grad = empty_f32(&x, x.shape());
+        let embedding_grad = empty_f32(&x, embedding.shape());
+        let rows = samples * channels;
+        // SAFETY: unit `row < B·C` reads and writes its row's `T` elements of `x`,
+        // `output_grad` and `input_grad` (all `[B, C, T]`, contiguous; checked), and reads and
+        // writes `embedding` and `embedding_grad` (`[B, 2C]`) at `b·2C + c` and `b·2C + C + c`.
+        unsafe {
+            film_backward_kernel::launch_unchecked::<R>(
+                &x.client,
+                striding_cubes(rows),
+                CubeDim::new_1d(UNITS_PER_CUBE),
+                x.clone().into_tensor_arg(),
+                embedding.into_tensor_arg(),
+                output_grad.into_tensor_arg(),
+                input_grad.clone().into_tensor_arg(),
+                embedding_grad.clone().into_tensor_arg(),
+                rows,
+                channels,
+                positions,
+                DType::F32.into(),
+            );
+        }
+        [input_grad, embedding_grad]
     }
 
     fn sum_of_squares(x: FloatTensor<Self>) -> FloatTensor<Self> {

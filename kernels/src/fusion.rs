@@ -1,6 +1,7 @@
 //! [`Kernels`] under burn's fusion (`gpu-fusion`): the backend is `Fusion<B>` over cubecl's, which
 //! records operations and runs them later, fused where it can. The convolutions (cuDNN on cuda
-//! with the `cudnn` feature), GroupNorm with its activation, forward and backward, the gradients'
+//! with the `cudnn` feature), GroupNorm with its activation and FiLM, forward and backward, a
+//! channel bias's gradient, the gradients'
 //! gather and the optimiser update are registered as fusion's custom operations that run the
 //! inner backend's own methods (for cubecl's backends, `cube.rs`: one launch per GroupNorm, many
 //! parameters a launch), so fusion keeps joining the elementwise chains around them. The other methods keep their portable versions, whose elementwise chains fusion compiles
@@ -131,6 +132,52 @@ fn takes_group_norm<B: FusionBackend + Kernels>(tensors: &[&FloatTensor<Fusion<B
         && tensors.iter().all(|t| t.dtype == DType::F32)
         && crate::group_norm_shape(x.shape.as_slice(), gamma.shape.num_elements(), beta.shape.num_elements(), groups)
             .is_some()
+}
+
+/// FiLM as fusion's custom operation: forward, `[x, embedding]` in, `[y]` out; backward,
+/// `[x, embedding, dy]` in, `[dx, d_embedding]` out.
+#[derive(Debug, Clone)]
+struct FilmOp<B> {
+    desc: CustomOpIr,
+    backend: PhantomData<B>,
+}
+
+impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for FilmOp<B> {
+    fn execute(&self, handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>) {
+        let inputs: Vec<FloatTensor<B>> = self.desc.inputs.iter().map(|t| handles.get_float_tensor::<B>(t)).collect();
+        let outputs: Vec<FloatTensor<B>> = match <[_; 3]>::try_from(inputs) {
+            Ok([x, embedding, dy]) => B::film_backward(x, embedding, dy).into(),
+            Err(inputs) => {
+                let [x, embedding] = <[_; 2]>::try_from(inputs).unwrap_or_else(|_| unreachable!("two inputs"));
+                vec![B::film_forward(x, embedding).expect("the inner backend's kernel, checked when registered")]
+            }
+        };
+        for (ir, tensor) in self.desc.outputs.iter().zip(outputs) {
+            handles.register_float_tensor::<B>(&ir.id, tensor);
+        }
+    }
+}
+
+/// A channel bias's gradient as fusion's custom operation: `[dy]` in, `[db]` out.
+#[derive(Debug, Clone)]
+struct ChannelBiasGradOp<B> {
+    desc: CustomOpIr,
+    backend: PhantomData<B>,
+}
+
+impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for ChannelBiasGradOp<B> {
+    fn execute(&self, handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>) {
+        let output_grad = handles.get_float_tensor::<B>(&self.desc.inputs[0]);
+        handles.register_float_tensor::<B>(&self.desc.outputs[0].id, B::channel_bias_grad(output_grad));
+    }
+}
+
+/// Whether the inner backend's FiLM kernels take these tensors (`[x, embedding, ..]`): f32, of
+/// shapes [`crate::film_shape`] accepts.
+fn takes_film<B: FusionBackend + Kernels>(tensors: &[&FloatTensor<Fusion<B>>]) -> bool {
+    B::has_film_kernels()
+        && tensors.iter().all(|t| t.dtype == DType::F32)
+        && crate::film_shape(tensors[0].shape.as_slice(), tensors[1].shape.as_slice()).is_some()
 }
 
 /// The gradients' gather as fusion's custom operation: the parts in, the flat buffer out, and
@@ -314,6 +361,41 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
             |desc| GroupNormOp::<B> { desc, backward: true, groups, epsilon: 0.0, activation, backend: PhantomData };
         let inputs = vec![x, gamma, beta, stats, output_grad];
         register_custom::<B, _>("lerobot_rs_group_norm_backward", inputs, outputs, make).outputs()
+    }
+
+    fn channel_bias_grad(output_grad: FloatTensor<Self>) -> FloatTensor<Self> {
+        if output_grad.shape.num_dims() < 2 {
+            return crate::portable::channel_bias_grad::<Self>(output_grad);
+        }
+        let outputs = vec![(Shape::from(vec![output_grad.shape[1]]), output_grad.dtype)];
+        let make = |desc| ChannelBiasGradOp::<B> { desc, backend: PhantomData };
+        register_custom::<B, _>("lerobot_rs_channel_bias_grad", vec![output_grad], outputs, make).output()
+    }
+
+    fn has_film_kernels() -> bool {
+        B::has_film_kernels()
+    }
+
+    fn film_forward(x: FloatTensor<Self>, embedding: FloatTensor<Self>) -> Option<FloatTensor<Self>> {
+        if !takes_film::<B>(&[&x, &embedding]) {
+            return None;
+        }
+        let outputs = vec![(x.shape.clone(), DType::F32)];
+        let make = |desc| FilmOp::<B> { desc, backend: PhantomData };
+        Some(register_custom::<B, _>("lerobot_rs_film", vec![x, embedding], outputs, make).output())
+    }
+
+    fn film_backward(
+        x: FloatTensor<Self>,
+        embedding: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+    ) -> [FloatTensor<Self>; 2] {
+        if !(takes_film::<B>(&[&x, &embedding, &output_grad]) && output_grad.shape == x.shape) {
+            return crate::portable::film_backward::<Self>(x, embedding, output_grad);
+        }
+        let outputs = [&x, &embedding].map(|t| (t.shape.clone(), DType::F32)).to_vec();
+        let make = |desc| FilmOp::<B> { desc, backend: PhantomData };
+        register_custom::<B, _>("lerobot_rs_film_backward", vec![x, embedding, output_grad], outputs, make).outputs()
     }
 
     fn has_conv2d_products(dtype: DType) -> bool {

@@ -249,6 +249,20 @@ pub trait Kernels: Backend {
         <Self as ModuleOps<Self>>::conv2d_weight_backward(x, weight, output_grad, options)
     }
 
+    /// `y` `[N, C, ..]` plus `bias` `[C]` along its second dimension (a convolution's bias).
+    /// Under autodiff one operation of the graph, whose backward pass sums the bias's gradient
+    /// in one call ([`Kernels::channel_bias_grad`]) where burn's broadcast sums it a dimension
+    /// at a time.
+    fn add_channel_bias(y: FloatTensor<Self>, bias: FloatTensor<Self>) -> FloatTensor<Self> {
+        portable::add_channel_bias::<Self>(y, bias)
+    }
+
+    /// The gradient of [`Kernels::add_channel_bias`]'s bias: `output_grad` `[N, C, ..]` summed
+    /// over every dimension but the second, `[C]` (on burn's cubecl backends one launch).
+    fn channel_bias_grad(output_grad: FloatTensor<Self>) -> FloatTensor<Self> {
+        portable::channel_bias_grad::<Self>(output_grad)
+    }
+
     /// Max pooling of `x` `[N, C, H, W]` with a `kernel` window moved by `stride` over the input
     /// padded by `padding` (dilation 1, output size rounded down): the output and the index of
     /// each output's maximum in its input plane, as burn's `max_pool2d_with_indices`.
@@ -308,6 +322,32 @@ pub trait Kernels: Backend {
         activation: Activation,
     ) -> [FloatTensor<Self>; 3] {
         portable::group_norm_backward::<Self>(x, [gamma, beta], stats, output_grad, groups, activation)
+    }
+
+    /// Whether [`Kernels::film_forward`] and its backward pass are this backend's own kernels
+    /// for every f32 FiLM that [`film_shape`] accepts, known before they run (fusion registers
+    /// them as its custom operations ahead of their execution).
+    fn has_film_kernels() -> bool {
+        false
+    }
+
+    /// FiLM's scale and shift of `x` `[B, C, T]` (f32) by `embedding` `[B, 2C]`, each sample's
+    /// scales then its shifts (`y = embedding[.., c]·x + embedding[.., C + c]`), in one launch
+    /// where the backend has a kernel for it; `None` where it has none (the caller composes
+    /// burn's operations: [`portable::film`]).
+    fn film_forward(x: FloatTensor<Self>, embedding: FloatTensor<Self>) -> Option<FloatTensor<Self>> {
+        let _ = (x, embedding);
+        None
+    }
+
+    /// The gradients of [`Kernels::film_forward`] with respect to `x` and `embedding`, given the
+    /// output's.
+    fn film_backward(
+        x: FloatTensor<Self>,
+        embedding: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+    ) -> [FloatTensor<Self>; 2] {
+        portable::film_backward::<Self>(x, embedding, output_grad)
     }
 
     /// BatchNorm in training mode of `x` `[N, C, S]` (f32), normalised by the batch's
@@ -388,6 +428,27 @@ pub(crate) fn concat_flat_then_squares<B: Kernels>(
     [flat, squares]
 }
 
+/// `[B, C, T]` of a FiLM the GPU kernels take: `x` of three dimensions, nothing empty, and
+/// `embedding` `[B, 2C]`.
+pub fn film_shape(x: &[usize], embedding: &[usize]) -> Option<[usize; 3]> {
+    match (x, embedding) {
+        (&[b, c, t], &[eb, ec]) if b * c * t > 0 && eb == b && ec == 2 * c => Some([b, c, t]),
+        _ => None,
+    }
+}
+
+/// FiLM's scale and shift of `x` `[B, C, T]` by `embedding` `[B, 2C]` (each sample's scales,
+/// then its shifts), in the backend's kernel and, under autodiff, its backward kernel
+/// ([`Kernels::film_forward`], [`Kernels::film_backward`]): one launch each way where burn's
+/// operations take about four forward and nine backward. Elsewhere burn's operations
+/// ([`portable::film`]).
+pub fn film<B: Kernels>(x: Tensor<B, 3>, embedding: Tensor<B, 2>) -> Tensor<B, 3> {
+    match B::film_forward(x.clone().into_primitive().tensor(), embedding.clone().into_primitive().tensor()) {
+        Some(y) => Tensor::from_primitive(TensorPrimitive::Float(y)),
+        None => portable::film(x, embedding),
+    }
+}
+
 /// GroupNorm of `x` `[N, C, S]` (f32) in `groups` groups, scaled by `gamma` and shifted by
 /// `beta` (`[C]`), as PyTorch computes it (`(x − μ) / √(σ² + ε) · γ + β`, biased variance),
 /// then `activation`, in the backend's fused pass and, under autodiff, its fused backward pass
@@ -442,12 +503,16 @@ pub fn conv2d<B: Kernels>(
     let y = B::conv2d_no_bias(x.into_primitive().tensor(), weight.into_primitive().tensor(), options);
     let y = Tensor::from_primitive(TensorPrimitive::Float(y));
     match bias {
-        Some(bias) => {
-            let [outputs] = bias.dims();
-            y + bias.reshape([1, outputs, 1, 1])
-        }
+        Some(bias) => add_channel_bias(y, bias),
         None => y,
     }
+}
+
+/// `y` `[N, C, ..]` plus `bias` `[C]` along its second dimension, its bias's gradient summed in
+/// one call ([`Kernels::add_channel_bias`]).
+pub fn add_channel_bias<B: Kernels, const D: usize>(y: Tensor<B, D>, bias: Tensor<B, 1>) -> Tensor<B, D> {
+    let y = B::add_channel_bias(y.into_primitive().tensor(), bias.into_primitive().tensor());
+    Tensor::from_primitive(TensorPrimitive::Float(y))
 }
 
 /// Max pooling of `x` `[N, C, H, W]` with a `kernel` window moved by `stride` over the input

@@ -250,3 +250,48 @@ pub fn batch_norm_backward<B: Backend>(
     let dx = centered * (inv_std * gamma.reshape([1, c, 1]));
     [dx.into_primitive().tensor(), primitive(dgamma.reshape([c])), primitive(dbeta.reshape([c]))]
 }
+
+/// FiLM's scale and shift of `x` `[B, C, T]` by `embedding` `[B, 2C]` (each sample's scales,
+/// then its shifts): `y = embedding[.., c]·x + embedding[.., C + c]`, as burn's operations.
+pub fn film<B: Backend>(x: Tensor<B, 3>, embedding: Tensor<B, 2>) -> Tensor<B, 3> {
+    let [b, c, _] = x.dims();
+    let scale = embedding.clone().slice(s![.., 0..c]).reshape([b, c, 1]);
+    let shift = embedding.slice(s![.., c..2 * c]).reshape([b, c, 1]);
+    scale * x + shift
+}
+
+/// The gradients of [`film`] with respect to `x` and `embedding`, given the output's:
+/// `dx = scale·dy`, and for each sample and channel `Σ_t dy·x` (the scale's) and `Σ_t dy` (the
+/// shift's).
+pub fn film_backward<B: Backend>(
+    x: FloatTensor<B>,
+    embedding: FloatTensor<B>,
+    output_grad: FloatTensor<B>,
+) -> [FloatTensor<B>; 2] {
+    let x = Tensor::<B, 3>::from_primitive(TensorPrimitive::Float(x));
+    let embedding = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(embedding));
+    let dy = Tensor::<B, 3>::from_primitive(TensorPrimitive::Float(output_grad));
+    let [b, c, _] = x.dims();
+    let scale = embedding.slice(s![.., 0..c]).reshape([b, c, 1]);
+    let dx = dy.clone() * scale;
+    let d_scale = (dy.clone() * x).sum_dim(2).reshape([b, c]);
+    let d_shift = dy.sum_dim(2).reshape([b, c]);
+    [dx.into_primitive().tensor(), Tensor::cat(vec![d_scale, d_shift], 1).into_primitive().tensor()]
+}
+
+/// [`crate::Kernels::add_channel_bias`]: `bias` reshaped to `[1, C, 1, ..]` and added, as burn
+/// broadcasts it.
+pub fn add_channel_bias<B: Backend>(y: FloatTensor<B>, bias: FloatTensor<B>) -> FloatTensor<B> {
+    let shape = y.shape();
+    let mut bias_shape = vec![1; shape.num_dims()];
+    bias_shape[1] = shape[1];
+    B::float_add(y, B::float_reshape(bias, bias_shape.into()))
+}
+
+/// [`crate::Kernels::channel_bias_grad`]: `output_grad` summed over each dimension but the
+/// second, one after the other (as burn's broadcast sums a bias's gradient), then `[C]`.
+pub fn channel_bias_grad<B: Backend>(output_grad: FloatTensor<B>) -> FloatTensor<B> {
+    let shape = output_grad.shape();
+    let summed = (0..shape.num_dims()).filter(|&dim| dim != 1).fold(output_grad, B::float_sum_dim);
+    B::float_reshape(summed, [shape[1]].into())
+}

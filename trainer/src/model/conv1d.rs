@@ -122,7 +122,7 @@ impl<B: Kernels> GemmConv1d<B> {
         let options = ConvOptions::new([1, self.stride], [0, self.padding], [1, 1], 1);
         let y = kernels::conv2d(x.reshape([batch, channels, 1, length]), weight, None, options);
         let [_, _, _, out_length] = y.dims();
-        y.reshape([batch, out, out_length]) + self.bias.val().reshape([1, out, 1])
+        kernels::add_channel_bias(y.reshape([batch, out, out_length]), self.bias.val())
     }
 }
 

@@ -83,18 +83,15 @@ impl<B: Kernels> ResidualBlock<B> {
         }
     }
 
-    fn forward(&self, x: Tensor<B, 3>, cond: Tensor<B, 2>) -> Tensor<B, 3> {
+    /// `x` `[B, in, T]` and `activated_cond` `[B, cond_dim]`, the condition after the Mish that
+    /// begins LeRobot's `cond_encoder`: the same for every block, so [`Unet::forward`] computes it
+    /// once (one activation and its gradient, where each of the twelve blocks had its own).
+    fn forward(&self, x: Tensor<B, 3>, activated_cond: Tensor<B, 2>) -> Tensor<B, 3> {
         let out = self.conv1.forward(x.clone());
-        let [b, _] = cond.dims();
-        let embed = self.cond_encoder.forward(mish(cond));
-        let out = if self.film_scale {
-            let c = self.out_channels;
-            let scale = embed.clone().slice(s![.., 0..c]).reshape([b, c, 1]);
-            let bias = embed.slice(s![.., c..2 * c]).reshape([b, c, 1]);
-            scale * out + bias
-        } else {
-            out + embed.reshape([b, self.out_channels, 1])
-        };
+        let [b, _] = activated_cond.dims();
+        let embed = self.cond_encoder.forward(activated_cond);
+        let out =
+            if self.film_scale { kernels::film(out, embed) } else { out + embed.reshape([b, self.out_channels, 1]) };
         let out = self.conv2.forward(out);
         let residual = match &self.residual_conv {
             Some(conv) => conv.forward(x),
@@ -212,7 +209,7 @@ impl<B: Kernels> ConditionalUnet1d<B> {
         let global_cond = global_cond.cast(dtype);
         let embed = sinusoidal_embedding(timesteps, self.step_embed_dim).cast(dtype);
         let embed = self.step_linear2.forward(mish(self.step_linear1.forward(embed)));
-        let cond = Tensor::cat(vec![embed, global_cond], 1);
+        let cond = mish(Tensor::cat(vec![embed, global_cond], 1));
         let mut skips = Vec::with_capacity(self.down.len());
         let mut x = x;
         for stage in &self.down {

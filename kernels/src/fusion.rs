@@ -38,8 +38,8 @@ struct ConvOp<B> {
 }
 
 impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for ConvOp<B> {
-    fn execute(&self, handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>) {
-        let inputs: Vec<FloatTensor<B>> = self.desc.inputs.iter().map(|t| handles.get_float_tensor::<B>(t)).collect();
+    fn execute(&self, handles: &mut Handles<B>) {
+        let inputs = inputs_of::<B>(&self.desc, handles);
         let options = self.options.clone();
         let output = match (self.pass, <[_; 3]>::try_from(inputs)) {
             (Pass::InputGrad, Ok([x, w, dy])) => B::conv2d_input_grad(x, w, dy, options),
@@ -50,7 +50,26 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for ConvOp<B> {
             }
             _ => unreachable!("each pass is registered with its own inputs"),
         };
-        handles.register_float_tensor::<B>(&self.desc.outputs[0].id, output);
+        register_outputs::<B>(&self.desc, handles, vec![output]);
+    }
+}
+
+/// The handles fusion gives a custom operation to read its inputs from and write its outputs to.
+type Handles<B> = HandleContainer<<<B as FusionBackend>::FusionRuntime as FusionRuntime>::FusionHandle>;
+
+/// The inner backend's tensors of `desc`'s inputs, in order.
+fn inputs_of<B: FusionBackend>(desc: &CustomOpIr, handles: &mut Handles<B>) -> Vec<FloatTensor<B>> {
+    desc.inputs.iter().map(|t| handles.get_float_tensor::<B>(t)).collect()
+}
+
+/// Registers `outputs` as `desc`'s outputs, in order.
+fn register_outputs<B: FusionBackend>(
+    desc: &CustomOpIr,
+    handles: &mut Handles<B>,
+    outputs: impl IntoIterator<Item = FloatTensor<B>>,
+) {
+    for (ir, tensor) in desc.outputs.iter().zip(outputs) {
+        handles.register_float_tensor::<B>(&ir.id, tensor);
     }
 }
 
@@ -103,8 +122,8 @@ struct GroupNormOp<B> {
 }
 
 impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for GroupNormOp<B> {
-    fn execute(&self, handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>) {
-        let inputs: Vec<FloatTensor<B>> = self.desc.inputs.iter().map(|t| handles.get_float_tensor::<B>(t)).collect();
+    fn execute(&self, handles: &mut Handles<B>) {
+        let inputs = inputs_of::<B>(&self.desc, handles);
         let (groups, activation) = (self.groups, self.activation);
         let outputs: Vec<FloatTensor<B>> = match <[_; 5]>::try_from(inputs) {
             Ok([x, gamma, beta, stats, dy]) if self.backward => {
@@ -118,9 +137,7 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for GroupNormOp<B> 
             }
             _ => unreachable!("each pass is registered with its own inputs"),
         };
-        for (ir, tensor) in self.desc.outputs.iter().zip(outputs) {
-            handles.register_float_tensor::<B>(&ir.id, tensor);
-        }
+        register_outputs::<B>(&self.desc, handles, outputs);
     }
 }
 
@@ -143,8 +160,8 @@ struct FilmOp<B> {
 }
 
 impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for FilmOp<B> {
-    fn execute(&self, handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>) {
-        let inputs: Vec<FloatTensor<B>> = self.desc.inputs.iter().map(|t| handles.get_float_tensor::<B>(t)).collect();
+    fn execute(&self, handles: &mut Handles<B>) {
+        let inputs = inputs_of::<B>(&self.desc, handles);
         let outputs: Vec<FloatTensor<B>> = match <[_; 3]>::try_from(inputs) {
             Ok([x, embedding, dy]) => B::film_backward(x, embedding, dy).into(),
             Err(inputs) => {
@@ -152,9 +169,7 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for FilmOp<B> {
                 vec![B::film_forward(x, embedding).expect("the inner backend's kernel, checked when registered")]
             }
         };
-        for (ir, tensor) in self.desc.outputs.iter().zip(outputs) {
-            handles.register_float_tensor::<B>(&ir.id, tensor);
-        }
+        register_outputs::<B>(&self.desc, handles, outputs);
     }
 }
 
@@ -166,9 +181,10 @@ struct ChannelBiasGradOp<B> {
 }
 
 impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for ChannelBiasGradOp<B> {
-    fn execute(&self, handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>) {
-        let output_grad = handles.get_float_tensor::<B>(&self.desc.inputs[0]);
-        handles.register_float_tensor::<B>(&self.desc.outputs[0].id, B::channel_bias_grad(output_grad));
+    fn execute(&self, handles: &mut Handles<B>) {
+        let [output_grad] =
+            <[_; 1]>::try_from(inputs_of::<B>(&self.desc, handles)).unwrap_or_else(|_| unreachable!("one input"));
+        register_outputs::<B>(&self.desc, handles, vec![B::channel_bias_grad(output_grad)]);
     }
 }
 
@@ -190,17 +206,15 @@ struct GatherOp<B> {
 }
 
 impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for GatherOp<B> {
-    fn execute(&self, handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>) {
-        let parts: Vec<FloatTensor<B>> = self.desc.inputs.iter().map(|t| handles.get_float_tensor::<B>(t)).collect();
+    fn execute(&self, handles: &mut Handles<B>) {
+        let parts = inputs_of::<B>(&self.desc, handles);
         let device = B::float_device(&parts[0]);
         let outputs: Vec<FloatTensor<B>> = if self.with_squares {
             B::concat_flat_with_squares(parts, None, &device).into()
         } else {
             vec![B::concat_flat(parts, None, &device)]
         };
-        for (ir, tensor) in self.desc.outputs.iter().zip(outputs) {
-            handles.register_float_tensor::<B>(&ir.id, tensor);
-        }
+        register_outputs::<B>(&self.desc, handles, outputs);
     }
 }
 
@@ -216,10 +230,9 @@ struct AdamOp<B> {
 }
 
 impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for AdamOp<B> {
-    fn execute(&self, handles: &mut HandleContainer<<B::FusionRuntime as FusionRuntime>::FusionHandle>) {
+    fn execute(&self, handles: &mut Handles<B>) {
         let count = self.offsets.len();
-        let mut inputs: Vec<FloatTensor<B>> =
-            self.desc.inputs.iter().map(|t| handles.get_float_tensor::<B>(t)).collect();
+        let mut inputs = inputs_of::<B>(&self.desc, handles);
         let scale = inputs.pop().expect("the scale is the last input");
         let mut rest = inputs.split_off(count).into_iter();
         let weights = inputs;
@@ -228,9 +241,7 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for AdamOp<B> {
         let mut flat = FlatBuffers::<B> { grads, moment_1, moment_2, average: rest.next() };
         let updated = B::adam_update_all(weights, &self.offsets, &mut flat, &scale, &self.step);
         let outputs = updated.into_iter().chain([flat.moment_1, flat.moment_2]).chain(flat.average);
-        for (ir, tensor) in self.desc.outputs.iter().zip(outputs) {
-            handles.register_float_tensor::<B>(&ir.id, tensor);
-        }
+        register_outputs::<B>(&self.desc, handles, outputs);
     }
 }
 

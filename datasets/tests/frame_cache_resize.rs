@@ -3,10 +3,11 @@
 //! LeRobot decoded from the `pusht_mini` fixture
 //! (`tests/fixtures/torchvision/make_resize_fixture.py`). The cache stores uint8, so the best
 //! it can hold is torchvision's value rounded to the nearest of the 256 levels; the resize is
-//! computed by the `image` crate (a triangle filter widened when shrinking, as torchvision's
-//! antialiasing), whose own rounding puts a few pixels one level off. The test requires every
-//! pixel within one level of torchvision's rounded value and at most 1% of them one level off
-//! (measured: 0.17% at 48x64, 0.02% at 120x160).
+//! torchvision's antialiased resampling computed in `f32` on the CPU
+//! (`datasets/src/frame_cache/resize.rs`), whose own roundings put a few values a level off
+//! where torchvision's lands near a half. The test requires every value within one level of
+//! torchvision's rounded value and at most 0.2% of them one level off (measured: 0.07% at 48x64,
+//! 0.008% at 120x160; with the `image` crate's triangle filter before, 0.17% and 0.02%).
 
 use std::path::Path;
 
@@ -68,6 +69,6 @@ fn resized_frames_are_torchvisions_resize_rounded_to_uint8() {
         }
         eprintln!("{height}x{width}: {differing} of {total} values one level off torchvision's");
         assert_eq!(total, indices.len() * plane);
-        assert!(differing * 100 <= total, "{height}x{width}: {differing} of {total} values off by one");
+        assert!(differing * 500 <= total, "{height}x{width}: {differing} of {total} values off by one");
     }
 }

@@ -25,6 +25,7 @@ use crate::meta::features::{Feature, FrameEncoding, FrameShape, MAX_FEATURE_VALU
 use crate::meta::info::INFO_PATH;
 
 pub mod locks;
+mod resize;
 pub mod store;
 mod write;
 

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 
 use super::locks::{FolderLock, LockMode, WRITER_LOCK};
+use super::resize::resize_chw;
 use super::{CacheHeader, CacheRecord, FORMAT_VERSION, FrameCache, HEADER_LEN, RECORD, cache_file, cache_fingerprint};
 use crate::dataset::{Dataset, check_video_shape};
 use crate::error::{Error, Result};
@@ -257,26 +258,4 @@ impl Drop for RemoveOnDrop {
             let _ = std::fs::remove_file(path);
         }
     }
-}
-
-/// Resizes one CHW frame with a triangle (bilinear, area-averaging when shrinking) filter.
-fn resize_chw(frame: &[u8], from: FrameShape, to: FrameShape) -> Vec<u8> {
-    let plane = from.height * from.width;
-    let mut hwc = vec![0u8; frame.len()];
-    for i in 0..plane {
-        for c in 0..from.channels {
-            hwc[i * from.channels + c] = frame[c * plane + i];
-        }
-    }
-    let image = image::RgbImage::from_raw(from.width as u32, from.height as u32, hwc).expect("sizes match");
-    let small =
-        image::imageops::resize(&image, to.width as u32, to.height as u32, image::imageops::FilterType::Triangle);
-    let out_plane = to.height * to.width;
-    let mut chw = vec![0u8; to.len()];
-    for (i, px) in small.pixels().enumerate() {
-        for c in 0..3 {
-            chw[c * out_plane + i] = px.0[c];
-        }
-    }
-    chw
 }

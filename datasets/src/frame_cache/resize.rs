@@ -7,6 +7,7 @@
 use crate::meta::features::FrameShape;
 
 /// One output position along an axis: the inputs it reads, from `start`, and their weights.
+#[derive(Clone)]
 struct Taps {
     start: usize,
     weights: Vec<f32>,
@@ -30,38 +31,64 @@ fn taps(input: usize, output: usize) -> Vec<Taps> {
         .collect()
 }
 
-/// Resizes one channel-first frame of `from`'s shape to `to`'s (the same channels).
-pub(crate) fn resize_chw(frame: &[u8], from: FrameShape, to: FrameShape) -> Vec<u8> {
-    let (columns, rows) = (taps(from.width, to.width), taps(from.height, to.height));
-    let mut out = Vec::with_capacity(to.len());
-    // Levels as torchvision's input, `x / 255`, and one row of them.
-    let levels: [f32; 256] = std::array::from_fn(|x| x as f32 / 255.0);
-    let mut line = vec![0f32; from.width];
-    // The channel resized along its width: `from.height × to.width`.
-    let mut wide = vec![0f32; from.height * to.width];
-    for plane in frame.chunks_exact(from.height * from.width) {
-        for (bytes, out_line) in plane.chunks_exact(from.width).zip(wide.chunks_exact_mut(to.width)) {
-            for (value, &x) in line.iter_mut().zip(bytes) {
-                *value = levels[usize::from(x)];
-            }
-            for (value, tap) in out_line.iter_mut().zip(&columns) {
-                let inputs = &line[tap.start..tap.start + tap.weights.len()];
-                *value = inputs.iter().zip(&tap.weights).map(|(&x, &w)| x * w).sum();
-            }
-        }
-        let mut sums = vec![0f32; to.width];
-        for tap in &rows {
-            sums.fill(0.0);
-            for (k, &w) in tap.weights.iter().enumerate() {
-                let input = &wide[(tap.start + k) * to.width..(tap.start + k + 1) * to.width];
-                for (sum, &x) in sums.iter_mut().zip(input) {
-                    *sum += x * w;
-                }
-            }
-            out.extend(sums.iter().map(|v| (v * 255.0).round().clamp(0.0, 255.0) as u8));
+/// Resizes channel-first frames of one shape to another (the same channels): the taps of both
+/// axes computed once, and the buffers of one frame's passes kept for the next. A thread needs
+/// its own (clone one per thread).
+#[derive(Clone)]
+pub(crate) struct Resampler {
+    from: FrameShape,
+    to: FrameShape,
+    columns: Vec<Taps>,
+    rows: Vec<Taps>,
+    /// Levels as torchvision's input, `x / 255`.
+    levels: [f32; 256],
+    /// One input row as levels.
+    line: Vec<f32>,
+    /// A channel resized along its width: `from.height × to.width`.
+    wide: Vec<f32>,
+    /// One output row before rounding.
+    sums: Vec<f32>,
+}
+
+impl Resampler {
+    pub(crate) fn new(from: FrameShape, to: FrameShape) -> Self {
+        Self {
+            from,
+            to,
+            columns: taps(from.width, to.width),
+            rows: taps(from.height, to.height),
+            levels: std::array::from_fn(|x| x as f32 / 255.0),
+            line: vec![0.0; from.width],
+            wide: vec![0.0; from.height * to.width],
+            sums: vec![0.0; to.width],
         }
     }
-    out
+
+    /// Appends `frame`, of `from`'s shape, resized to `to`'s, to `out`.
+    pub(crate) fn resize(&mut self, frame: &[u8], out: &mut Vec<u8>) {
+        let Self { from, to, columns, rows, levels, line, wide, sums } = self;
+        for plane in frame.chunks_exact(from.height * from.width) {
+            for (bytes, out_line) in plane.chunks_exact(from.width).zip(wide.chunks_exact_mut(to.width)) {
+                for (value, &x) in line.iter_mut().zip(bytes) {
+                    *value = levels[usize::from(x)];
+                }
+                for (value, tap) in out_line.iter_mut().zip(columns.iter()) {
+                    let inputs = &line[tap.start..tap.start + tap.weights.len()];
+                    *value = inputs.iter().zip(&tap.weights).map(|(&x, &w)| x * w).sum();
+                }
+            }
+            for tap in rows.iter() {
+                sums.fill(0.0);
+                for (k, &w) in tap.weights.iter().enumerate() {
+                    let input = &wide[(tap.start + k) * to.width..(tap.start + k + 1) * to.width];
+                    for (sum, &x) in sums.iter_mut().zip(input) {
+                        *sum += x * w;
+                    }
+                }
+                out.extend(sums.iter().map(|v| (v * 255.0).round().clamp(0.0, 255.0) as u8));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -87,9 +114,12 @@ mod tests {
     fn a_uniform_frame_stays_uniform_and_a_ramp_stays_in_order() {
         let from = FrameShape { channels: 3, height: 6, width: 10 };
         let to = FrameShape { channels: 3, height: 3, width: 4 };
-        assert!(resize_chw(&[77; 180], from, to).iter().all(|&v| v == 77));
+        let mut resampler = Resampler::new(from, to);
+        let (mut uniform, mut small) = (Vec::new(), Vec::new());
+        resampler.resize(&[77; 180], &mut uniform);
+        assert!(uniform.len() == to.len() && uniform.iter().all(|&v| v == 77));
         let ramp: Vec<u8> = (0..180).map(|i| (i % 10 * 20) as u8).collect();
-        let small = resize_chw(&ramp, from, to);
+        resampler.resize(&ramp, &mut small);
         assert!(small[..4].windows(2).all(|w| w[0] < w[1]), "{small:?}");
     }
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 
 use super::locks::{FolderLock, LockMode, WRITER_LOCK};
-use super::resize::resize_chw;
+use super::resize::Resampler;
 use super::{CacheHeader, CacheRecord, FORMAT_VERSION, FrameCache, HEADER_LEN, RECORD, cache_file, cache_fingerprint};
 use crate::dataset::{Dataset, check_video_shape};
 use crate::error::{Error, Result};
@@ -138,9 +138,10 @@ pub fn write_frame_cache(
         let total = HEADER_LEN as u64 + dataset.len() as u64 * header.frame_len() as u64;
         reserve(&file, &tmp, total)?;
         let camera = dataset.info().video_keys().iter().position(|k| *k == key);
+        let resampler = (shape != source).then(|| Resampler::new(source, shape));
         dataset.episodes().par_iter().try_for_each_init(
-            || (DecoderCache::default(), Vec::new(), Vec::new()),
-            |(decoders, pixels, resized), episode| -> Result<()> {
+            || (DecoderCache::default(), Vec::new(), Vec::new(), resampler.clone()),
+            |(decoders, pixels, resized, resampler), episode| -> Result<()> {
                 pixels.resize(episode.len() * source.encoded_len(encoding), 0);
                 match camera {
                     Some(c) => {
@@ -175,14 +176,15 @@ pub fn write_frame_cache(
                         }
                     }
                 }
-                let out: &[u8] = if shape == source {
-                    pixels
-                } else {
-                    resized.clear();
-                    for frame in pixels.chunks_exact(source.len()) {
-                        resized.extend_from_slice(&resize_chw(frame, source, shape));
+                let out: &[u8] = match resampler {
+                    None => pixels,
+                    Some(resampler) => {
+                        resized.clear();
+                        for frame in pixels.chunks_exact(source.len()) {
+                            resampler.resize(frame, resized);
+                        }
+                        resized
                     }
-                    resized
                 };
                 let offset = HEADER_LEN as u64 + episode.frames.start as u64 * header.frame_len() as u64;
                 file.write_all_at(out, offset).map_err(|e| Error::io(&tmp, e))?;

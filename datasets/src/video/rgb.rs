@@ -203,7 +203,7 @@ mod tests {
     fn yuv420_frames_are_converted_as_swscale_converts_them_for_every_value() {
         // Luma running through every value, under chroma samples holding every (U, V) pair:
         // each term of the conversion meets all its inputs. Widths that are a multiple of 8
-        // (swscale's vector converter), even, and odd; a height of 2 rows; random content.
+        // (swscale's vector converter), even, and odd; and a frame of two rows.
         for (h, w) in [(512, 512), (512, 508), (512, 509), (2, 6)] {
             let shape = FrameShape { channels: 3, height: h, width: w };
             let [_, (ch, cw), _] = shape.yuv420_planes();

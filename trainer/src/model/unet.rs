@@ -84,7 +84,7 @@ impl<B: Kernels> ResidualBlock<B> {
     }
 
     /// `x` `[B, in, T]` and `activated_cond` `[B, cond_dim]`, the condition after the Mish that
-    /// begins LeRobot's `cond_encoder`: the same for every block, so [`Unet::forward`] computes it
+    /// begins LeRobot's `cond_encoder`: the same for every block, so [`ConditionalUnet1d::forward`] computes it
     /// once (one activation and its gradient, where each of the twelve blocks had its own).
     fn forward(&self, x: Tensor<B, 3>, activated_cond: Tensor<B, 2>) -> Tensor<B, 3> {
         let out = self.conv1.forward(x.clone());

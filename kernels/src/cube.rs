@@ -3,7 +3,9 @@
 //! - the optimiser pass: the gradients gathered into the flat buffer and the fused update, each
 //!   a kernel that takes many parameters per launch (up to [`MAX_PARTS_PER_LAUNCH`], as the
 //!   device's bindings allow), where the portable versions are a launch per parameter for the
-//!   gather and some twenty of burn's operations per parameter for the update;
+//!   gather and some twenty of burn's operations per parameter for the update; in mixed
+//!   precision the gather casts the half-precision gradients up as it copies them, and the
+//!   update writes the new weights' half-precision copies beside them;
 //! - GroupNorm with the activation after it: one launch forward (a cube per group: mean, then
 //!   variance, then the output), two backward (the input's gradient, a cube per group; the
 //!   scale's and shift's, a unit per channel), where burn's operations take about ten launches
@@ -25,14 +27,14 @@
 use std::ops::Range;
 
 use burn::tensor::ops::{ConvOptions, FloatTensor, ModuleOps};
-use burn::tensor::{DType, Shape, TensorMetadata};
+use burn::tensor::{DType, FloatDType, Shape, TensorMetadata};
 use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
 use cubecl::CubeDim;
 use cubecl::prelude::*;
 
-use crate::{Activation, AdamStep, FlatBuffers, Kernels, LibraryConv, portable};
+use crate::{Activation, AdamStep, FlatBuffers, Kernels, LibraryConv, UpdatedWeights, portable};
 
 /// The most parameters one launch takes: the kernel is unrolled over them, and each is a
 /// binding or two.
@@ -54,12 +56,14 @@ struct AdamScalars {
 /// The units of cube row `t` stride over parameter `t`'s elements `i`: `updated[t][i]` from its
 /// weight and the flat buffers' element `j = starts[t] + i`, in [`AdamStep`]'s (torch's) order of
 /// operations, the decay added only where there is one (as the CPU's pass and the portable
-/// operations do); the moments and, when `has_average`, the average are updated in place.
+/// operations do); the moments and, when `has_average`, the average are updated in place. With
+/// `has_copies`, `copies[t][i]` is the new weight cast to `H`, as burn's cast kernel casts it.
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
-fn adam_kernel<F: Float>(
+fn adam_kernel<F: Float, H: Float>(
     weights: &Sequence<Tensor<F>>,
     updated: &mut Sequence<Tensor<F>>,
+    copies: &mut Sequence<Tensor<H>>,
     starts: Sequence<usize>,
     lens: Sequence<usize>,
     grads: &Tensor<F>,
@@ -70,7 +74,8 @@ fn adam_kernel<F: Float>(
     scalars: &AdamScalars,
     #[comptime] has_weight_decay: bool,
     #[comptime] has_average: bool,
-    #[define(F)] _dtype: StorageType,
+    #[comptime] has_copies: bool,
+    #[define(F, H)] _dtypes: [StorageType; 2],
 ) {
     let count = comptime!(weights.len());
     let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
@@ -95,6 +100,10 @@ fn adam_kernel<F: Float>(
                 moment_2[j] = v;
                 let out = updated.index_mut(t);
                 out[i] = w;
+                if has_copies {
+                    let copy = copies.index_mut(t);
+                    copy[i] = H::cast_from(w);
+                }
                 if has_average {
                     let ema = F::cast_from(scalars.ema_weight);
                     if ema >= F::new(1.0) {
@@ -129,13 +138,13 @@ fn row_major_element<F: Float>(part: &Tensor<F>, i: usize, #[comptime] contiguou
 }
 
 /// The units of cube row `t` stride over part `t`'s elements in row-major order: `flat[starts[t]
-/// + i]` is its element `i` ([`row_major_element`]). With `squares`, each cube also sums the
+/// + i]` is its element `i` ([`row_major_element`]), cast from the parts' `P` to `F`. With `squares`, each cube also sums the
 /// squares of the elements it copied: cube `(x, y)` writes its sum to `partials[first_partial +
 /// y·CUBE_COUNT_X + x]` (without, `partials` is not touched).
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
-fn gather_kernel<F: Float>(
-    parts: &Sequence<Tensor<F>>,
+fn gather_kernel<P: Float, F: Float>(
+    parts: &Sequence<Tensor<P>>,
     starts: Sequence<usize>,
     lens: Sequence<usize>,
     flat: &mut Tensor<F>,
@@ -143,7 +152,7 @@ fn gather_kernel<F: Float>(
     first_partial: usize,
     #[comptime] contiguous: bool,
     #[comptime] squares: bool,
-    #[define(F)] _dtype: StorageType,
+    #[define(P, F)] _dtypes: [StorageType; 2],
 ) {
     let count = comptime!(parts.len());
     let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
@@ -154,7 +163,7 @@ fn gather_kernel<F: Float>(
             let (start, len) = (starts[t], lens[t]);
             let mut i = ABSOLUTE_POS_X as usize;
             while i < len {
-                let value = row_major_element::<F>(&parts[t], i, contiguous);
+                let value = F::cast_from(row_major_element::<P>(&parts[t], i, contiguous));
                 flat[start + i] = value;
                 if squares {
                     sum += value * value;
@@ -560,8 +569,13 @@ fn writable<R: CubeRuntime>(tensor: CubeTensor<R>) -> CubeTensor<R> {
 
 /// A new contiguous f32 tensor of `shape`, its values unset.
 fn empty_f32<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape) -> CubeTensor<R> {
-    let bytes = shape.num_elements() * size_of::<f32>();
-    CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), shape, like.client.empty(bytes), DType::F32)
+    empty_like(like, shape, DType::F32)
+}
+
+/// A new contiguous tensor of `shape` and `dtype` on `like`'s device, its values unset.
+fn empty_like<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dtype: DType) -> CubeTensor<R> {
+    let bytes = shape.num_elements() * dtype.size();
+    CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), shape, like.client.empty(bytes), dtype)
 }
 
 /// The parameters of each launch: consecutive runs of at most [`MAX_PARTS_PER_LAUNCH`], fewer
@@ -576,7 +590,16 @@ fn launches<R: CubeRuntime>(client: &ComputeClient<R>, parts: usize, bindings_pe
 /// A part to gather: the tensor, where it starts in the flat buffer, its element count.
 type GatherPart<R> = (CubeTensor<R>, usize, usize);
 
-/// `parts` (f32, at least one) laid end to end in one f32 buffer (over `reuse` where it has their
+/// What the parts one gather launch reads share: their dtype, and whether they are contiguous.
+type GatherKind = (DType, bool);
+
+/// Whether [`gather`] reads `part`: f32, or f16 or bf16 (the gradients of a half-precision
+/// forward's weights, cast up as they are copied).
+fn gathers<R: CubeRuntime>(part: &CubeTensor<R>) -> bool {
+    matches!(part.dtype, DType::F32 | DType::F16 | DType::BF16)
+}
+
+/// `parts` (at least one, each [`gathers`]) laid end to end in one f32 buffer (over `reuse` where it has their
 /// length), by [`gather_kernel`]; with their `Σ x²` as a `[1]` tensor when `with_squares`, read as
 /// they are copied (each cube's sum, then those sums in one cube, [`sum_kernel`], in a fixed
 /// order, so that a step repeats to the bit).
@@ -596,12 +619,21 @@ fn gather<R: CubeRuntime>(
     // contiguous ones (most gradients) are copied straight, in launches of their own.
     let parts: Vec<GatherPart<R>> =
         parts.into_iter().zip(starts).zip(lens).filter(|(_, n)| *n > 0).map(|((p, s), n)| (p, s, n)).collect();
-    let (contiguous, strided): (Vec<_>, Vec<_>) = parts.into_iter().partition(|(p, _, _)| p.is_contiguous());
+    // A launch reads parts of one dtype (f32, or a half-precision forward's gradients), all
+    // contiguous or all not.
+    let mut groups: Vec<(GatherKind, Vec<GatherPart<R>>)> = Vec::new();
+    for part in parts {
+        let kind = (part.0.dtype, part.0.is_contiguous());
+        match groups.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, group)) => group.push(part),
+            None => groups.push((kind, vec![part])),
+        }
+    }
     let client = flat.client.clone();
-    let chunks: Vec<(&[GatherPart<R>], bool)> = [(&contiguous, true), (&strided, false)]
-        .into_iter()
-        .flat_map(|(group, is_contiguous)| {
-            launches(&client, group.len(), 1).into_iter().map(move |range| (&group[range], is_contiguous))
+    let chunks: Vec<(&[GatherPart<R>], DType, bool)> = groups
+        .iter()
+        .flat_map(|((dtype, is_contiguous), group)| {
+            launches(&client, group.len(), 1).into_iter().map(move |range| (&group[range], *dtype, *is_contiguous))
         })
         .collect();
     let cubes = |chunk: &[GatherPart<R>]| {
@@ -609,10 +641,10 @@ fn gather<R: CubeRuntime>(
     };
     // One partial sum a cube (without squares, one slot the kernel leaves alone: a buffer of no
     // bytes cannot be bound, nor `flat` twice).
-    let partials_len: usize = if with_squares { chunks.iter().map(|(chunk, _)| cubes(chunk)).sum() } else { 0 };
+    let partials_len: usize = if with_squares { chunks.iter().map(|(chunk, _, _)| cubes(chunk)).sum() } else { 0 };
     let partials = empty_f32(&flat, [partials_len.max(1)].into());
     let mut first_partial = 0;
-    for (chunk, is_contiguous) in chunks {
+    for (chunk, dtype, is_contiguous) in chunks {
         let lens: Vec<usize> = chunk.iter().map(|(_, _, len)| *len).collect();
         let (cube_count, cube_dim) = grid(&lens);
         let mut tensors = SequenceArg::new();
@@ -638,7 +670,7 @@ fn gather<R: CubeRuntime>(
                 first_partial,
                 is_contiguous,
                 with_squares,
-                DType::F32.into(),
+                [dtype.into(), DType::F32.into()],
             );
         }
         first_partial += cubes(chunk);
@@ -944,7 +976,7 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
         reuse: Option<FloatTensor<Self>>,
         device: &Self::Device,
     ) -> FloatTensor<Self> {
-        if parts.is_empty() || parts.iter().any(|p| p.dtype != DType::F32) {
+        if parts.is_empty() || !parts.iter().all(gathers) {
             return portable::concat_flat::<Self>(parts, device);
         }
         gather(parts, reuse, false).0
@@ -955,7 +987,7 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
         reuse: Option<FloatTensor<Self>>,
         device: &Self::Device,
     ) -> [FloatTensor<Self>; 2] {
-        if parts.is_empty() || parts.iter().any(|p| p.dtype != DType::F32) {
+        if parts.is_empty() || !parts.iter().all(gathers) {
             return crate::concat_flat_then_squares::<Self>(parts, reuse, device);
         }
         let (flat, squares) = gather(parts, reuse, true);
@@ -1006,98 +1038,165 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
         scale: &FloatTensor<Self>,
         step: &AdamStep,
     ) -> Vec<FloatTensor<Self>> {
-        assert_eq!(weights.len(), offsets.len(), "one offset per parameter");
-        // The kernel reads and writes without bounds checks: every flat buffer must hold each
-        // parameter's range, in f32, and the scale its one value; anything else takes the
-        // portable operations (and their errors), one parameter at a time.
-        let ends: Vec<usize> = weights.iter().zip(offsets).map(|(w, &offset)| offset + w.meta.num_elements()).collect();
-        let end = ends.iter().copied().max().unwrap_or(0);
-        let holds_ranges = |t: &CubeTensor<R>| t.dtype == DType::F32 && t.meta.num_elements() >= end;
-        // Each unit writes its element's moments: the ranges must come in order, apart.
-        let apart = (1..offsets.len()).all(|k| ends[k - 1] <= offsets[k]);
-        let fits = apart
-            && weights.iter().all(|w| w.dtype == DType::F32 && w.meta.num_elements() > 0)
-            && scale.dtype == DType::F32
-            && scale.meta.num_elements() >= 1
-            && [&flat.grads, &flat.moment_1, &flat.moment_2].into_iter().chain(flat.average.as_ref()).all(holds_ranges);
-        if weights.is_empty() || !fits {
-            return weights
-                .into_iter()
-                .zip(offsets)
-                .map(|(w, &offset)| portable::adam_update::<Self>(w, flat, offset, scale, step))
-                .collect();
+        if !kernel_updates(&weights, offsets, flat, scale, None) {
+            return portable_update_each(weights, offsets, flat, scale, step);
         }
-        let take = |buffer: &mut CubeTensor<R>| {
-            let empty = empty_f32(buffer, [0].into());
-            writable(std::mem::replace(buffer, empty))
-        };
-        let moment_1 = take(&mut flat.moment_1);
-        let moment_2 = take(&mut flat.moment_2);
-        let has_average = flat.average.is_some() && step.ema_weight.is_some();
-        let average = match &mut flat.average {
-            Some(average) if has_average => take(average),
-            // Not read: any f32 buffer stands in.
-            _ => moment_2.clone(),
-        };
-        let grads = into_contiguous(flat.grads.clone());
-        let scale = into_contiguous(scale.clone());
-        let weights: Vec<CubeTensor<R>> = weights.into_iter().map(into_contiguous).collect();
-        let updated: Vec<CubeTensor<R>> = weights.iter().map(|w| empty_f32(w, w.shape())).collect();
-        let client = grads.client.clone();
-        let c = step.constants();
-        for range in launches(&client, weights.len(), 2) {
-            let starts = &offsets[range.clone()];
-            let lens: Vec<usize> = weights[range.clone()].iter().map(|w| w.meta.num_elements()).collect();
-            let (cube_count, cube_dim) = grid(&lens);
-            let scalars = AdamScalarsLaunch::new(
-                c.weight_decay,
-                c.one_minus_beta_1,
-                c.beta_2,
-                c.one_minus_beta_2,
-                c.bias_correction_2_sqrt,
-                c.epsilon,
-                c.step_size,
-                step.ema_weight.unwrap_or(0.0),
-            );
-            let tensors = |list: &[CubeTensor<R>]| {
-                let mut sequence = SequenceArg::new();
-                for tensor in &list[range.clone()] {
-                    sequence.push(tensor.clone().into_tensor_arg());
-                }
-                sequence
-            };
-            // SAFETY: the units of row `t` read and write parameter `t` below `lens[t]`, its
-            // element count (`weights` and `updated` are contiguous), and the flat buffers below
-            // `end`, which each holds (checked above), `scale` at 0; `moment_2` standing in for
-            // a missing average is never read; the buffers written are uniquely held
-            // ([`writable`], `updated` new) and contiguous, and no two units write one element
-            // (the ranges are apart, checked above).
-            unsafe {
-                adam_kernel::launch_unchecked::<R>(
-                    &client,
-                    cube_count,
-                    cube_dim,
-                    tensors(&weights),
-                    tensors(&updated),
-                    starts.iter().copied().collect(),
-                    lens.into_iter().collect(),
-                    grads.clone().into_tensor_arg(),
-                    moment_1.clone().into_tensor_arg(),
-                    moment_2.clone().into_tensor_arg(),
-                    average.clone().into_tensor_arg(),
-                    scale.clone().into_tensor_arg(),
-                    scalars,
-                    c.weight_decay != 0.0,
-                    has_average,
-                    DType::F32.into(),
-                );
-            }
-        }
-        flat.moment_1 = moment_1;
-        flat.moment_2 = moment_2;
-        if has_average {
-            flat.average = Some(average);
-        }
-        updated
+        update_all(weights, offsets, flat, scale, step, None).weights
     }
+
+    fn adam_update_all_with_copies(
+        weights: Vec<FloatTensor<Self>>,
+        offsets: &[usize],
+        flat: &mut FlatBuffers<Self>,
+        scale: &FloatTensor<Self>,
+        step: &AdamStep,
+        copy: FloatDType,
+    ) -> UpdatedWeights<Self> {
+        let copy = DType::from(copy);
+        if !kernel_updates(&weights, offsets, flat, scale, Some(copy)) {
+            let weights = portable_update_each(weights, offsets, flat, scale, step);
+            let copies = weights.iter().map(|w| burn_cubecl::kernel::cast(w.clone(), copy)).collect();
+            return UpdatedWeights { weights, copies };
+        }
+        update_all(weights, offsets, flat, scale, step, Some(copy))
+    }
+}
+
+/// [`portable::adam_update`] on each parameter in turn.
+fn portable_update_each<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement>(
+    weights: Vec<CubeTensor<R>>,
+    offsets: &[usize],
+    flat: &mut FlatBuffers<CubeBackend<R, F, I, BT>>,
+    scale: &CubeTensor<R>,
+    step: &AdamStep,
+) -> Vec<CubeTensor<R>> {
+    weights
+        .into_iter()
+        .zip(offsets)
+        .map(|(w, &offset)| portable::adam_update::<CubeBackend<R, F, I, BT>>(w, flat, offset, scale, step))
+        .collect()
+}
+
+/// Whether [`adam_kernel`] takes these tensors, and copies in `copy`. It reads and writes
+/// without bounds checks: every flat buffer must hold each parameter's range, in f32, and the
+/// scale its one value; anything else takes the portable operations (and their errors), one
+/// parameter at a time.
+fn kernel_updates<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement>(
+    weights: &[CubeTensor<R>],
+    offsets: &[usize],
+    flat: &FlatBuffers<CubeBackend<R, F, I, BT>>,
+    scale: &CubeTensor<R>,
+    copy: Option<DType>,
+) -> bool {
+    assert_eq!(weights.len(), offsets.len(), "one offset per parameter");
+    let ends: Vec<usize> = weights.iter().zip(offsets).map(|(w, &offset)| offset + w.meta.num_elements()).collect();
+    let end = ends.iter().copied().max().unwrap_or(0);
+    let holds_ranges = |t: &CubeTensor<R>| t.dtype == DType::F32 && t.meta.num_elements() >= end;
+    // Each unit writes its element's moments: the ranges must come in order, apart.
+    let apart = (1..offsets.len()).all(|k| ends[k - 1] <= offsets[k]);
+    let fits = apart
+        && weights.iter().all(|w| w.dtype == DType::F32 && w.meta.num_elements() > 0)
+        && scale.dtype == DType::F32
+        && scale.meta.num_elements() >= 1
+        && [&flat.grads, &flat.moment_1, &flat.moment_2].into_iter().chain(flat.average.as_ref()).all(holds_ranges);
+    let copies_fit = copy.is_none_or(|dtype| matches!(dtype, DType::F16 | DType::BF16));
+    !weights.is_empty() && fits && copies_fit
+}
+
+/// The update of every parameter by [`adam_kernel`] (which takes them: [`kernel_updates`]), in
+/// as few launches as the device's bindings allow, with the new weights' copies in `copy` when
+/// one is asked for.
+fn update_all<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement>(
+    weights: Vec<CubeTensor<R>>,
+    offsets: &[usize],
+    flat: &mut FlatBuffers<CubeBackend<R, F, I, BT>>,
+    scale: &CubeTensor<R>,
+    step: &AdamStep,
+    copy: Option<DType>,
+) -> UpdatedWeights<CubeBackend<R, F, I, BT>> {
+    let take = |buffer: &mut CubeTensor<R>| {
+        let empty = empty_f32(buffer, [0].into());
+        writable(std::mem::replace(buffer, empty))
+    };
+    let moment_1 = take(&mut flat.moment_1);
+    let moment_2 = take(&mut flat.moment_2);
+    let has_average = flat.average.is_some() && step.ema_weight.is_some();
+    let average = match &mut flat.average {
+        Some(average) if has_average => take(average),
+        // Not read: any f32 buffer stands in.
+        _ => moment_2.clone(),
+    };
+    let grads = into_contiguous(flat.grads.clone());
+    let scale = into_contiguous(scale.clone());
+    let weights: Vec<CubeTensor<R>> = weights.into_iter().map(into_contiguous).collect();
+    let updated: Vec<CubeTensor<R>> = weights.iter().map(|w| empty_f32(w, w.shape())).collect();
+    let copy_dtype = copy.unwrap_or(DType::F32);
+    let copies: Vec<CubeTensor<R>> = match copy {
+        Some(dtype) => weights.iter().map(|w| empty_like(w, w.shape(), dtype)).collect(),
+        None => Vec::new(),
+    };
+    let client = grads.client.clone();
+    let c = step.constants();
+    let bindings_per_part = if copy.is_some() { 3 } else { 2 };
+    for range in launches(&client, weights.len(), bindings_per_part) {
+        let starts = &offsets[range.clone()];
+        let lens: Vec<usize> = weights[range.clone()].iter().map(|w| w.meta.num_elements()).collect();
+        let (cube_count, cube_dim) = grid(&lens);
+        let scalars = AdamScalarsLaunch::new(
+            c.weight_decay,
+            c.one_minus_beta_1,
+            c.beta_2,
+            c.one_minus_beta_2,
+            c.bias_correction_2_sqrt,
+            c.epsilon,
+            c.step_size,
+            step.ema_weight.unwrap_or(0.0),
+        );
+        let tensors = |list: &[CubeTensor<R>]| {
+            let mut sequence = SequenceArg::new();
+            for tensor in &list[range.clone()] {
+                sequence.push(tensor.clone().into_tensor_arg());
+            }
+            sequence
+        };
+        // Of another element type than `tensors`' (empty without copies).
+        let mut copies_sequence = SequenceArg::new();
+        for tensor in copies.get(range.clone()).unwrap_or_default() {
+            copies_sequence.push(tensor.clone().into_tensor_arg());
+        }
+        // SAFETY: the units of row `t` read and write parameter `t` below `lens[t]`, its
+        // element count (`weights`, `updated` and, with copies, `copies` are contiguous, of the
+        // same shapes), and the flat buffers below `end`, which each holds (checked above),
+        // `scale` at 0; `moment_2` standing in for a missing average is never read; the buffers
+        // written are uniquely held ([`writable`], `updated` and `copies` new) and contiguous,
+        // and no two units write one element (the ranges are apart, checked above).
+        unsafe {
+            adam_kernel::launch_unchecked::<R>(
+                &client,
+                cube_count,
+                cube_dim,
+                tensors(&weights),
+                tensors(&updated),
+                copies_sequence,
+                starts.iter().copied().collect(),
+                lens.into_iter().collect(),
+                grads.clone().into_tensor_arg(),
+                moment_1.clone().into_tensor_arg(),
+                moment_2.clone().into_tensor_arg(),
+                average.clone().into_tensor_arg(),
+                scale.clone().into_tensor_arg(),
+                scalars,
+                c.weight_decay != 0.0,
+                has_average,
+                copy.is_some(),
+                [DType::F32.into(), copy_dtype.into()],
+            );
+        }
+    }
+    flat.moment_1 = moment_1;
+    flat.moment_2 = moment_2;
+    if has_average {
+        flat.average = Some(average);
+    }
+    UpdatedWeights { weights: updated, copies }
 }

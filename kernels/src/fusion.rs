@@ -10,14 +10,14 @@
 use std::marker::PhantomData;
 
 use burn::prelude::*;
-use burn::tensor::DType;
 use burn::tensor::Shape;
 use burn::tensor::ops::{ConvOptions, FloatTensor, FloatTensorOps, conv::calculate_conv_output_sizes};
+use burn::tensor::{DType, FloatDType};
 use burn_fusion::stream::{Operation, OperationStreams};
 use burn_fusion::{Fusion, FusionBackend, FusionRuntime};
 use burn_ir::{CustomOpIr, HandleContainer, OperationIr, OperationOutput, TensorIr};
 
-use crate::{Activation, AdamStep, FlatBuffers, Kernels};
+use crate::{Activation, AdamStep, FlatBuffers, Kernels, UpdatedWeights};
 
 /// Which of the convolution's passes a custom operation runs.
 #[derive(Debug, Clone, Copy)]
@@ -220,12 +220,13 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for GatherOp<B> {
 
 /// The fused update as fusion's custom operation: in, the weights, the gradients, the two
 /// moments, the average where one is kept, and the scale; out, the new weights, moments and
-/// average.
+/// average, then the new weights' copies in `copy` where one is asked for.
 #[derive(Debug, Clone)]
 struct AdamOp<B> {
     desc: CustomOpIr,
     offsets: Vec<usize>,
     step: AdamStep,
+    copy: Option<FloatDType>,
     backend: PhantomData<B>,
 }
 
@@ -239,8 +240,14 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for AdamOp<B> {
         let (grads, moment_1, moment_2) =
             (rest.next().expect("grads"), rest.next().expect("moment 1"), rest.next().expect("moment 2"));
         let mut flat = FlatBuffers::<B> { grads, moment_1, moment_2, average: rest.next() };
-        let updated = B::adam_update_all(weights, &self.offsets, &mut flat, &scale, &self.step);
-        let outputs = updated.into_iter().chain([flat.moment_1, flat.moment_2]).chain(flat.average);
+        let UpdatedWeights { weights, copies } = match self.copy {
+            Some(copy) => B::adam_update_all_with_copies(weights, &self.offsets, &mut flat, &scale, &self.step, copy),
+            None => {
+                let weights = B::adam_update_all(weights, &self.offsets, &mut flat, &scale, &self.step);
+                UpdatedWeights { weights, copies: Vec::new() }
+            }
+        };
+        let outputs = weights.into_iter().chain([flat.moment_1, flat.moment_2]).chain(flat.average).chain(copies);
         register_outputs::<B>(&self.desc, handles, outputs);
     }
 }
@@ -258,7 +265,7 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
     ) -> FloatTensor<Self> {
         // Fusion's allocator keeps freed buffers: a new flat buffer costs no page faults here.
         drop(reuse);
-        if parts.is_empty() || parts.iter().any(|p| p.dtype != DType::F32) {
+        if parts.is_empty() || !parts.iter().all(|p| gathered(p.dtype)) {
             return crate::portable::concat_flat::<Self>(parts, device);
         }
         let total = parts.iter().map(|p| p.shape.num_elements()).sum::<usize>();
@@ -272,7 +279,7 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         reuse: Option<FloatTensor<Self>>,
         device: &Self::Device,
     ) -> [FloatTensor<Self>; 2] {
-        if parts.is_empty() || parts.iter().any(|p| p.dtype != DType::F32) {
+        if parts.is_empty() || !parts.iter().all(|p| gathered(p.dtype)) {
             return crate::concat_flat_then_squares::<Self>(parts, reuse, device);
         }
         drop(reuse);
@@ -290,38 +297,18 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         scale: &FloatTensor<Self>,
         step: &AdamStep,
     ) -> Vec<FloatTensor<Self>> {
-        assert_eq!(weights.len(), offsets.len(), "one offset per parameter");
-        if weights.is_empty() {
-            return weights;
-        }
-        let has_average = flat.average.is_some();
-        let like = |t: &FloatTensor<Self>| (t.shape.clone(), t.dtype);
-        let mut outputs: Vec<(Shape, DType)> = weights.iter().map(like).collect();
-        outputs.extend([like(&flat.moment_1), like(&flat.moment_2)]);
-        outputs.extend(flat.average.as_ref().map(like));
-        // The moments and the average leave `flat` for the operation (held once, the inner
-        // update writes them in place) and come back as its outputs.
-        let device = Self::float_device(scale);
-        let take = |buffer: &mut FloatTensor<Self>| {
-            let empty = Tensor::<Self, 1>::empty([0], &device).into_primitive().tensor();
-            std::mem::replace(buffer, empty)
-        };
-        let mut inputs = weights;
-        inputs.push(flat.grads.clone());
-        inputs.push(take(&mut flat.moment_1));
-        inputs.push(take(&mut flat.moment_2));
-        if let Some(average) = flat.average.as_mut() {
-            inputs.push(take(average));
-        }
-        inputs.push(scale.clone());
-        let make = |desc| AdamOp::<B> { desc, offsets: offsets.to_vec(), step: *step, backend: PhantomData };
-        let mut results = register_custom::<B, _>("lerobot_rs_adam", inputs, outputs, make);
-        if has_average {
-            flat.average = results.pop();
-        }
-        flat.moment_2 = results.pop().expect("moment 2 out");
-        flat.moment_1 = results.pop().expect("moment 1 out");
-        results
+        register_adam::<B>(weights, offsets, flat, scale, step, None).weights
+    }
+
+    fn adam_update_all_with_copies(
+        weights: Vec<FloatTensor<Self>>,
+        offsets: &[usize],
+        flat: &mut FlatBuffers<Self>,
+        scale: &FloatTensor<Self>,
+        step: &AdamStep,
+        copy: FloatDType,
+    ) -> UpdatedWeights<Self> {
+        register_adam::<B>(weights, offsets, flat, scale, step, Some(copy))
     }
 
     fn has_group_norm_kernels() -> bool {
@@ -446,4 +433,58 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         let (shape, dtype) = (weight.shape.clone(), weight.dtype);
         register::<B>(Pass::WeightGrad, vec![x, weight, output_grad], options, shape, dtype)
     }
+}
+
+/// [`AdamOp`] registered for the update of `weights` (and their copies in `copy`, where asked).
+fn register_adam<B: FusionBackend + Kernels>(
+    weights: Vec<FloatTensor<Fusion<B>>>,
+    offsets: &[usize],
+    flat: &mut FlatBuffers<Fusion<B>>,
+    scale: &FloatTensor<Fusion<B>>,
+    step: &AdamStep,
+    copy: Option<FloatDType>,
+) -> UpdatedWeights<Fusion<B>> {
+    assert_eq!(weights.len(), offsets.len(), "one offset per parameter");
+    if weights.is_empty() {
+        return UpdatedWeights { weights, copies: Vec::new() };
+    }
+    let count = weights.len();
+    let has_average = flat.average.is_some();
+    let like = |t: &FloatTensor<Fusion<B>>| (t.shape.clone(), t.dtype);
+    let mut outputs: Vec<(Shape, DType)> = weights.iter().map(like).collect();
+    outputs.extend([like(&flat.moment_1), like(&flat.moment_2)]);
+    outputs.extend(flat.average.as_ref().map(like));
+    if let Some(copy) = copy {
+        outputs.extend(weights.iter().map(|w| (w.shape.clone(), DType::from(copy))));
+    }
+    // The moments and the average leave `flat` for the operation (held once, the inner
+    // update writes them in place) and come back as its outputs.
+    let device = Fusion::<B>::float_device(scale);
+    let take = |buffer: &mut FloatTensor<Fusion<B>>| {
+        let empty = Tensor::<Fusion<B>, 1>::empty([0], &device).into_primitive().tensor();
+        std::mem::replace(buffer, empty)
+    };
+    let mut inputs = weights;
+    inputs.push(flat.grads.clone());
+    inputs.push(take(&mut flat.moment_1));
+    inputs.push(take(&mut flat.moment_2));
+    if let Some(average) = flat.average.as_mut() {
+        inputs.push(take(average));
+    }
+    inputs.push(scale.clone());
+    let make = |desc| AdamOp::<B> { desc, offsets: offsets.to_vec(), step: *step, copy, backend: PhantomData };
+    let mut results = register_custom::<B, _>("lerobot_rs_adam", inputs, outputs, make);
+    let copies = results.split_off(count + 2 + usize::from(has_average));
+    if has_average {
+        flat.average = results.pop();
+    }
+    flat.moment_2 = results.pop().expect("moment 2 out");
+    flat.moment_1 = results.pop().expect("moment 1 out");
+    UpdatedWeights { weights: results, copies }
+}
+
+/// Whether the inner backend's gather takes parts of `dtype`: f32, or the half-precision
+/// gradients of a mixed-precision forward's weights.
+fn gathered(dtype: DType) -> bool {
+    matches!(dtype, DType::F32 | DType::F16 | DType::BF16)
 }

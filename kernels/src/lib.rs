@@ -13,7 +13,9 @@
 //! The optimiser's state is flat: one contiguous buffer per quantity (gradients, Adam's two
 //! moments, the weights' moving average) in which each trainable parameter owns a range
 //! ([`FlatBuffers`]). The weights stay in the model's own tensors; one call updates them all
-//! and their ranges of the flat buffers ([`Kernels::adam_update_all`]).
+//! and their ranges of the flat buffers ([`Kernels::adam_update_all`]); in mixed precision the
+//! same pass writes the half-precision copies the next forward reads
+//! ([`Kernels::adam_update_all_with_copies`]).
 //!
 //! ```
 //! use burn::backend::Flex;
@@ -60,7 +62,7 @@ pub use library_conv::LibraryConv;
 
 use burn::prelude::*;
 use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndices, ModuleOps};
-use burn::tensor::{DType, TensorPrimitive};
+use burn::tensor::{DType, FloatDType, TensorPrimitive};
 
 /// One fused optimiser update's numbers, for every parameter of the step: torch's `Adam` with
 /// L2 weight decay (`weight_decay`), as LeRobot trains with it, after clipping.
@@ -89,6 +91,16 @@ pub struct AdamStep {
     pub time: i32,
     /// `1 − decay` of the moving average, when one is kept.
     pub ema_weight: Option<f32>,
+}
+
+/// What [`Kernels::adam_update_all_with_copies`] returns: the new f32 weights and their
+/// half-precision copies, each in the order the weights came in.
+#[derive(Debug)]
+pub struct UpdatedWeights<B: Backend> {
+    /// The new weights, f32.
+    pub weights: Vec<FloatTensor<B>>,
+    /// The new weights in the half precision asked for.
+    pub copies: Vec<FloatTensor<B>>,
 }
 
 /// The f32 constants of one [`AdamStep`], derived in f64 as torch derives them.
@@ -212,6 +224,22 @@ pub trait Kernels: Backend {
         step: &AdamStep,
     ) -> Vec<FloatTensor<Self>> {
         adam_update_each::<Self>(weights, offsets, flat, scale, step)
+    }
+
+    /// [`Kernels::adam_update_all`], also returning each new weight cast to `copy` (f16 or
+    /// bf16: the copy a half-precision forward reads), with the rounding of burn's cast. The
+    /// GPU backends write both in one pass; the others update, then cast.
+    fn adam_update_all_with_copies(
+        weights: Vec<FloatTensor<Self>>,
+        offsets: &[usize],
+        flat: &mut FlatBuffers<Self>,
+        scale: &FloatTensor<Self>,
+        step: &AdamStep,
+        copy: FloatDType,
+    ) -> UpdatedWeights<Self> {
+        let weights = Self::adam_update_all(weights, offsets, flat, scale, step);
+        let copies = weights.iter().map(|w| Self::float_cast(w.clone(), copy)).collect();
+        UpdatedWeights { weights, copies }
     }
 
     /// Whether [`Kernels::conv2d_no_bias`] and its gradients are this backend's own

@@ -8,8 +8,8 @@
 use burn::backend::wgpu::WgpuDevice;
 use burn::backend::{Flex, Wgpu};
 use burn::prelude::*;
-use burn::tensor::ops::FloatTensor;
-use burn::tensor::{TensorMetadata, TensorPrimitive};
+use burn::tensor::ops::{FloatTensor, FloatTensorOps};
+use burn::tensor::{DType, FloatDType, TensorMetadata, TensorPrimitive};
 use kernels::{AdamStep, FlatBuffers, Kernels, MAX_PARTS_PER_LAUNCH};
 
 /// burn's wgpu backend: cubecl's own (the `wgpu-untuned` build), or burn's fusion over it (with
@@ -177,6 +177,92 @@ fn the_clip_factors_equal_the_cpus() {
                 );
             }
         }
+    }
+}
+
+/// The bytes of a tensor of any dtype.
+fn bytes<B: Backend>(t: &FloatTensor<B>) -> Vec<u8> {
+    Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(t.clone())).into_data().as_bytes().to_vec()
+}
+
+/// The half precisions the device computes in (f16 at least: lavapipe has it).
+fn half_dtypes(device: &WgpuDevice) -> Vec<FloatDType> {
+    let supported: Vec<FloatDType> =
+        [FloatDType::F16, FloatDType::BF16].into_iter().filter(|&d| Gpu::supports_dtype(device, d.into())).collect();
+    assert!(supported.contains(&FloatDType::F16), "the wgpu device computes in f16");
+    supported
+}
+
+/// The update that also writes the new weights' half-precision copies (for a mixed-precision
+/// forward), over more parameters than one launch takes: the weights, moments and average
+/// equal the plain update's to the bit, and each copy equals burn's cast of the new weights to
+/// the bit.
+#[test]
+fn the_update_writes_the_half_copies_burns_cast_would() {
+    let gpu = WgpuDevice::default();
+    for copy in half_dtypes(&gpu) {
+        let sizes: Vec<usize> =
+            [5_000].into_iter().chain((0..MAX_PARTS_PER_LAUNCH + 3).map(|i| 1 + i * 37 % 300)).collect();
+        let len: usize = sizes.iter().sum();
+        let offsets = sizes.iter().scan(0, |at, &n| Some(std::mem::replace(at, *at + n))).collect::<Vec<_>>();
+        let weights = || (0..sizes.len()).map(|i| primitive::<Gpu>(values(sizes[i], 5.0 + i as f32), &gpu)).collect();
+        let scale = primitive::<Gpu>(vec![0.37], &gpu);
+        let step = AdamStep {
+            lr: 1e-3,
+            beta_1: 0.95,
+            beta_2: 0.999,
+            epsilon: 1e-8,
+            weight_decay: 1e-6,
+            time: 3,
+            ema_weight: Some(0.25),
+        };
+        let mut plain_buffers = buffers::<Gpu>(len, &gpu);
+        let plain = Gpu::adam_update_all(weights(), &offsets, &mut plain_buffers, &scale, &step);
+        let mut with_buffers = buffers::<Gpu>(len, &gpu);
+        let with = Gpu::adam_update_all_with_copies(weights(), &offsets, &mut with_buffers, &scale, &step, copy);
+        assert_eq!(with.copies.len(), sizes.len(), "{copy:?}: a copy per parameter");
+        for (i, ((p, w), c)) in plain.iter().zip(&with.weights).zip(&with.copies).enumerate() {
+            assert_eq!(read::<Gpu>(w), read::<Gpu>(p), "{copy:?}: the weights of parameter {i}");
+            assert_eq!(c.dtype(), DType::from(copy), "{copy:?}: parameter {i}'s copy's dtype");
+            let cast = Gpu::float_cast(w.clone(), copy);
+            assert_eq!(bytes::<Gpu>(c), bytes::<Gpu>(&cast), "{copy:?}: parameter {i}'s copy");
+        }
+        let pairs = [
+            ("first moment", &plain_buffers.moment_1, &with_buffers.moment_1),
+            ("second moment", &plain_buffers.moment_2, &with_buffers.moment_2),
+            ("average", plain_buffers.average.as_ref().unwrap(), with_buffers.average.as_ref().unwrap()),
+        ];
+        for (name, a, b) in pairs {
+            assert_eq!(read::<Gpu>(a), read::<Gpu>(b), "{copy:?}: {name}");
+        }
+    }
+}
+
+/// Gradients of a half-precision forward (half-precision parts, some of them views, among f32
+/// ones, more than one launch takes) gather into the f32 buffer as burn's cast to f32 then
+/// concatenation gathers them, to the bit, with the squares of the f32 values.
+#[test]
+fn the_gather_casts_half_precision_gradients_up() {
+    let gpu = WgpuDevice::default();
+    for half in half_dtypes(&gpu) {
+        let parts = || -> Vec<FloatTensor<Gpu>> {
+            (0..MAX_PARTS_PER_LAUNCH + 4)
+                .map(|i| {
+                    let t = Tensor::<Gpu, 1>::from_data(TensorData::new(values(12 + i, i as f32), [12 + i]), &gpu);
+                    let t = if i % 3 == 0 { t } else { t.cast(half) };
+                    let t = t.reshape([1, 12 + i]);
+                    let t = if i % 4 == 1 { t.swap_dims(0, 1) } else { t };
+                    t.into_primitive().tensor()
+                })
+                .collect()
+        };
+        let expected = read::<Gpu>(&kernels::portable::concat_flat::<Gpu>(parts(), &gpu));
+        let [flat, squares] = Gpu::concat_flat_with_squares(parts(), None, &gpu);
+        assert_eq!(read::<Gpu>(&flat), expected, "{half:?}");
+        let exact: f64 = expected.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+        let sum = f64::from(read::<Gpu>(&squares)[0]);
+        assert!((sum - exact).abs() <= 1e-5 * exact, "{half:?}: Σ x² {sum} against {exact}");
+        assert_eq!(read::<Gpu>(&Gpu::concat_flat(parts(), None, &gpu)), expected, "{half:?}, without squares");
     }
 }
 

@@ -1,6 +1,9 @@
 //! Mixed precision: f32 master weights and optimiser state, with the forward and backward passes
-//! run through a half-precision copy of the model made inside the autodiff graph (so gradients
-//! flow back through the casts to the f32 weights), and dynamic loss scaling for f16.
+//! run through a half-precision copy of the model: the copies of the weights the last update
+//! wrote, leaves of the graph whose gradients the gather casts up ([`Precision::model_from_copies`]),
+//! or, before the first update, a copy made inside the autodiff graph (so gradients flow back
+//! through the casts to the f32 weights, [`Precision::cast_model`]); and dynamic loss scaling for
+//! f16.
 //!
 //! What stays in f32 inside a half-precision pass: every norm layer (GroupNorm, BatchNorm: their
 //! parameters are not cast and their inputs are cast up and back), the spatial softmax, the
@@ -11,10 +14,12 @@ use std::str::FromStr;
 
 use burn::module::{Module, ModuleMapper, Param};
 use burn::prelude::*;
-use burn::tensor::FloatDType;
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::{FloatDType, TensorPrimitive};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
+use crate::optim::WeightCopies;
 
 /// The dtype the forward and backward passes compute in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -52,6 +57,22 @@ impl Precision {
             _ => model.clone().map(&mut ComputeCopy { dtype: self.dtype(), norm_depth: 0 }),
         }
     }
+
+    /// [`Precision::cast_model`] without its casts: each parameter outside norm layers that has
+    /// one of `copies` (the optimiser's update wrote them, [`crate::optim::FlatAdam::step_with_copies`])
+    /// becomes that copy, a leaf of the autodiff graph of its own (trainable as the parameter
+    /// was, under the same `ParamId`), so that the gradients come back in this precision and the
+    /// f32 weights are not read. The others are cast, as [`Precision::cast_model`] casts them.
+    pub fn model_from_copies<B: AutodiffBackend, M: Module<B>>(
+        self,
+        model: &M,
+        copies: &WeightCopies<B::InnerBackend>,
+    ) -> M {
+        match self {
+            Self::F32 => model.clone(),
+            _ => model.clone().map(&mut FromCopies { copies, dtype: self.dtype(), norm_depth: 0 }),
+        }
+    }
 }
 
 impl fmt::Display for Precision {
@@ -87,17 +108,25 @@ fn is_norm(container_type: &str) -> bool {
     matches!(container_type, "Struct:GroupNorm" | "Struct:BatchNorm" | "Struct:LayerNorm")
 }
 
+/// `norm_depth` counted up on entering a module of `container_type` that is a norm layer, down on
+/// leaving it.
+fn track_norms(norm_depth: &mut usize, container_type: &str, entering: bool) {
+    if is_norm(container_type) {
+        if entering {
+            *norm_depth += 1;
+        } else {
+            *norm_depth -= 1;
+        }
+    }
+}
+
 impl<B: Backend> ModuleMapper<B> for ComputeCopy {
     fn enter_module(&mut self, _name: &str, container_type: &str) {
-        if is_norm(container_type) {
-            self.norm_depth += 1;
-        }
+        track_norms(&mut self.norm_depth, container_type, true);
     }
 
     fn exit_module(&mut self, _name: &str, container_type: &str) {
-        if is_norm(container_type) {
-            self.norm_depth -= 1;
-        }
+        track_norms(&mut self.norm_depth, container_type, false);
     }
 
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
@@ -106,6 +135,41 @@ impl<B: Backend> ModuleMapper<B> for ComputeCopy {
         }
         let (id, tensor, mapper) = param.consume();
         Param::from_mapped_value(id, tensor.cast(self.dtype), mapper)
+    }
+}
+
+/// Puts each parameter's half-precision copy in its place, as a leaf; casts the others
+/// outside norm layers to `dtype`, as [`ComputeCopy`] does.
+struct FromCopies<'a, B: AutodiffBackend> {
+    copies: &'a WeightCopies<B::InnerBackend>,
+    dtype: FloatDType,
+    /// How many norm modules the walk is inside.
+    norm_depth: usize,
+}
+
+impl<B: AutodiffBackend> ModuleMapper<B> for FromCopies<'_, B> {
+    fn enter_module(&mut self, _name: &str, container_type: &str) {
+        track_norms(&mut self.norm_depth, container_type, true);
+    }
+
+    fn exit_module(&mut self, _name: &str, container_type: &str) {
+        track_norms(&mut self.norm_depth, container_type, false);
+    }
+
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        if self.norm_depth > 0 {
+            return param;
+        }
+        let (id, tensor, mapper) = param.consume();
+        let value = match self.copies.get(&id) {
+            Some(copy) => {
+                let copy = Tensor::<B::InnerBackend, 1>::from_primitive(TensorPrimitive::Float(copy.clone()));
+                let leaf = Tensor::from_inner(copy.reshape(tensor.shape()));
+                if tensor.is_require_grad() { leaf.require_grad() } else { leaf }
+            }
+            None => tensor.cast(self.dtype),
+        };
+        Param::from_mapped_value(id, value, mapper)
     }
 }
 

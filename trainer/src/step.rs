@@ -76,6 +76,11 @@ struct Pending<B: Backend> {
 pub struct StepRunner<B: TrainingBackend> {
     /// Always present; taken out only while the optimiser updates it.
     model: Option<DiffusionModel<B>>,
+    /// In half precision, the copy of `model` the forward runs through, made of the copies of
+    /// the weights the last update wrote ([`Precision::model_from_copies`]); `None` until the
+    /// first update, and after the weights change otherwise: the forward then casts them
+    /// ([`Precision::cast_model`]).
+    compute: Option<DiffusionModel<B>>,
     optim: FlatAdam<B::InnerBackend>,
     config: DiffusionConfig,
     pipeline: InputPipeline,
@@ -107,6 +112,7 @@ impl<B: TrainingBackend> StepRunner<B> {
         let schedule = config.noise_schedule();
         Self {
             model: Some(model),
+            compute: None,
             optim,
             config,
             pipeline,
@@ -143,6 +149,7 @@ impl<B: TrainingBackend> StepRunner<B> {
         let ours = layout.gather_weights(&model.valid());
         let theirs = self.replica.broadcast(ours)?;
         self.model = Some(layout.scatter_weights(model, &Tensor::from_inner(theirs)));
+        self.compute = None;
         Ok(())
     }
 
@@ -275,7 +282,10 @@ impl<B: TrainingBackend> StepRunner<B> {
     pub fn loss(&self, prepared: &Prepared<B>) -> Tensor<B, 1> {
         let inputs = &prepared.inputs;
         let mask = self.config.do_mask_loss_for_padding.then(|| inputs.action_is_pad.clone());
-        let model = self.precision.cast_model(self.model());
+        let model = match &self.compute {
+            Some(compute) => compute.clone(),
+            None => self.precision.cast_model(self.model()),
+        };
         model.loss(&inputs.obs, inputs.actions.clone(), &prepared.noise, self.config.prediction_type, mask)
     }
 
@@ -298,12 +308,13 @@ impl<B: TrainingBackend> StepRunner<B> {
         Ok(model.loss(&inputs.obs, inputs.actions, &noise, self.config.prediction_type, mask))
     }
 
-    /// The gradients of one micro-batch's `loss` with respect to the (f32) parameters: of
-    /// `loss / K`, times the loss scale in f16.
+    /// The gradients of one micro-batch's `loss` with respect to the parameters (of the model
+    /// [`StepRunner::loss`] ran through: in half precision after the first update, the weights'
+    /// half-precision copies): of `loss / K`, times the loss scale in f16.
     pub fn gradients(&self, loss: &Tensor<B, 1>) -> GradientsParams {
         let factor = f64::from(self.scaler.map_or(1.0, |s| s.scale)) / self.grad_accum as f64;
         let scaled = if factor == 1.0 { loss.clone() } else { loss.clone().mul_scalar(factor) };
-        GradientsParams::from_grads(scaled.backward(), self.model())
+        GradientsParams::from_grads(scaled.backward(), self.compute.as_ref().unwrap_or(self.model()))
     }
 
     /// `grads` gathered into one flat buffer, in the optimiser's layout.
@@ -384,9 +395,22 @@ impl<B: TrainingBackend> StepRunner<B> {
         step: usize,
     ) -> f64 {
         let lr = self.learning_rate(step);
+        // The last update's copy shares the norm layers' weights: let the update hold them alone.
+        self.compute = None;
         let model = self.model.take().expect("the model is only taken during an update");
         let average = self.ema.as_mut().map(|ema| ema.for_update(step + 1));
-        self.model = Some(self.optim.step(model, grads, &clipping.scale, lr, average));
+        let scale = &clipping.scale;
+        let model = if self.precision == Precision::F32 {
+            self.optim.step(model, grads, scale, lr, average)
+        } else {
+            // The update writes the weights' half-precision copies too: the next forward reads
+            // them instead of casting every weight again (and its backward casting every
+            // gradient back).
+            let (model, copies) = self.optim.step_with_copies(model, grads, scale, lr, average, self.precision.dtype());
+            self.compute = Some(self.precision.model_from_copies(&model, &copies));
+            model
+        };
+        self.model = Some(model);
         lr
     }
 

@@ -84,6 +84,50 @@ fn bf16_training_converges_like_f32() {
     assert_ne!(f32_losses, bf16_losses);
 }
 
+/// After the first update of a half-precision run, the forward reads the copies of the weights
+/// the update wrote, as leaves of their own, instead of casting the f32 weights inside the graph:
+/// its gradients come back in half precision (not cast to f32 by the graph), and the loss and
+/// the gradients gathered into the flat buffer equal, to the bit, those of the model cast from
+/// the same weights, as the first step and LeRobot's autocast compute them.
+#[test]
+fn half_precision_steps_read_the_updates_copies_and_equal_casting() {
+    for precision in [Precision::Bf16, Precision::F16] {
+        let out = scratch(&format!("copies-{precision}"));
+        let config = tiny(&out, 10, json!({"policy": {"scheduler_warmup_steps": 0}}));
+        let (runner, data) = runner(&config);
+        let mut runner = runner.with_precision(precision).unwrap();
+        let mut loader = data.loader(&config, SamplerState::default()).unwrap();
+        runner.step(&loader.next().unwrap().unwrap(), 0).unwrap();
+        let batch = loader.next().unwrap().unwrap();
+        let prepared = runner.prepare(&batch, 1, 0).unwrap();
+        let weight_id = runner.model().unet.step_linear1.weight.id;
+
+        let loss = runner.loss(&prepared);
+        let grads = runner.gradients(&loss);
+        let grad = grads.get::<Flex, 2>(weight_id).expect("a gradient for the U-Net's first Linear");
+        assert_eq!(grad.dtype(), precision.dtype().into(), "{precision}: the gradient of the weights' copy");
+        let flat: Vec<f32> = runner.flatten(grads).into_data().to_vec().unwrap();
+
+        let cast = precision.cast_model(runner.model());
+        let inputs = &prepared.inputs;
+        let mask = config.policy.config.do_mask_loss_for_padding.then(|| inputs.action_is_pad.clone());
+        let cast_loss =
+            cast.loss(&inputs.obs, inputs.actions.clone(), &prepared.noise, config.policy.config.prediction_type, mask);
+        // f16's loss scale, as `gradients` applies it.
+        let scale = runner.loss_scaler().map_or(1.0, |s| s.scale);
+        let scaled = if scale == 1.0 { cast_loss.clone() } else { cast_loss.clone().mul_scalar(scale) };
+        let cast_grads = burn::optim::GradientsParams::from_grads(scaled.backward(), runner.model());
+        let cast_flat: Vec<f32> = runner.flatten(cast_grads).into_data().to_vec().unwrap();
+
+        let value = |l: Tensor<Ad, 1>| l.into_scalar().elem::<f32>().to_bits();
+        assert_eq!(value(loss), value(cast_loss), "{precision}: the loss");
+        assert_eq!(flat.len(), cast_flat.len());
+        let differing = flat.iter().zip(&cast_flat).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+        assert_eq!(differing, 0, "{precision}: gradients that differ from the cast model's, of {}", flat.len());
+        assert!(flat.iter().any(|&g| g != 0.0), "{precision}: the gradients are not all zero");
+    }
+}
+
 #[test]
 fn an_f16_overflow_skips_the_step_and_halves_the_scale() {
     let out = scratch("f16-overflow");

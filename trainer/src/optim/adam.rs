@@ -1,12 +1,14 @@
 //! Adam's state as two flat buffers, and the fused update of a whole model.
 
-use burn::module::Param;
+use std::collections::HashMap;
+
+use burn::module::{Param, ParamId};
 use burn::prelude::*;
 use burn::record::Record;
-use burn::tensor::TensorPrimitive;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
-use kernels::{AdamStep, FlatBuffers, Kernels};
+use burn::tensor::{FloatDType, TensorPrimitive};
+use kernels::{AdamStep, FlatBuffers, Kernels, UpdatedWeights};
 
 use super::flat::FlatLayout;
 use super::trainable::{MapTrainable, map_trainable};
@@ -29,6 +31,10 @@ pub struct FlatAdam<B: Backend> {
     epsilon: f64,
     weight_decay: f64,
 }
+
+/// The half-precision copies of the new weights an update wrote ([`FlatAdam::step_with_copies`]),
+/// 1-D, by parameter; empty when none was asked for.
+pub type WeightCopies<B> = HashMap<ParamId, FloatTensor<B>>;
 
 /// What a checkpoint keeps of a [`FlatAdam`].
 #[derive(Record)]
@@ -79,6 +85,33 @@ impl<B: Kernels> FlatAdam<B> {
         lr: f64,
         average: Option<(&mut Tensor<B, 1>, f32)>,
     ) -> M {
+        self.update(model, grads, scale, lr, average, None).0
+    }
+
+    /// [`FlatAdam::step`], also returning each trainable parameter's new weights cast to `copy`
+    /// (what a half-precision forward reads), written by the same pass where the backend can
+    /// ([`Kernels::adam_update_all_with_copies`]).
+    pub fn step_with_copies<AB: AutodiffBackend<InnerBackend = B>, M: Module<AB>>(
+        &mut self,
+        model: M,
+        grads: Tensor<B, 1>,
+        scale: &Tensor<B, 1>,
+        lr: f64,
+        average: Option<(&mut Tensor<B, 1>, f32)>,
+        copy: FloatDType,
+    ) -> (M, WeightCopies<B>) {
+        self.update(model, grads, scale, lr, average, Some(copy))
+    }
+
+    fn update<AB: AutodiffBackend<InnerBackend = B>, M: Module<AB>>(
+        &mut self,
+        model: M,
+        grads: Tensor<B, 1>,
+        scale: &Tensor<B, 1>,
+        lr: f64,
+        average: Option<(&mut Tensor<B, 1>, f32)>,
+        copy: Option<FloatDType>,
+    ) -> (M, WeightCopies<B>) {
         self.time += 1;
         let (mut average, ema_weight) = match average {
             Some((flat, weight)) => (Some(flat), Some(weight)),
@@ -109,7 +142,14 @@ impl<B: Kernels> FlatAdam<B> {
         // handle and writes in place), updated all at once, and put back.
         let (model, taken) = map_trainable(model, TakeWeights::<B>::new(&self.layout));
         let scale = scale.clone().into_primitive().tensor();
-        let updated = B::adam_update_all(taken.weights, &taken.offsets, &mut flat, &scale, &step);
+        let UpdatedWeights { weights: updated, copies } = match copy {
+            Some(copy) => B::adam_update_all_with_copies(taken.weights, &taken.offsets, &mut flat, &scale, &step, copy),
+            None => {
+                let weights = B::adam_update_all(taken.weights, &taken.offsets, &mut flat, &scale, &step);
+                UpdatedWeights { weights, copies: Vec::new() }
+            }
+        };
+        let copies = taken.ids.into_iter().zip(copies).collect();
         let (model, _) = map_trainable(model, PutWeights::<B> { weights: taken.places.into_iter().zip(updated) });
         let FlatBuffers { grads, moment_1, moment_2, average: updated_average } = flat;
         self.moment_1 = float(moment_1);
@@ -118,7 +158,7 @@ impl<B: Kernels> FlatAdam<B> {
         if let (Some(slot), Some(updated)) = (average, updated_average) {
             *slot = float(updated);
         }
-        model
+        (model, copies)
     }
 
     /// The last update's gradient buffer, for the next gather to write over.
@@ -163,13 +203,14 @@ type Place = (Shape, bool);
 struct TakeWeights<'a, B: Backend> {
     layout: &'a FlatLayout,
     weights: Vec<FloatTensor<B>>,
+    ids: Vec<ParamId>,
     offsets: Vec<usize>,
     places: Vec<Place>,
 }
 
 impl<'a, B: Backend> TakeWeights<'a, B> {
     fn new(layout: &'a FlatLayout) -> Self {
-        Self { layout, weights: Vec::new(), offsets: Vec::new(), places: Vec::new() }
+        Self { layout, weights: Vec::new(), ids: Vec::new(), offsets: Vec::new(), places: Vec::new() }
     }
 }
 
@@ -177,6 +218,7 @@ impl<AB: AutodiffBackend<InnerBackend = B>, B: Backend> MapTrainable<AB> for Tak
     fn map<const D: usize>(&mut self, index: usize, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
         let (id, tensor, mapper) = param.consume();
         self.offsets.push(self.layout.offset(index, id));
+        self.ids.push(id);
         let (device, shape) = (tensor.device(), tensor.shape());
         self.places.push((shape.clone(), tensor.is_require_grad()));
         self.weights.push(tensor.inner().reshape([shape.num_elements()]).into_primitive().tensor());

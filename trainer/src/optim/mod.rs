@@ -11,7 +11,7 @@ mod adam;
 mod flat;
 mod trainable;
 
-pub use adam::{FlatAdam, FlatAdamRecord};
+pub use adam::{FlatAdam, FlatAdamRecord, WeightCopies};
 pub use flat::FlatLayout;
 
 use burn::prelude::*;

@@ -277,14 +277,15 @@ fn cube_sum<F: Float>(partial: &mut SharedMemory<F>, value: F) -> F {
 /// Cube `k` normalises group `k` of GroupNorm's `x` `[N, C, S]` (`k = n·groups + g`; its
 /// `group_len` values lie contiguous from `k·group_len`): the mean, then the biased variance
 /// about it (two passes, as the CPU's), then `y = act((x − μ)·r·γ + β)` with `r = 1/√(σ² + ε)`;
-/// `stats[2k]` and `stats[2k + 1]` take `μ` and `r`.
+/// `stats[2k]` and `stats[2k + 1]` take `μ` and `r`. `x` and `y` are in `X` (f32, or a
+/// half-precision forward's dtype), everything else in `F` (f32), which it computes in.
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
-fn group_norm_kernel<F: Float>(
-    x: &Tensor<F>,
+fn group_norm_kernel<X: Float, F: Float>(
+    x: &Tensor<X>,
     gamma: &Tensor<F>,
     beta: &Tensor<F>,
-    y: &mut Tensor<F>,
+    y: &mut Tensor<X>,
     stats: &mut Tensor<F>,
     group_len: usize,
     positions: usize,
@@ -292,7 +293,7 @@ fn group_norm_kernel<F: Float>(
     groups: usize,
     epsilon: f32,
     #[comptime] activation: u32,
-    #[define(F)] _dtype: StorageType,
+    #[define(X, F)] _dtypes: [StorageType; 2],
 ) {
     let group = CUBE_POS_X as usize;
     let start = group * group_len;
@@ -304,7 +305,7 @@ fn group_norm_kernel<F: Float>(
     let mut sum = F::new(0.0);
     let mut i = UNIT_POS_X as usize;
     while i < group_len {
-        sum += x[start + i];
+        sum += F::cast_from(x[start + i]);
         i += units;
     }
     let mean = cube_sum::<F>(&mut partial, sum) / count;
@@ -312,7 +313,7 @@ fn group_norm_kernel<F: Float>(
     let mut squares = F::new(0.0);
     let mut i = UNIT_POS_X as usize;
     while i < group_len {
-        let d = x[start + i] - mean;
+        let d = F::cast_from(x[start + i]) - mean;
         squares += d * d;
         i += units;
     }
@@ -322,8 +323,8 @@ fn group_norm_kernel<F: Float>(
     let mut i = UNIT_POS_X as usize;
     while i < group_len {
         let channel = first_channel + i / positions;
-        let normalised = (x[start + i] - mean) * inv_std * gamma[channel] + beta[channel];
-        y[start + i] = activate::<F>(normalised, activation);
+        let normalised = (F::cast_from(x[start + i]) - mean) * inv_std * gamma[channel] + beta[channel];
+        y[start + i] = X::cast_from(activate::<F>(normalised, activation));
         i += units;
     }
     if UNIT_POS_X == 0 {
@@ -352,8 +353,8 @@ fn activation_derivative<F: Float>(y: F, #[comptime] activation: u32) -> F {
 /// The gradient before the activation at element `at` of channel `channel`: `dy · act'(y)`
 /// with `y = x̂·γ + β` recomputed from `x̂`.
 #[cube]
-fn gradient_before_activation<F: Float>(
-    output_grad: &Tensor<F>,
+fn gradient_before_activation<X: Float, F: Float>(
+    output_grad: &Tensor<X>,
     gamma: &Tensor<F>,
     beta: &Tensor<F>,
     at: usize,
@@ -361,10 +362,11 @@ fn gradient_before_activation<F: Float>(
     x_hat: F,
     #[comptime] activation: u32,
 ) -> F {
+    let dy = F::cast_from(output_grad[at]);
     if comptime!(activation == 0) {
-        output_grad[at]
+        dy
     } else {
-        output_grad[at] * activation_derivative::<F>(x_hat * gamma[channel] + beta[channel], activation)
+        dy * activation_derivative::<F>(x_hat * gamma[channel] + beta[channel], activation)
     }
 }
 
@@ -373,19 +375,19 @@ fn gradient_before_activation<F: Float>(
 /// `dx = r·(g − mean(g) − x̂·mean(g·x̂))`, both means over the group (each a cube sum).
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
-fn group_norm_input_grad_kernel<F: Float>(
-    x: &Tensor<F>,
+fn group_norm_input_grad_kernel<X: Float, F: Float>(
+    x: &Tensor<X>,
     gamma: &Tensor<F>,
     beta: &Tensor<F>,
     stats: &Tensor<F>,
-    output_grad: &Tensor<F>,
-    input_grad: &mut Tensor<F>,
+    output_grad: &Tensor<X>,
+    input_grad: &mut Tensor<X>,
     group_len: usize,
     positions: usize,
     channels_per_group: usize,
     groups: usize,
     #[comptime] activation: u32,
-    #[define(F)] _dtype: StorageType,
+    #[define(X, F)] _dtypes: [StorageType; 2],
 ) {
     let group = CUBE_POS_X as usize;
     let start = group * group_len;
@@ -400,8 +402,8 @@ fn group_norm_input_grad_kernel<F: Float>(
     let mut i = UNIT_POS_X as usize;
     while i < group_len {
         let channel = first_channel + i / positions;
-        let x_hat = (x[start + i] - mean) * inv_std;
-        let g = gradient_before_activation::<F>(output_grad, gamma, beta, start + i, channel, x_hat, activation)
+        let x_hat = (F::cast_from(x[start + i]) - mean) * inv_std;
+        let g = gradient_before_activation::<X, F>(output_grad, gamma, beta, start + i, channel, x_hat, activation)
             * gamma[channel];
         sum_g += g;
         sum_g_x_hat += g * x_hat;
@@ -413,10 +415,10 @@ fn group_norm_input_grad_kernel<F: Float>(
     let mut i = UNIT_POS_X as usize;
     while i < group_len {
         let channel = first_channel + i / positions;
-        let x_hat = (x[start + i] - mean) * inv_std;
-        let g = gradient_before_activation::<F>(output_grad, gamma, beta, start + i, channel, x_hat, activation)
+        let x_hat = (F::cast_from(x[start + i]) - mean) * inv_std;
+        let g = gradient_before_activation::<X, F>(output_grad, gamma, beta, start + i, channel, x_hat, activation)
             * gamma[channel];
-        input_grad[start + i] = (g - mean_g - x_hat * mean_g_x_hat) * inv_std;
+        input_grad[start + i] = X::cast_from((g - mean_g - x_hat * mean_g_x_hat) * inv_std);
         i += units;
     }
 }
@@ -426,12 +428,12 @@ fn group_norm_input_grad_kernel<F: Float>(
 /// activation).
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
-fn group_norm_affine_grad_kernel<F: Float>(
-    x: &Tensor<F>,
+fn group_norm_affine_grad_kernel<X: Float, F: Float>(
+    x: &Tensor<X>,
     gamma: &Tensor<F>,
     beta: &Tensor<F>,
     stats: &Tensor<F>,
-    output_grad: &Tensor<F>,
+    output_grad: &Tensor<X>,
     gamma_grad: &mut Tensor<F>,
     beta_grad: &mut Tensor<F>,
     samples: usize,
@@ -439,7 +441,7 @@ fn group_norm_affine_grad_kernel<F: Float>(
     positions: usize,
     channels_per_group: usize,
     #[comptime] activation: u32,
-    #[define(F)] _dtype: StorageType,
+    #[define(X, F)] _dtypes: [StorageType; 2],
 ) {
     let channel = ABSOLUTE_POS_X as usize;
     if channel < channels {
@@ -452,8 +454,8 @@ fn group_norm_affine_grad_kernel<F: Float>(
             let (mean, inv_std) = (stats[2 * group], stats[2 * group + 1]);
             let row = (sample * channels + channel) * positions;
             for position in 0..positions {
-                let x_hat = (x[row + position] - mean) * inv_std;
-                let dz = gradient_before_activation::<F>(
+                let x_hat = (F::cast_from(x[row + position]) - mean) * inv_std;
+                let dz = gradient_before_activation::<X, F>(
                     output_grad,
                     gamma,
                     beta,
@@ -763,13 +765,13 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
         epsilon: f64,
         activation: Activation,
     ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
-        if [&x, &gamma, &beta].iter().any(|t| t.dtype != DType::F32) {
+        if !crate::group_norm_dtypes(x.dtype, &[gamma.dtype, beta.dtype]) {
             return None;
         }
         let [samples, channels, positions] =
             crate::group_norm_shape(x.shape().as_slice(), gamma.meta.num_elements(), beta.meta.num_elements(), groups)?;
         let (x, gamma, beta) = (into_contiguous(x), into_contiguous(gamma), into_contiguous(beta));
-        let y = empty_f32(&x, x.shape());
+        let y = empty_like(&x, x.shape(), x.dtype);
         let stats = empty_f32(&x, [samples, groups, 2].into());
         let channels_per_group = channels / groups;
         // SAFETY: cube `k < samples·groups` reads `x` and writes `y` at `k·group_len + i` for
@@ -793,7 +795,7 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
                 groups,
                 epsilon as f32,
                 activation_code(activation),
-                DType::F32.into(),
+                [x.dtype.into(), DType::F32.into()],
             );
         }
         Some((y, stats))
@@ -810,15 +812,17 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
         let shape = x.shape();
         let sizes =
             crate::group_norm_shape(shape.as_slice(), gamma.meta.num_elements(), beta.meta.num_elements(), groups);
-        let f32s = [&x, &gamma, &beta, &stats, &output_grad].iter().all(|t| t.dtype == DType::F32);
+        let dtypes =
+            output_grad.dtype == x.dtype && crate::group_norm_dtypes(x.dtype, &[gamma.dtype, beta.dtype, stats.dtype]);
         let fits = |[samples, _, _]: &[usize; 3]| {
             stats.meta.num_elements() == samples * groups * 2 && output_grad.shape() == shape
         };
-        let Some([samples, channels, positions]) = sizes.filter(|sizes| f32s && fits(sizes)) else {
+        let Some([samples, channels, positions]) = sizes.filter(|sizes| dtypes && fits(sizes)) else {
             return portable::group_norm_backward::<Self>(x, [gamma, beta], stats, output_grad, groups, activation);
         };
         let [x, gamma, beta, stats, output_grad] = [x, gamma, beta, stats, output_grad].map(into_contiguous);
-        let input_grad = empty_f32(&x, shape);
+        let input_grad = empty_like(&x, shape, x.dtype);
+        let dtypes = [x.dtype.into(), DType::F32.into()];
         let gamma_grad = empty_f32(&x, [channels].into());
         let beta_grad = empty_f32(&x, [channels].into());
         let channels_per_group = channels / groups;
@@ -844,7 +848,7 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
                 channels_per_group,
                 groups,
                 code,
-                DType::F32.into(),
+                dtypes,
             );
         }
         // SAFETY: unit `c < channels` (the others return) reads channel `c` of every sample
@@ -867,7 +871,7 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
                 positions,
                 channels_per_group,
                 code,
-                DType::F32.into(),
+                dtypes,
             );
         }
         [input_grad, gamma_grad, beta_grad]

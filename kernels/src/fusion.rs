@@ -141,12 +141,16 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for GroupNormOp<B> 
     }
 }
 
-/// Whether the inner backend's GroupNorm kernels take these tensors: f32, of a shape
+/// Whether the inner backend's GroupNorm kernels take these tensors (`[x, γ, β, ..]`, then the
+/// backward's statistics and `dy`): of [`crate::group_norm_dtypes`] (`dy` in `x`'s), of a shape
 /// [`crate::group_norm_shape`] accepts.
 fn takes_group_norm<B: FusionBackend + Kernels>(tensors: &[&FloatTensor<Fusion<B>>], groups: usize) -> bool {
     let [x, gamma, beta] = [tensors[0], tensors[1], tensors[2]];
+    let others: Vec<DType> = tensors[1..tensors.len().min(4)].iter().map(|t| t.dtype).collect();
+    let output_grad_dtype = tensors.get(4).is_none_or(|dy| dy.dtype == x.dtype);
     B::has_group_norm_kernels()
-        && tensors.iter().all(|t| t.dtype == DType::F32)
+        && crate::group_norm_dtypes(x.dtype, &others)
+        && output_grad_dtype
         && crate::group_norm_shape(x.shape.as_slice(), gamma.shape.num_elements(), beta.shape.num_elements(), groups)
             .is_some()
 }
@@ -326,7 +330,7 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         if !takes_group_norm::<B>(&[&x, &gamma, &beta], groups) {
             return None;
         }
-        let outputs = vec![(x.shape.clone(), DType::F32), (Shape::from(vec![x.shape[0], groups, 2]), DType::F32)];
+        let outputs = vec![(x.shape.clone(), x.dtype), (Shape::from(vec![x.shape[0], groups, 2]), DType::F32)];
         let make = |desc| GroupNormOp::<B> { desc, backward: false, groups, epsilon, activation, backend: PhantomData };
         let [y, stats] =
             register_custom::<B, _>("lerobot_rs_group_norm", vec![x, gamma, beta], outputs, make).outputs();
@@ -354,7 +358,7 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
                 activation,
             );
         }
-        let outputs = [&x, &gamma, &beta].map(|t| (t.shape.clone(), DType::F32)).to_vec();
+        let outputs = [&x, &gamma, &beta].map(|t| (t.shape.clone(), t.dtype)).to_vec();
         let make =
             |desc| GroupNormOp::<B> { desc, backward: true, groups, epsilon: 0.0, activation, backend: PhantomData };
         let inputs = vec![x, gamma, beta, stats, output_grad];

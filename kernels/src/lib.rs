@@ -422,6 +422,13 @@ pub fn group_norm_shape(x: &[usize], gamma: usize, beta: usize, groups: usize) -
     fits.then_some([samples, channels, positions])
 }
 
+/// Whether the GPU backends' GroupNorm kernels take an input of `x` (and its gradient's) dtype
+/// with parameters and statistics of `others`: f32, or f16 or bf16 (a half-precision forward,
+/// read and written in its dtype, computed in f32), with everything else f32.
+pub fn group_norm_dtypes(x: DType, others: &[DType]) -> bool {
+    matches!(x, DType::F32 | DType::F16 | DType::BF16) && others.iter().all(|&d| d == DType::F32)
+}
+
 /// Where each of parts of `lens` elements starts when they are laid end to end.
 pub(crate) fn starts_of(lens: &[usize]) -> Vec<usize> {
     lens.iter().scan(0, |at, &n| Some(std::mem::replace(at, *at + n))).collect()

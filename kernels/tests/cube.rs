@@ -351,6 +351,46 @@ fn the_group_norm_kernels_equal_the_cpus() {
     }
 }
 
+/// GroupNorm on a half-precision input (a mixed-precision forward's), read and written in its
+/// dtype: the output, statistics and gradients equal, to the bit, those of the same kernels on
+/// the input cast up to f32, with the output and the input's gradient cast back down (what the
+/// model computed before, with a cast launch on each side forward and backward).
+#[test]
+fn group_norm_in_half_precision_equals_casting_around_it() {
+    use kernels::Activation;
+    let gpu = WgpuDevice::default();
+    let half = |t: FloatTensor<Gpu>, dtype: FloatDType| Gpu::float_cast(t, dtype);
+    let up = |t: FloatTensor<Gpu>| Gpu::float_cast(t, FloatDType::F32);
+    for dtype in half_dtypes(&gpu) {
+        for (shape @ [n, c, s], groups) in [([3, 32, 50], 8), ([2, 64, 300], 8)] {
+            for activation in [Activation::Identity, Activation::Mish] {
+                let x = || half(primitive_3d::<Gpu>(values(n * c * s, 5.0), shape, &gpu), dtype);
+                let dy = || half(primitive_3d::<Gpu>(values(n * c * s, 8.0), shape, &gpu), dtype);
+                let gamma = || primitive::<Gpu>(values(c, 6.0).iter().map(|v| 1.0 + v).collect(), &gpu);
+                let beta = || primitive::<Gpu>(values(c, 7.0), &gpu);
+                let case = format!("{dtype:?} [{n}, {c}, {s}], {activation:?}");
+
+                let (y, stats) = Gpu::group_norm_forward(x(), gamma(), beta(), groups, 1e-5, activation)
+                    .unwrap_or_else(|| panic!("{case}: the kernel takes a half-precision input"));
+                assert_eq!(y.dtype(), DType::from(dtype), "{case}: the output's dtype");
+                let (y_f32, stats_f32) =
+                    Gpu::group_norm_forward(up(x()), gamma(), beta(), groups, 1e-5, activation).expect("f32");
+                assert_eq!(bytes::<Gpu>(&y), bytes::<Gpu>(&half(y_f32, dtype)), "{case}: output");
+                assert_eq!(read_any::<Gpu>(stats.clone()), read_any::<Gpu>(stats_f32.clone()), "{case}: statistics");
+
+                let [dx, dgamma, dbeta] =
+                    Gpu::group_norm_backward(x(), [gamma(), beta()], stats, dy(), groups, activation);
+                let [dx_f32, dgamma_f32, dbeta_f32] =
+                    Gpu::group_norm_backward(up(x()), [gamma(), beta()], stats_f32, up(dy()), groups, activation);
+                assert_eq!(dx.dtype(), DType::from(dtype), "{case}: dx's dtype");
+                assert_eq!(bytes::<Gpu>(&dx), bytes::<Gpu>(&half(dx_f32, dtype)), "{case}: dx");
+                assert_eq!(read_any::<Gpu>(dgamma), read_any::<Gpu>(dgamma_f32), "{case}: dγ");
+                assert_eq!(read_any::<Gpu>(dbeta), read_any::<Gpu>(dbeta_f32), "{case}: dβ");
+            }
+        }
+    }
+}
+
 /// FiLM (`[B, C, T]` scaled and shifted by `[B, 2C]`) through `kernels::film` under autodiff:
 /// on the GPU its kernels (one launch forward, one backward), on the CPU burn's operations and
 /// burn's autodiff. The output and both gradients agree to 1e-6 of the largest value.

@@ -8,7 +8,7 @@
 
 use burn::nn::{BatchNorm, GroupNorm};
 use burn::prelude::*;
-use burn::tensor::FloatDType;
+use burn::tensor::{DType, FloatDType};
 use kernels::Activation;
 use kernels::Kernels;
 use kernels::portable::activate;
@@ -21,15 +21,24 @@ pub fn group_norm<B: Kernels, const D: usize>(
     activation: Activation,
 ) -> Tensor<B, D> {
     let dtype = x.dtype();
-    let x = x.cast(FloatDType::F32);
     let shape = x.shape();
     let (n, c, g) = (shape[0], shape[1], norm.num_groups);
+    let flat = |x: Tensor<B, D>| x.reshape([n, c, shape.num_elements() / (n * c)]);
     if let (Some(gamma), Some(beta)) = (&norm.gamma, &norm.beta) {
-        let flat = x.clone().reshape([n, c, shape.num_elements() / (n * c)]);
-        if let Some(y) = kernels::group_norm(flat, [gamma.val(), beta.val()], g, norm.epsilon, activation) {
+        let affine = || [gamma.val(), beta.val()];
+        // The GPU's kernels read and write a half-precision input in its own dtype, computing in
+        // f32: no casts around them.
+        if dtype != DType::F32
+            && let Some(y) = kernels::group_norm(flat(x.clone()), affine(), g, norm.epsilon, activation)
+        {
+            return y.reshape(shape);
+        }
+        let x = x.clone().cast(FloatDType::F32);
+        if let Some(y) = kernels::group_norm(flat(x), affine(), g, norm.epsilon, activation) {
             return y.reshape(shape).cast(dtype);
         }
     }
+    let x = x.cast(FloatDType::F32);
     let per_group = shape.num_elements() / (n * g);
     let grouped = x.reshape([n, g, per_group]);
     let mean = grouped.clone().mean_dim(2);

@@ -474,7 +474,7 @@ fn group_norm_affine_grad_kernel<X: Float, F: Float>(
 }
 
 /// The units of the launch stride over FiLM's `x` `[B, C, T]` (contiguous, `total` elements):
-/// `y = embedding[b, c]·x + embedding[b, C + c]`, `embedding` `[B, 2C]`.
+/// `y = embedding[b, c]·x + embedding[b, C + c]`, `embedding` `[B, 2C]`, in their dtype `F`.
 #[cube(launch_unchecked)]
 fn film_kernel<F: Float>(
     x: &Tensor<F>,
@@ -497,10 +497,11 @@ fn film_kernel<F: Float>(
 
 /// The units of the launch stride over FiLM's rows (sample `b`, channel `c`; `rows` in all),
 /// each taking its `positions` in order: `dx = scale·dy`, and the row's `Σ dy·x` and `Σ dy` into
-/// `embedding_grad[b, c]` and `embedding_grad[b, C + c]`.
+/// `embedding_grad[b, c]` and `embedding_grad[b, C + c]`, summed in `A` (f32: in a
+/// half-precision forward, as torch's reductions accumulate).
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
-fn film_backward_kernel<F: Float>(
+fn film_backward_kernel<F: Float, A: Float>(
     x: &Tensor<F>,
     embedding: &Tensor<F>,
     output_grad: &Tensor<F>,
@@ -509,24 +510,24 @@ fn film_backward_kernel<F: Float>(
     rows: usize,
     channels: usize,
     positions: usize,
-    #[define(F)] _dtype: StorageType,
+    #[define(F, A)] _dtypes: [StorageType; 2],
 ) {
     let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
     let mut row = ABSOLUTE_POS_X as usize;
     while row < rows {
         let scale_at = row + (row / channels) * channels;
         let scale = embedding[scale_at];
-        let mut sum_dy_x = F::new(0.0);
-        let mut sum_dy = F::new(0.0);
+        let mut sum_dy_x = A::new(0.0);
+        let mut sum_dy = A::new(0.0);
         for t in 0..positions {
             let at = row * positions + t;
             let dy = output_grad[at];
             input_grad[at] = dy * scale;
-            sum_dy_x += dy * x[at];
-            sum_dy += dy;
+            sum_dy_x += A::cast_from(dy) * A::cast_from(x[at]);
+            sum_dy += A::cast_from(dy);
         }
-        embedding_grad[scale_at] = sum_dy_x;
-        embedding_grad[scale_at + channels] = sum_dy;
+        embedding_grad[scale_at] = F::cast_from(sum_dy_x);
+        embedding_grad[scale_at + channels] = F::cast_from(sum_dy);
         row += stride;
     }
 }
@@ -909,12 +910,12 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
     }
 
     fn film_forward(x: FloatTensor<Self>, embedding: FloatTensor<Self>) -> Option<FloatTensor<Self>> {
-        let f32s = x.dtype == DType::F32 && embedding.dtype == DType::F32;
+        let dtypes = crate::film_dtypes(&[x.dtype, embedding.dtype]);
         let [_, channels, positions] =
-            crate::film_shape(x.shape().as_slice(), embedding.shape().as_slice()).filter(|_| f32s)?;
+            crate::film_shape(x.shape().as_slice(), embedding.shape().as_slice()).filter(|_| dtypes)?;
         let [x, embedding] = [x, embedding].map(into_contiguous);
         let total = x.meta.num_elements();
-        let y = empty_f32(&x, x.shape());
+        let y = empty_like(&x, x.shape(), x.dtype);
         // SAFETY: unit `i < total` reads `x` at `i` and `embedding` at `b·2C + c` and
         // `b·2C + C + c` (`b < B`, `c < C`: within `[B, 2C]`, checked by `film_shape`), and writes
         // `y` at `i`; all contiguous, `y` new, of `x`'s shape.
@@ -929,7 +930,7 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
                 total,
                 channels,
                 positions,
-                DType::F32.into(),
+                y.dtype.into(),
             );
         }
         Some(y)
@@ -940,14 +941,15 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
         embedding: FloatTensor<Self>,
         output_grad: FloatTensor<Self>,
     ) -> [FloatTensor<Self>; 2] {
-        let f32s = [&x, &embedding, &output_grad].iter().all(|t| t.dtype == DType::F32);
+        let dtypes = crate::film_dtypes(&[x.dtype, embedding.dtype, output_grad.dtype]);
         let sizes = crate::film_shape(x.shape().as_slice(), embedding.shape().as_slice());
-        let Some([samples, channels, positions]) = sizes.filter(|_| f32s && output_grad.shape() == x.shape()) else {
+        let Some([samples, channels, positions]) = sizes.filter(|_| dtypes && output_grad.shape() == x.shape()) else {
             return portable::film_backward::<Self>(x, embedding, output_grad);
         };
         let [x, embedding, output_grad] = [x, embedding, output_grad].map(into_contiguous);
-        let input_grad = empty_f32(&x, x.shape());
-        let embedding_grad = empty_f32(&x, embedding.shape());
+        let input_grad = empty_like(&x, x.shape(), x.dtype);
+        let embedding_grad = empty_like(&x, embedding.shape(), x.dtype);
+        let dtypes = [x.dtype.into(), DType::F32.into()];
         let rows = samples * channels;
         // SAFETY: unit `row < B·C` reads and writes its row's `T` elements of `x`,
         // `output_grad` and `input_grad` (all `[B, C, T]`, contiguous; checked), and reads and
@@ -965,7 +967,7 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
                 rows,
                 channels,
                 positions,
-                DType::F32.into(),
+                dtypes,
             );
         }
         [input_grad, embedding_grad]

@@ -192,11 +192,11 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for ChannelBiasGrad
     }
 }
 
-/// Whether the inner backend's FiLM kernels take these tensors (`[x, embedding, ..]`): f32, of
-/// shapes [`crate::film_shape`] accepts.
+/// Whether the inner backend's FiLM kernels take these tensors (`[x, embedding, ..]`): of
+/// [`crate::film_dtypes`], of shapes [`crate::film_shape`] accepts.
 fn takes_film<B: FusionBackend + Kernels>(tensors: &[&FloatTensor<Fusion<B>>]) -> bool {
     B::has_film_kernels()
-        && tensors.iter().all(|t| t.dtype == DType::F32)
+        && crate::film_dtypes(&tensors.iter().map(|t| t.dtype).collect::<Vec<_>>())
         && crate::film_shape(tensors[0].shape.as_slice(), tensors[1].shape.as_slice()).is_some()
 }
 
@@ -382,7 +382,7 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         if !takes_film::<B>(&[&x, &embedding]) {
             return None;
         }
-        let outputs = vec![(x.shape.clone(), DType::F32)];
+        let outputs = vec![(x.shape.clone(), x.dtype)];
         let make = |desc| FilmOp::<B> { desc, backend: PhantomData };
         Some(register_custom::<B, _>("lerobot_rs_film", vec![x, embedding], outputs, make).output())
     }
@@ -395,7 +395,7 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         if !(takes_film::<B>(&[&x, &embedding, &output_grad]) && output_grad.shape == x.shape) {
             return crate::portable::film_backward::<Self>(x, embedding, output_grad);
         }
-        let outputs = [&x, &embedding].map(|t| (t.shape.clone(), DType::F32)).to_vec();
+        let outputs = [&x, &embedding].map(|t| (t.shape.clone(), t.dtype)).to_vec();
         let make = |desc| FilmOp::<B> { desc, backend: PhantomData };
         register_custom::<B, _>("lerobot_rs_film_backward", vec![x, embedding, output_grad], outputs, make).outputs()
     }

@@ -353,13 +353,14 @@ pub trait Kernels: Backend {
     }
 
     /// Whether [`Kernels::film_forward`] and its backward pass are this backend's own kernels
-    /// for every f32 FiLM that [`film_shape`] accepts, known before they run (fusion registers
+    /// for every FiLM of [`film_dtypes`] that [`film_shape`] accepts, known before they run (fusion registers
     /// them as its custom operations ahead of their execution).
     fn has_film_kernels() -> bool {
         false
     }
 
-    /// FiLM's scale and shift of `x` `[B, C, T]` (f32) by `embedding` `[B, 2C]`, each sample's
+    /// FiLM's scale and shift of `x` `[B, C, T]` by `embedding` `[B, 2C]` (both f32, or both
+    /// in one half precision), each sample's
     /// scales then its shifts (`y = embedding[.., c]·x + embedding[.., C + c]`), in one launch
     /// where the backend has a kernel for it; `None` where it has none (the caller composes
     /// burn's operations: [`portable::film`]).
@@ -429,6 +430,14 @@ pub fn group_norm_dtypes(x: DType, others: &[DType]) -> bool {
     matches!(x, DType::F32 | DType::F16 | DType::BF16) && others.iter().all(|&d| d == DType::F32)
 }
 
+/// Whether the GPU backends' FiLM kernels take tensors of `dtypes`: all f32, or all f16 or all
+/// bf16 (a half-precision forward's).
+pub fn film_dtypes(dtypes: &[DType]) -> bool {
+    dtypes.first().is_some_and(|&first| {
+        matches!(first, DType::F32 | DType::F16 | DType::BF16) && dtypes.iter().all(|&d| d == first)
+    })
+}
+
 /// Where each of parts of `lens` elements starts when they are laid end to end.
 pub(crate) fn starts_of(lens: &[usize]) -> Vec<usize> {
     lens.iter().scan(0, |at, &n| Some(std::mem::replace(at, *at + n))).collect()
@@ -484,7 +493,8 @@ pub fn film<B: Kernels>(x: Tensor<B, 3>, embedding: Tensor<B, 2>) -> Tensor<B, 3
     }
 }
 
-/// GroupNorm of `x` `[N, C, S]` (f32) in `groups` groups, scaled by `gamma` and shifted by
+/// GroupNorm of `x` `[N, C, S]` (f32; on the GPU backends also f16 or bf16, read and written in
+/// its dtype, computed in f32) in `groups` groups, scaled by `gamma` and shifted by
 /// `beta` (`[C]`), as PyTorch computes it (`(x − μ) / √(σ² + ε) · γ + β`, biased variance),
 /// then `activation`, in the backend's fused pass and, under autodiff, its fused backward pass
 /// ([`Kernels::group_norm_forward`], [`Kernels::group_norm_backward`]). `None` where the backend

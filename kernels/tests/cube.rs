@@ -391,6 +391,42 @@ fn group_norm_in_half_precision_equals_casting_around_it() {
     }
 }
 
+/// FiLM in half precision (a mixed-precision forward's): the kernels take f16 (and bf16 where
+/// the device has it) and answer in that dtype. The gradients equal, to the bit, the f32
+/// kernels' on the same values cast back down (products of two half-precision values are exact
+/// in f32, and the sums accumulate in f32 in the same order); the output, computed in the half
+/// precision as torch's autocast computes it, within one rounding of it.
+#[test]
+fn film_in_half_precision_equals_the_f32_kernels() {
+    let gpu = WgpuDevice::default();
+    let [b, c, t] = [3, 40, 16];
+    let up = |t: FloatTensor<Gpu>| Gpu::float_cast(t, FloatDType::F32);
+    for dtype in half_dtypes(&gpu) {
+        let half = |values: Vec<f32>, shape: &[usize]| {
+            let n = values.len();
+            let t = Tensor::<Gpu, 1>::from_data(TensorData::new(values, [n]), &gpu).cast(dtype);
+            Gpu::float_reshape(t.into_primitive().tensor(), shape.to_vec().into())
+        };
+        let x = || half(values(b * c * t, 1.0), &[b, c, t]);
+        let embedding = || half(values(b * 2 * c, 2.0).iter().map(|v| 2.0 * v).collect(), &[b, 2 * c]);
+        let dy = || half(values(b * c * t, 3.0), &[b, c, t]);
+
+        let y = Gpu::film_forward(x(), embedding()).unwrap_or_else(|| panic!("{dtype:?}: the kernel takes it"));
+        assert_eq!(y.dtype(), DType::from(dtype));
+        let y_f32 = Gpu::film_forward(up(x()), up(embedding())).expect("f32");
+        let error = max_error_relative_to_largest(&read_any::<Gpu>(up(y)), &read_any::<Gpu>(y_f32));
+        let one_rounding = if dtype == FloatDType::F16 { 1e-3 } else { 8e-3 };
+        assert!(error <= one_rounding, "{dtype:?}: output {error:e} apart");
+
+        let [dx, de] = Gpu::film_backward(x(), embedding(), dy());
+        let [dx_f32, de_f32] = Gpu::film_backward(up(x()), up(embedding()), up(dy()));
+        for (name, got, f32s) in [("dx", dx, dx_f32), ("d_embedding", de, de_f32)] {
+            assert_eq!(got.dtype(), DType::from(dtype), "{dtype:?}: {name}'s dtype");
+            assert_eq!(bytes::<Gpu>(&got), bytes::<Gpu>(&Gpu::float_cast(f32s, dtype)), "{dtype:?}: {name}");
+        }
+    }
+}
+
 /// FiLM (`[B, C, T]` scaled and shifted by `[B, 2C]`) through `kernels::film` under autodiff:
 /// on the GPU its kernels (one launch forward, one backward), on the CPU burn's operations and
 /// burn's autodiff. The output and both gradients agree to 1e-6 of the largest value.

@@ -423,9 +423,11 @@ fn group_norm_input_grad_kernel<X: Float, F: Float>(
     }
 }
 
-/// Unit `c` sums GroupNorm's scale and shift gradients of channel `c` over the samples and
-/// positions, in that order: `dγ = Σ dz·x̂`, `dβ = Σ dz` (`dz` the gradient before the
-/// activation).
+/// Cube `c` sums GroupNorm's scale and shift gradients of channel `c` over the samples and
+/// positions: `dγ = Σ dz·x̂`, `dβ = Σ dz` (`dz` the gradient before the activation), its units a
+/// stride of the channel's `samples·positions` values each, then the cube's halves (a fixed
+/// order). (A unit per channel walking them all in turn left a GPU nearly idle on the encoder's
+/// maps: 64 channels of 128 samples × 441 positions.)
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
 fn group_norm_affine_grad_kernel<X: Float, F: Float>(
@@ -443,33 +445,29 @@ fn group_norm_affine_grad_kernel<X: Float, F: Float>(
     #[comptime] activation: u32,
     #[define(X, F)] _dtypes: [StorageType; 2],
 ) {
-    let channel = ABSOLUTE_POS_X as usize;
-    if channel < channels {
-        let groups = channels / channels_per_group;
-        let group_of_channel = channel / channels_per_group;
-        let mut sum_dz_x_hat = F::new(0.0);
-        let mut sum_dz = F::new(0.0);
-        for sample in 0..samples {
-            let group = sample * groups + group_of_channel;
-            let (mean, inv_std) = (stats[2 * group], stats[2 * group + 1]);
-            let row = (sample * channels + channel) * positions;
-            for position in 0..positions {
-                let x_hat = (F::cast_from(x[row + position]) - mean) * inv_std;
-                let dz = gradient_before_activation::<X, F>(
-                    output_grad,
-                    gamma,
-                    beta,
-                    row + position,
-                    channel,
-                    x_hat,
-                    activation,
-                );
-                sum_dz_x_hat += dz * x_hat;
-                sum_dz += dz;
-            }
-        }
-        gamma_grad[channel] = sum_dz_x_hat;
-        beta_grad[channel] = sum_dz;
+    let channel = CUBE_POS_X as usize;
+    let groups = channels / channels_per_group;
+    let group_of_channel = channel / channels_per_group;
+    let mut sum_dz_x_hat = F::new(0.0);
+    let mut sum_dz = F::new(0.0);
+    let mut k = UNIT_POS_X as usize;
+    while k < samples * positions {
+        let sample = k / positions;
+        let group = sample * groups + group_of_channel;
+        let (mean, inv_std) = (stats[2 * group], stats[2 * group + 1]);
+        let at = (sample * channels + channel) * positions + k % positions;
+        let x_hat = (F::cast_from(x[at]) - mean) * inv_std;
+        let dz = gradient_before_activation::<X, F>(output_grad, gamma, beta, at, channel, x_hat, activation);
+        sum_dz_x_hat += dz * x_hat;
+        sum_dz += dz;
+        k += CUBE_DIM_X as usize;
+    }
+    let mut partial = SharedMemory::<F>::new(UNITS_PER_CUBE as usize);
+    let total_dz_x_hat = cube_sum::<F>(&mut partial, sum_dz_x_hat);
+    let total_dz = cube_sum::<F>(&mut partial, sum_dz);
+    if UNIT_POS_X == 0 {
+        gamma_grad[channel] = total_dz_x_hat;
+        beta_grad[channel] = total_dz;
     }
 }
 
@@ -815,8 +813,11 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
             crate::group_norm_shape(shape.as_slice(), gamma.meta.num_elements(), beta.meta.num_elements(), groups);
         let dtypes =
             output_grad.dtype == x.dtype && crate::group_norm_dtypes(x.dtype, &[gamma.dtype, beta.dtype, stats.dtype]);
-        let fits = |[samples, _, _]: &[usize; 3]| {
-            stats.meta.num_elements() == samples * groups * 2 && output_grad.shape() == shape
+        // The scale's and shift's gradients take a cube per channel.
+        let fits = |[samples, channels, _]: &[usize; 3]| {
+            stats.meta.num_elements() == samples * groups * 2
+                && output_grad.shape() == shape
+                && *channels <= u16::MAX as usize
         };
         let Some([samples, channels, positions]) = sizes.filter(|sizes| dtypes && fits(sizes)) else {
             return portable::group_norm_backward::<Self>(x, [gamma, beta], stats, output_grad, groups, activation);
@@ -852,13 +853,13 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
                 dtypes,
             );
         }
-        // SAFETY: unit `c < channels` (the others return) reads channel `c` of every sample
-        // of `x` and `output_grad`, `stats` of its groups, within their lengths, and writes
-        // element `c` of `gamma_grad` and `beta_grad`, new, of `channels` elements.
+        // SAFETY: cube `c < channels` reads channel `c` of every sample of `x` and
+        // `output_grad`, `stats` of its groups, within their lengths, and writes element `c` of
+        // `gamma_grad` and `beta_grad`, new, of `channels` elements.
         unsafe {
             group_norm_affine_grad_kernel::launch_unchecked::<R>(
                 &client,
-                CubeCount::new_1d(channels.div_ceil(UNITS_PER_CUBE as usize) as u32),
+                CubeCount::new_1d(channels as u32),
                 CubeDim::new_1d(UNITS_PER_CUBE),
                 x.into_tensor_arg(),
                 gamma.into_tensor_arg(),

@@ -12,7 +12,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use burn::module::{Module, ModuleMapper, Param};
+use burn::module::{Module, ModuleMapper, Param, ParamId};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{FloatDType, TensorPrimitive};
@@ -54,7 +54,7 @@ impl Precision {
     pub fn cast_model<B: Backend, M: Module<B>>(self, model: &M) -> M {
         match self {
             Self::F32 => model.clone(),
-            _ => model.clone().map(&mut ComputeCopy { dtype: self.dtype(), norm_depth: 0 }),
+            _ => model.clone().map(&mut OutsideNorms::new(Cast(self.dtype()))),
         }
     }
 
@@ -70,7 +70,7 @@ impl Precision {
     ) -> M {
         match self {
             Self::F32 => model.clone(),
-            _ => model.clone().map(&mut FromCopies { copies, dtype: self.dtype(), norm_depth: 0 }),
+            _ => model.clone().map(&mut OutsideNorms::new(FromCopies { copies, dtype: self.dtype() })),
         }
     }
 }
@@ -97,36 +97,41 @@ impl FromStr for Precision {
     }
 }
 
-/// Casts every float parameter outside norm layers to `dtype`, keeping its `ParamId`.
-struct ComputeCopy {
-    dtype: FloatDType,
+/// Maps every float parameter outside norm layers with `replace`, keeping its `ParamId`; the
+/// norm layers' parameters stay as they are (f32).
+struct OutsideNorms<R> {
+    replace: R,
     /// How many norm modules the walk is inside.
     norm_depth: usize,
+}
+
+impl<R> OutsideNorms<R> {
+    fn new(replace: R) -> Self {
+        Self { replace, norm_depth: 0 }
+    }
 }
 
 fn is_norm(container_type: &str) -> bool {
     matches!(container_type, "Struct:GroupNorm" | "Struct:BatchNorm" | "Struct:LayerNorm")
 }
 
-/// `norm_depth` counted up on entering a module of `container_type` that is a norm layer, down on
-/// leaving it.
-fn track_norms(norm_depth: &mut usize, container_type: &str, entering: bool) {
-    if is_norm(container_type) {
-        if entering {
-            *norm_depth += 1;
-        } else {
-            *norm_depth -= 1;
-        }
-    }
+/// What replaces a parameter's value outside norm layers ([`OutsideNorms`]).
+trait Replace<B: Backend> {
+    /// The new value of parameter `id`, whose value was `tensor`.
+    fn replace<const D: usize>(&mut self, id: ParamId, tensor: Tensor<B, D>) -> Tensor<B, D>;
 }
 
-impl<B: Backend> ModuleMapper<B> for ComputeCopy {
+impl<B: Backend, R: Replace<B>> ModuleMapper<B> for OutsideNorms<R> {
     fn enter_module(&mut self, _name: &str, container_type: &str) {
-        track_norms(&mut self.norm_depth, container_type, true);
+        if is_norm(container_type) {
+            self.norm_depth += 1;
+        }
     }
 
     fn exit_module(&mut self, _name: &str, container_type: &str) {
-        track_norms(&mut self.norm_depth, container_type, false);
+        if is_norm(container_type) {
+            self.norm_depth -= 1;
+        }
     }
 
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
@@ -134,42 +139,32 @@ impl<B: Backend> ModuleMapper<B> for ComputeCopy {
             return param;
         }
         let (id, tensor, mapper) = param.consume();
-        Param::from_mapped_value(id, tensor.cast(self.dtype), mapper)
+        Param::from_mapped_value(id, self.replace.replace(id, tensor), mapper)
     }
 }
 
-/// Puts each parameter's half-precision copy in its place, as a leaf; casts the others
-/// outside norm layers to `dtype`, as [`ComputeCopy`] does.
+/// Casts to the dtype.
+struct Cast(FloatDType);
+
+impl<B: Backend> Replace<B> for Cast {
+    fn replace<const D: usize>(&mut self, _id: ParamId, tensor: Tensor<B, D>) -> Tensor<B, D> {
+        tensor.cast(self.0)
+    }
+}
+
+/// The parameter's half-precision copy as a leaf of its own (trainable as the parameter was);
+/// without a copy, casts as [`Cast`] does.
 struct FromCopies<'a, B: AutodiffBackend> {
     copies: &'a WeightCopies<B::InnerBackend>,
     dtype: FloatDType,
-    /// How many norm modules the walk is inside.
-    norm_depth: usize,
 }
 
-impl<B: AutodiffBackend> ModuleMapper<B> for FromCopies<'_, B> {
-    fn enter_module(&mut self, _name: &str, container_type: &str) {
-        track_norms(&mut self.norm_depth, container_type, true);
-    }
-
-    fn exit_module(&mut self, _name: &str, container_type: &str) {
-        track_norms(&mut self.norm_depth, container_type, false);
-    }
-
-    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
-        if self.norm_depth > 0 {
-            return param;
-        }
-        let (id, tensor, mapper) = param.consume();
-        let value = match self.copies.get(&id) {
-            Some(copy) => {
-                let copy = Tensor::<B::InnerBackend, 1>::from_primitive(TensorPrimitive::Float(copy.clone()));
-                let leaf = Tensor::from_inner(copy.reshape(tensor.shape()));
-                if tensor.is_require_grad() { leaf.require_grad() } else { leaf }
-            }
-            None => tensor.cast(self.dtype),
-        };
-        Param::from_mapped_value(id, value, mapper)
+impl<B: AutodiffBackend> Replace<B> for FromCopies<'_, B> {
+    fn replace<const D: usize>(&mut self, id: ParamId, tensor: Tensor<B, D>) -> Tensor<B, D> {
+        let Some(copy) = self.copies.get(&id) else { return tensor.cast(self.dtype) };
+        let copy = Tensor::<B::InnerBackend, 1>::from_primitive(TensorPrimitive::Float(copy.clone()));
+        let leaf = Tensor::from_inner(copy.reshape(tensor.shape()));
+        if tensor.is_require_grad() { leaf.require_grad() } else { leaf }
     }
 }
 

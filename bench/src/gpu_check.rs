@@ -24,8 +24,8 @@ use loader::Batch;
 use serde_json::json;
 use trainer::lerobot::{EntryValues, StateDict, lerobot_state_dict, load_lerobot_weights};
 use trainer::{
-    DiffusionConfig, DiffusionModel, InputPipeline, Mode, PolicyFeatures, Precision, StepRunner, TrainConfig,
-    TrainData, TrainOutcome, init_model, train,
+    DiffusionConfig, DiffusionModel, InputPipeline, Mode, PolicyFeatures, Precision, StepOutput, StepRunner,
+    TrainConfig, TrainData, TrainOutcome, init_model, train,
 };
 use transforms::{ImageTransformsConfig, Normalizer};
 
@@ -58,6 +58,7 @@ pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
     };
     for &device in &args.devices {
         record(format!("{device} step"), check_step(device, &plain, false));
+        record(format!("{device} half-precision copies"), check_half_precision_copies(device, &plain));
         record(format!("{device} inputs"), check_pipeline(device, &augmented, false));
         record(format!("{device} to cpu"), check_resume(device, DeviceKind::Cpu, &root, false));
         record(format!("cpu to {device}"), check_resume(DeviceKind::Cpu, device, &root, false));
@@ -170,17 +171,96 @@ impl DeviceTask for OneStep<'_> {
         let i = self.inputs;
         let fresh = DiffusionModel::<Autodiff<B>>::skeleton(&i.config, &i.features, &device);
         let model = load_lerobot_weights(fresh, &i.config, &i.weights, Path::new("host weights"))?;
-        let pipeline =
-            InputPipeline::new(i.config.clone(), i.features.clone(), i.normalizer.clone(), i.augment.clone());
-        let mut runner =
-            StepRunner::new(model, i.config.clone(), pipeline, i.seed, 100, device).with_precision(self.precision)?;
+        let mut runner = runner_for(i, model, device, self.precision)?;
         let output = runner.step(&i.batch, i.config.scheduler_warmup_steps)?;
-        Ok(StepResult {
-            loss: output.loss.into_scalar().elem(),
-            grad_norm: output.grad_norm.into_scalar().elem(),
-            weights: host_weights(&runner.model().valid(), &i.config),
-        })
+        Ok(step_result(output, &runner, &i.config))
     }
+}
+
+/// A runner of `inputs`' configuration over `model`, computing in `precision`.
+fn runner_for<B: Kernels>(
+    i: &Inputs,
+    model: DiffusionModel<Autodiff<B>>,
+    device: B::Device,
+    precision: Precision,
+) -> Result<StepRunner<Autodiff<B>>> {
+    let pipeline = InputPipeline::new(i.config.clone(), i.features.clone(), i.normalizer.clone(), i.augment.clone());
+    Ok(StepRunner::new(model, i.config.clone(), pipeline, i.seed, 100, device).with_precision(precision)?)
+}
+
+/// What `output`, a step of `runner`, computed, read back.
+fn step_result<B: Kernels>(
+    output: StepOutput<B>,
+    runner: &StepRunner<Autodiff<B>>,
+    config: &DiffusionConfig,
+) -> StepResult {
+    StepResult {
+        loss: output.loss.into_scalar().elem(),
+        grad_norm: output.grad_norm.into_scalar().elem(),
+        weights: host_weights(&runner.model().valid(), config),
+    }
+}
+
+/// A second half-precision step, two ways: straight after the first, reading the copies of the
+/// weights the first update wrote; and by a runner resumed from the first step's weights and
+/// optimiser state, which casts the weights as a first step does. Whether the first step
+/// applied its update (an f16 overflow skips it, and writes no copies). `None` where the device
+/// does not compute in the precision.
+struct SecondHalfStep<'a> {
+    inputs: &'a Inputs,
+    precision: Precision,
+}
+
+impl DeviceTask for SecondHalfStep<'_> {
+    type Output = Result<Option<(StepResult, StepResult, bool)>>;
+
+    fn run<B: Kernels>(self, device: B::Device) -> Self::Output {
+        if !self.precision.supported::<B>(&device) {
+            return Ok(None);
+        }
+        let i = self.inputs;
+        let fresh = DiffusionModel::<Autodiff<B>>::skeleton(&i.config, &i.features, &device);
+        let model = load_lerobot_weights(fresh, &i.config, &i.weights, Path::new("host weights"))?;
+        let mut runner = runner_for(i, model, device.clone(), self.precision)?;
+        let first = i.config.scheduler_warmup_steps;
+        let applied = runner.step(&i.batch, first)?.applied;
+        let mut resumed = runner_for(i, runner.model().clone(), device, self.precision)?
+            .with_optimizer(runner.optimizer().to_record())?;
+        if let Some(scaler) = runner.loss_scaler() {
+            resumed = resumed.with_loss_scaler(*scaler);
+        }
+        let through_copies = runner.step(&i.batch, first + 1)?;
+        let through_copies = step_result(through_copies, &runner, &i.config);
+        let cast = resumed.step(&i.batch, first + 1)?;
+        Ok(Some((through_copies, step_result(cast, &resumed, &i.config), applied)))
+    }
+}
+
+/// In bf16 and f16 (where `device` computes in them), the second step through the weights'
+/// copies the first update wrote equals, to the bit, the same step resumed from a checkpoint's
+/// state (which casts the f32 weights inside the graph): loss, gradient norm and every weight.
+pub fn check_half_precision_copies(device: DeviceKind, inputs: &Inputs) -> Result<String> {
+    let mut line = format!("{device}, the second half-precision step through the update's copies vs resumed");
+    for precision in [Precision::Bf16, Precision::F16] {
+        let Some((copies, cast, applied)) = run_on(device, SecondHalfStep { inputs, precision })?? else {
+            line += &format!("; {precision}: not computed here");
+            continue;
+        };
+        let weights = max_weight_difference(&copies.weights, &cast.weights)?;
+        line += &format!(
+            "; {precision}: loss {} vs {}, grad norm {} vs {}, weights max |Δ| {weights:.2e}{}",
+            copies.loss,
+            cast.loss,
+            copies.grad_norm,
+            cast.grad_norm,
+            if applied { "" } else { " (the first step overflowed: no copies were written)" }
+        );
+        let same = copies.loss.to_bits() == cast.loss.to_bits()
+            && copies.grad_norm.to_bits() == cast.grad_norm.to_bits()
+            && weights == 0.0;
+        ensure!(same, "not bit-equal: {line}");
+    }
+    Ok(line)
 }
 
 /// The training inputs of the batch (images after augmentation, normalisation and crop; state;

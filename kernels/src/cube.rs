@@ -8,8 +8,10 @@
 //!   update writes the new weights' half-precision copies beside them;
 //! - GroupNorm with the activation after it: one launch forward (a cube per group: mean, then
 //!   variance, then the output), two backward (the input's gradient, a cube per group; the
-//!   scale's and shift's, a unit per channel), where burn's operations take about ten launches
-//!   forward and twenty backward.
+//!   scale's and shift's, a cube per channel), where burn's operations take about ten launches
+//!   forward and twenty backward; in a half-precision step it reads and writes the compute
+//!   dtype, computing in f32;
+//! - FiLM, one launch each way, and a bias's gradient along the channels, a cube per channel.
 //!
 //! With burn's fusion on, the backends are `Fusion` over these, which runs the same kernels as
 //! its custom operations (`fusion.rs`).
@@ -630,6 +632,9 @@ fn gather<R: CubeRuntime>(
             None => groups.push((kind, vec![part])),
         }
     }
+    // The contiguous parts first, f32 first (the order of the squares' partial sums, so of
+    // their total's bits, as before half-precision parts were gathered).
+    groups.sort_by_key(|((dtype, is_contiguous), _)| (!is_contiguous, *dtype != DType::F32));
     let client = flat.client.clone();
     let chunks: Vec<(&[GatherPart<R>], DType, bool)> = groups
         .iter()
@@ -811,15 +816,12 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
         let shape = x.shape();
         let sizes =
             crate::group_norm_shape(shape.as_slice(), gamma.meta.num_elements(), beta.meta.num_elements(), groups);
-        let dtypes =
+        let takes_dtypes =
             output_grad.dtype == x.dtype && crate::group_norm_dtypes(x.dtype, &[gamma.dtype, beta.dtype, stats.dtype]);
-        // The scale's and shift's gradients take a cube per channel.
-        let fits = |[samples, channels, _]: &[usize; 3]| {
-            stats.meta.num_elements() == samples * groups * 2
-                && output_grad.shape() == shape
-                && *channels <= u16::MAX as usize
+        let fits = |[samples, _, _]: &[usize; 3]| {
+            stats.meta.num_elements() == samples * groups * 2 && output_grad.shape() == shape
         };
-        let Some([samples, channels, positions]) = sizes.filter(|sizes| dtypes && fits(sizes)) else {
+        let Some([samples, channels, positions]) = sizes.filter(|sizes| takes_dtypes && fits(sizes)) else {
             return portable::group_norm_backward::<Self>(x, [gamma, beta], stats, output_grad, groups, activation);
         };
         let [x, gamma, beta, stats, output_grad] = [x, gamma, beta, stats, output_grad].map(into_contiguous);
@@ -911,9 +913,9 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
     }
 
     fn film_forward(x: FloatTensor<Self>, embedding: FloatTensor<Self>) -> Option<FloatTensor<Self>> {
-        let dtypes = crate::film_dtypes(&[x.dtype, embedding.dtype]);
+        let takes_dtypes = crate::film_dtypes(&[x.dtype, embedding.dtype]);
         let [_, channels, positions] =
-            crate::film_shape(x.shape().as_slice(), embedding.shape().as_slice()).filter(|_| dtypes)?;
+            crate::film_shape(x.shape().as_slice(), embedding.shape().as_slice()).filter(|_| takes_dtypes)?;
         let [x, embedding] = [x, embedding].map(into_contiguous);
         let total = x.meta.num_elements();
         let y = empty_like(&x, x.shape(), x.dtype);
@@ -942,9 +944,10 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
         embedding: FloatTensor<Self>,
         output_grad: FloatTensor<Self>,
     ) -> [FloatTensor<Self>; 2] {
-        let dtypes = crate::film_dtypes(&[x.dtype, embedding.dtype, output_grad.dtype]);
+        let takes_dtypes = crate::film_dtypes(&[x.dtype, embedding.dtype, output_grad.dtype]);
         let sizes = crate::film_shape(x.shape().as_slice(), embedding.shape().as_slice());
-        let Some([samples, channels, positions]) = sizes.filter(|_| dtypes && output_grad.shape() == x.shape()) else {
+        let Some([samples, channels, positions]) = sizes.filter(|_| takes_dtypes && output_grad.shape() == x.shape())
+        else {
             return portable::film_backward::<Self>(x, embedding, output_grad);
         };
         let [x, embedding, output_grad] = [x, embedding, output_grad].map(into_contiguous);
@@ -1048,7 +1051,8 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
         if !kernel_updates(&weights, offsets, flat, scale, None) {
             return portable_update_each(weights, offsets, flat, scale, step);
         }
-        update_all(weights, offsets, flat, scale, step, None).weights
+        // SAFETY: `kernel_updates` holds, checked just above.
+        unsafe { update_all(weights, offsets, flat, scale, step, None) }.weights
     }
 
     fn adam_update_all_with_copies(
@@ -1065,7 +1069,8 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
             let copies = weights.iter().map(|w| burn_cubecl::kernel::cast(w.clone(), copy)).collect();
             return UpdatedWeights { weights, copies };
         }
-        update_all(weights, offsets, flat, scale, step, Some(copy))
+        // SAFETY: `kernel_updates` holds, checked just above.
+        unsafe { update_all(weights, offsets, flat, scale, step, Some(copy)) }
     }
 }
 
@@ -1110,10 +1115,13 @@ fn kernel_updates<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElemen
     !weights.is_empty() && fits && copies_fit
 }
 
-/// The update of every parameter by [`adam_kernel`] (which takes them: [`kernel_updates`]), in
-/// as few launches as the device's bindings allow, with the new weights' copies in `copy` when
-/// one is asked for.
-fn update_all<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement>(
+/// The update of every parameter by [`adam_kernel`], in as few launches as the device's bindings
+/// allow, with the new weights' copies in `copy` when one is asked for.
+///
+/// # Safety
+/// [`kernel_updates`] holds for these tensors and `copy`: the kernel reads and writes them
+/// without bounds checks.
+unsafe fn update_all<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement>(
     weights: Vec<CubeTensor<R>>,
     offsets: &[usize],
     flat: &mut FlatBuffers<CubeBackend<R, F, I, BT>>,
@@ -1137,6 +1145,8 @@ fn update_all<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement>(
     let scale = into_contiguous(scale.clone());
     let weights: Vec<CubeTensor<R>> = weights.into_iter().map(into_contiguous).collect();
     let updated: Vec<CubeTensor<R>> = weights.iter().map(|w| empty_f32(w, w.shape())).collect();
+    // Every parameter gets its copy (the norm layers' too, which the forward leaves in f32:
+    // a few kilobytes, where leaving them out would split the launches).
     let copy_dtype = copy.unwrap_or(DType::F32);
     let copies: Vec<CubeTensor<R>> = match copy {
         Some(dtype) => weights.iter().map(|w| empty_like(w, w.shape(), dtype)).collect(),
@@ -1173,10 +1183,11 @@ fn update_all<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement>(
         }
         // SAFETY: the units of row `t` read and write parameter `t` below `lens[t]`, its
         // element count (`weights`, `updated` and, with copies, `copies` are contiguous, of the
-        // same shapes), and the flat buffers below `end`, which each holds (checked above),
-        // `scale` at 0; `moment_2` standing in for a missing average is never read; the buffers
-        // written are uniquely held ([`writable`], `updated` and `copies` new) and contiguous,
-        // and no two units write one element (the ranges are apart, checked above).
+        // same shapes), and the flat buffers in that parameter's range, which each holds, and
+        // `scale` at 0 (the caller checked both: `kernel_updates`); `moment_2` standing in for a
+        // missing average is never read; the buffers written are uniquely held ([`writable`],
+        // `updated` and `copies` new) and contiguous, and no two units write one element (the
+        // ranges are apart, `kernel_updates`).
         unsafe {
             adam_kernel::launch_unchecked::<R>(
                 &client,

@@ -317,13 +317,14 @@ pub trait Kernels: Backend {
     }
 
     /// Whether [`Kernels::group_norm_forward`] and its backward pass are this backend's own
-    /// kernels for every f32 GroupNorm that [`group_norm_shape`] accepts, known before they run
+    /// kernels for every GroupNorm of [`group_norm_dtypes`] that [`group_norm_shape`] accepts, known before they run
     /// (fusion registers them as its custom operations ahead of their execution).
     fn has_group_norm_kernels() -> bool {
         false
     }
 
-    /// GroupNorm of `x` `[N, C, S]` (f32) in `groups` groups of channels, scaled by `gamma` and
+    /// GroupNorm of `x` `[N, C, S]` (f32; the GPU backends' kernels also take f16 and bf16,
+    /// [`group_norm_dtypes`]) in `groups` groups of channels, scaled by `gamma` and
     /// shifted by `beta` (`[C]`), then `activation`, in one fused pass where the backend has
     /// one: the output and, for the backward pass, each group's mean and `1/√(σ² + ε)`
     /// (`[N, groups, 2]`). `None` where it has none (the caller composes burn's operations).
@@ -411,7 +412,7 @@ pub trait Kernels: Backend {
 
 /// `[N, C, S]` of a GroupNorm the GPU kernels take: `x` of three dimensions, nothing empty,
 /// the channels a whole number of `groups`, `gamma` and `beta` of `C` elements each, and at
-/// most 65,535 groups in all (one cube each, along one axis of the grid).
+/// most 65,535 groups in all and 65,535 channels (a cube each, along one axis of the grid).
 pub fn group_norm_shape(x: &[usize], gamma: usize, beta: usize, groups: usize) -> Option<[usize; 3]> {
     let [samples, channels, positions] = <[usize; 3]>::try_from(x).ok()?;
     let fits = groups > 0
@@ -419,7 +420,8 @@ pub fn group_norm_shape(x: &[usize], gamma: usize, beta: usize, groups: usize) -
         && gamma == channels
         && beta == channels
         && samples * channels * positions > 0
-        && samples * groups <= u16::MAX as usize;
+        && samples * groups <= u16::MAX as usize
+        && channels <= u16::MAX as usize;
     fits.then_some([samples, channels, positions])
 }
 

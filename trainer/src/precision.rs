@@ -6,7 +6,8 @@
 //! f16.
 //!
 //! What stays in f32 inside a half-precision pass: every norm layer (GroupNorm, BatchNorm: their
-//! parameters are not cast and their inputs are cast up and back), the spatial softmax, the
+//! parameters are not cast; they compute in f32, their inputs cast up and back, or read and
+//! written in the compute dtype by the GPU's GroupNorm kernels), the spatial softmax, the
 //! sinusoidal embedding's arguments and the loss. See ARCHITECTURE.md.
 
 use std::fmt;

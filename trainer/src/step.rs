@@ -191,6 +191,7 @@ impl<B: TrainingBackend> StepRunner<B> {
         }
         self.precision = precision;
         self.scaler = (precision == Precision::F16).then(LossScaler::default);
+        self.compute = None;
         Ok(self)
     }
 
@@ -395,7 +396,9 @@ impl<B: TrainingBackend> StepRunner<B> {
         step: usize,
     ) -> f64 {
         let lr = self.learning_rate(step);
-        // The last update's copy shares the norm layers' weights: let the update hold them alone.
+        // The last update's half-precision model goes first: it shares the norm layers' weights,
+        // which the CPU's update writes in place only where it holds them alone, and its copies
+        // are freed before the update allocates the next ones.
         self.compute = None;
         let model = self.model.take().expect("the model is only taken during an update");
         let average = self.ema.as_mut().map(|ema| ema.for_update(step + 1));

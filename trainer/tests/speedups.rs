@@ -36,14 +36,19 @@ fn tiny(output: &Path, steps: usize, extra: serde_json::Value) -> TrainConfig {
 fn runner(config: &TrainConfig) -> (StepRunner<Ad>, TrainData) {
     let data = TrainData::open(config).unwrap();
     let policy = &config.policy.config;
-    let pipeline = InputPipeline::new(
-        policy.clone(),
+    let model = init_model::<Ad>(policy, &data.features, config.seed, &Default::default()).unwrap();
+    let pipeline = pipeline(config, &data);
+    (StepRunner::new(model, policy.clone(), pipeline, config.seed, config.steps, Default::default()), data)
+}
+
+/// The input pipeline the training loop builds for `data`.
+fn pipeline(config: &TrainConfig, data: &TrainData) -> InputPipeline {
+    InputPipeline::new(
+        config.policy.config.clone(),
         data.features.clone(),
         data.normalizer(config).unwrap(),
         config.dataset.image_transforms.clone(),
-    );
-    let model = init_model::<Ad>(policy, &data.features, config.seed, &Default::default()).unwrap();
-    (StepRunner::new(model, policy.clone(), pipeline, config.seed, config.steps, Default::default()), data)
+    )
 }
 
 /// Every float parameter, flattened in visiting order.
@@ -126,6 +131,46 @@ fn half_precision_steps_read_the_updates_copies_and_equal_casting() {
         assert_eq!(differing, 0, "{precision}: gradients that differ from the cast model's, of {}", flat.len());
         assert!(flat.iter().any(|&g| g != 0.0), "{precision}: the gradients are not all zero");
     }
+}
+
+/// f16 steps through the update's copies, one of them skipped by an overflowing loss scale (no
+/// update, so the copies stay those of the weights), equal the same steps run by a runner
+/// resumed from the state before them (which casts the weights until its first update): the
+/// loss and every weight, to the bit.
+#[test]
+fn f16_steps_through_the_copies_across_a_skipped_step_equal_a_resumed_run() {
+    let out = scratch("copies-skip");
+    let config = tiny(&out, 10, json!({"policy": {"scheduler_warmup_steps": 0}}));
+    let (runner, data) = runner(&config);
+    let mut first = runner.with_precision(Precision::F16).unwrap();
+    let mut loader = data.loader(&config, SamplerState::default()).unwrap();
+    let batches: Vec<_> = (0..3).map(|_| loader.next().unwrap().unwrap()).collect();
+    assert!(first.step(&batches[0], 0).unwrap().applied, "the first step applies, and writes the copies");
+    let resumed = StepRunner::new(
+        first.model().clone(),
+        config.policy.config.clone(),
+        pipeline(&config, &data),
+        config.seed,
+        config.steps,
+        Default::default(),
+    )
+    .with_precision(Precision::F16)
+    .unwrap()
+    .with_optimizer(first.optimizer().to_record())
+    .unwrap();
+
+    let huge = LossScaler { scale: 1e30, ..LossScaler::default() };
+    let mut outcomes = Vec::new();
+    for runner in [first, resumed] {
+        let mut runner = runner.with_loss_scaler(huge);
+        assert!(!runner.step(&batches[1], 1).unwrap().applied, "a loss scaled by 1e30 overflows");
+        let mut runner = runner.with_loss_scaler(LossScaler::default());
+        let out = runner.step(&batches[2], 2).unwrap();
+        assert!(out.applied);
+        outcomes.push((out.loss.into_scalar().elem::<f32>().to_bits(), weights(runner.model())));
+    }
+    assert_eq!(outcomes[0].0, outcomes[1].0, "the loss");
+    assert!(outcomes[0].1 == outcomes[1].1, "the weights");
 }
 
 #[test]

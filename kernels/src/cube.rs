@@ -599,7 +599,7 @@ type GatherKind = (DType, bool);
 /// Whether [`gather`] reads `part`: f32, or f16 or bf16 (the gradients of a half-precision
 /// forward's weights, cast up as they are copied).
 fn gathers<R: CubeRuntime>(part: &CubeTensor<R>) -> bool {
-    matches!(part.dtype, DType::F32 | DType::F16 | DType::BF16)
+    crate::kernel_float(part.dtype)
 }
 
 /// `parts` (at least one, each [`gathers`]) laid end to end in one f32 buffer (over `reuse` where it has their
@@ -1063,14 +1063,11 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
         step: &AdamStep,
         copy: FloatDType,
     ) -> UpdatedWeights<Self> {
-        let copy = DType::from(copy);
-        if !kernel_updates(&weights, offsets, flat, scale, Some(copy)) {
-            let weights = portable_update_each(weights, offsets, flat, scale, step);
-            let copies = weights.iter().map(|w| burn_cubecl::kernel::cast(w.clone(), copy)).collect();
-            return UpdatedWeights { weights, copies };
+        if !kernel_updates(&weights, offsets, flat, scale, Some(copy.into())) {
+            return crate::update_then_cast::<Self>(weights, offsets, flat, scale, step, copy);
         }
         // SAFETY: `kernel_updates` holds, checked just above.
-        unsafe { update_all(weights, offsets, flat, scale, step, Some(copy)) }
+        unsafe { update_all(weights, offsets, flat, scale, step, Some(copy.into())) }
     }
 }
 

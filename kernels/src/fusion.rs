@@ -244,13 +244,8 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for AdamOp<B> {
         let (grads, moment_1, moment_2) =
             (rest.next().expect("grads"), rest.next().expect("moment 1"), rest.next().expect("moment 2"));
         let mut flat = FlatBuffers::<B> { grads, moment_1, moment_2, average: rest.next() };
-        let UpdatedWeights { weights, copies } = match self.copy {
-            Some(copy) => B::adam_update_all_with_copies(weights, &self.offsets, &mut flat, &scale, &self.step, copy),
-            None => {
-                let weights = B::adam_update_all(weights, &self.offsets, &mut flat, &scale, &self.step);
-                UpdatedWeights { weights, copies: Vec::new() }
-            }
-        };
+        let UpdatedWeights { weights, copies } =
+            crate::adam_update_all_copying::<B>(weights, &self.offsets, &mut flat, &scale, &self.step, self.copy);
         let outputs = weights.into_iter().chain([flat.moment_1, flat.moment_2]).chain(flat.average).chain(copies);
         register_outputs::<B>(&self.desc, handles, outputs);
     }
@@ -269,7 +264,7 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
     ) -> FloatTensor<Self> {
         // Fusion's allocator keeps freed buffers: a new flat buffer costs no page faults here.
         drop(reuse);
-        if parts.is_empty() || !parts.iter().all(|p| gathered(p.dtype)) {
+        if parts.is_empty() || !parts.iter().all(|p| crate::kernel_float(p.dtype)) {
             return crate::portable::concat_flat::<Self>(parts, device);
         }
         let total = parts.iter().map(|p| p.shape.num_elements()).sum::<usize>();
@@ -283,7 +278,7 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         reuse: Option<FloatTensor<Self>>,
         device: &Self::Device,
     ) -> [FloatTensor<Self>; 2] {
-        if parts.is_empty() || !parts.iter().all(|p| gathered(p.dtype)) {
+        if parts.is_empty() || !parts.iter().all(|p| crate::kernel_float(p.dtype)) {
             return crate::concat_flat_then_squares::<Self>(parts, reuse, device);
         }
         drop(reuse);
@@ -485,10 +480,4 @@ fn register_adam<B: FusionBackend + Kernels>(
     flat.moment_2 = results.pop().expect("moment 2 out");
     flat.moment_1 = results.pop().expect("moment 1 out");
     UpdatedWeights { weights: results, copies }
-}
-
-/// Whether the inner backend's gather takes parts of `dtype`: f32, or the half-precision
-/// gradients of a mixed-precision forward's weights.
-fn gathered(dtype: DType) -> bool {
-    matches!(dtype, DType::F32 | DType::F16 | DType::BF16)
 }

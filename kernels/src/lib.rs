@@ -237,9 +237,7 @@ pub trait Kernels: Backend {
         step: &AdamStep,
         copy: FloatDType,
     ) -> UpdatedWeights<Self> {
-        let weights = Self::adam_update_all(weights, offsets, flat, scale, step);
-        let copies = weights.iter().map(|w| Self::float_cast(w.clone(), copy)).collect();
-        UpdatedWeights { weights, copies }
+        update_then_cast::<Self>(weights, offsets, flat, scale, step, copy)
     }
 
     /// Whether [`Kernels::conv2d_no_bias`] and its gradients are this backend's own
@@ -429,15 +427,50 @@ pub fn group_norm_shape(x: &[usize], gamma: usize, beta: usize, groups: usize) -
 /// with parameters and statistics of `others`: f32, or f16 or bf16 (a half-precision forward,
 /// read and written in its dtype, computed in f32), with everything else f32.
 pub fn group_norm_dtypes(x: DType, others: &[DType]) -> bool {
-    matches!(x, DType::F32 | DType::F16 | DType::BF16) && others.iter().all(|&d| d == DType::F32)
+    kernel_float(x) && others.iter().all(|&d| d == DType::F32)
 }
 
 /// Whether the GPU backends' FiLM kernels take tensors of `dtypes`: all f32, or all f16 or all
 /// bf16 (a half-precision forward's).
 pub fn film_dtypes(dtypes: &[DType]) -> bool {
-    dtypes.first().is_some_and(|&first| {
-        matches!(first, DType::F32 | DType::F16 | DType::BF16) && dtypes.iter().all(|&d| d == first)
-    })
+    dtypes.first().is_some_and(|&first| kernel_float(first) && dtypes.iter().all(|&d| d == first))
+}
+
+/// [`Kernels::adam_update_all`], with the new weights' copies in `copy` where one is asked for
+/// ([`Kernels::adam_update_all_with_copies`]; none otherwise).
+pub fn adam_update_all_copying<B: Kernels>(
+    weights: Vec<FloatTensor<B>>,
+    offsets: &[usize],
+    flat: &mut FlatBuffers<B>,
+    scale: &FloatTensor<B>,
+    step: &AdamStep,
+    copy: Option<FloatDType>,
+) -> UpdatedWeights<B> {
+    match copy {
+        Some(copy) => B::adam_update_all_with_copies(weights, offsets, flat, scale, step, copy),
+        None => UpdatedWeights { weights: B::adam_update_all(weights, offsets, flat, scale, step), copies: Vec::new() },
+    }
+}
+
+/// [`Kernels::adam_update_all_with_copies`] in two passes, the update then burn's cast: where a
+/// backend has no single pass (and the GPU backends' fallback for tensors their kernel declines).
+pub(crate) fn update_then_cast<B: Kernels>(
+    weights: Vec<FloatTensor<B>>,
+    offsets: &[usize],
+    flat: &mut FlatBuffers<B>,
+    scale: &FloatTensor<B>,
+    step: &AdamStep,
+    copy: FloatDType,
+) -> UpdatedWeights<B> {
+    let weights = B::adam_update_all(weights, offsets, flat, scale, step);
+    let copies = weights.iter().map(|w| B::float_cast(w.clone(), copy)).collect();
+    UpdatedWeights { weights, copies }
+}
+
+/// Whether our GPU kernels read and write `dtype`: f32, or the half precisions of a
+/// mixed-precision step (f16, bf16).
+pub(crate) fn kernel_float(dtype: DType) -> bool {
+    matches!(dtype, DType::F32 | DType::F16 | DType::BF16)
 }
 
 /// Where each of parts of `lens` elements starts when they are laid end to end.

@@ -60,7 +60,7 @@ impl Precision {
     }
 
     /// [`Precision::cast_model`] without its casts: each parameter outside norm layers that has
-    /// one of `copies` (the optimiser's update wrote them, [`crate::optim::FlatAdam::step_with_copies`])
+    /// one of `copies` (the optimiser's update wrote them, [`crate::optim::FlatAdam::step`])
     /// becomes that copy, a leaf of the autodiff graph of its own (trainable as the parameter
     /// was, under the same `ParamId`), so that the gradients come back in this precision and the
     /// f32 weights are not read. The others are cast, as [`Precision::cast_model`] casts them.

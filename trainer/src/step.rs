@@ -402,17 +402,14 @@ impl<B: TrainingBackend> StepRunner<B> {
         self.compute = None;
         let model = self.model.take().expect("the model is only taken during an update");
         let average = self.ema.as_mut().map(|ema| ema.for_update(step + 1));
-        let scale = &clipping.scale;
-        let model = if self.precision == Precision::F32 {
-            self.optim.step(model, grads, scale, lr, average)
-        } else {
-            // The update writes the weights' half-precision copies too: the next forward reads
-            // them instead of casting every weight again (and its backward casting every
-            // gradient back).
-            let (model, copies) = self.optim.step_with_copies(model, grads, scale, lr, average, self.precision.dtype());
+        // In half precision the update writes the weights' copies too: the next forward reads
+        // them instead of casting every weight again (and its backward casting every gradient
+        // back).
+        let copy = (self.precision != Precision::F32).then(|| self.precision.dtype());
+        let (model, copies) = self.optim.step(model, grads, &clipping.scale, lr, average, copy);
+        if copy.is_some() {
             self.compute = Some(self.precision.model_from_copies(&model, &copies));
-            model
-        };
+        }
         self.model = Some(model);
         lr
     }

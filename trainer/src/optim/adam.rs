@@ -32,7 +32,7 @@ pub struct FlatAdam<B: Backend> {
     weight_decay: f64,
 }
 
-/// The half-precision copies of the new weights an update wrote ([`FlatAdam::step_with_copies`]),
+/// The half-precision copies of the new weights an update wrote ([`FlatAdam::step`]),
 /// 1-D, by parameter; empty when none was asked for.
 pub type WeightCopies<B> = HashMap<ParamId, FloatTensor<B>>;
 
@@ -76,34 +76,10 @@ impl<B: Kernels> FlatAdam<B> {
 
     /// One update of `model` from its flat gradients `grads` times the `[1]` factor `scale`, at
     /// learning rate `lr`; with `average = Some((flat, weight))` the moving average of the
-    /// weights is blended in the same pass.
+    /// weights is blended in the same pass. With `copy`, also each trainable parameter's new
+    /// weights cast to it (what a half-precision forward reads), written by the same pass where
+    /// the backend can ([`Kernels::adam_update_all_with_copies`]); without, no copies.
     pub fn step<AB: AutodiffBackend<InnerBackend = B>, M: Module<AB>>(
-        &mut self,
-        model: M,
-        grads: Tensor<B, 1>,
-        scale: &Tensor<B, 1>,
-        lr: f64,
-        average: Option<(&mut Tensor<B, 1>, f32)>,
-    ) -> M {
-        self.update(model, grads, scale, lr, average, None).0
-    }
-
-    /// [`FlatAdam::step`], also returning each trainable parameter's new weights cast to `copy`
-    /// (what a half-precision forward reads), written by the same pass where the backend can
-    /// ([`Kernels::adam_update_all_with_copies`]).
-    pub fn step_with_copies<AB: AutodiffBackend<InnerBackend = B>, M: Module<AB>>(
-        &mut self,
-        model: M,
-        grads: Tensor<B, 1>,
-        scale: &Tensor<B, 1>,
-        lr: f64,
-        average: Option<(&mut Tensor<B, 1>, f32)>,
-        copy: FloatDType,
-    ) -> (M, WeightCopies<B>) {
-        self.update(model, grads, scale, lr, average, Some(copy))
-    }
-
-    fn update<AB: AutodiffBackend<InnerBackend = B>, M: Module<AB>>(
         &mut self,
         model: M,
         grads: Tensor<B, 1>,
@@ -142,13 +118,8 @@ impl<B: Kernels> FlatAdam<B> {
         // handle and writes in place), updated all at once, and put back.
         let (model, taken) = map_trainable(model, TakeWeights::<B>::new(&self.layout));
         let scale = scale.clone().into_primitive().tensor();
-        let UpdatedWeights { weights: updated, copies } = match copy {
-            Some(copy) => B::adam_update_all_with_copies(taken.weights, &taken.offsets, &mut flat, &scale, &step, copy),
-            None => {
-                let weights = B::adam_update_all(taken.weights, &taken.offsets, &mut flat, &scale, &step);
-                UpdatedWeights { weights, copies: Vec::new() }
-            }
-        };
+        let UpdatedWeights { weights: updated, copies } =
+            kernels::adam_update_all_copying(taken.weights, &taken.offsets, &mut flat, &scale, &step, copy);
         let copies = taken.ids.into_iter().zip(copies).collect();
         let (model, _) = map_trainable(model, PutWeights::<B> { weights: taken.places.into_iter().zip(updated) });
         let FlatBuffers { grads, moment_1, moment_2, average: updated_average } = flat;

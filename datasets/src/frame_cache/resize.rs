@@ -31,9 +31,16 @@ fn taps(input: usize, output: usize) -> Vec<Taps> {
         .collect()
 }
 
+/// Input rows resized along their width together, one vector lane each.
+const LANES: usize = 8;
+
 /// Resizes channel-first frames of one shape to another (the same channels): the taps of both
 /// axes computed once, and the buffers of one frame's passes kept for the next. A thread needs
 /// its own (clone one per thread).
+///
+/// The width pass takes [`LANES`] rows at a time, interleaved, so that each tap is one multiply
+/// and add of a vector; the height pass runs along the rows. Every value is summed in the same
+/// order as one row at a time would sum it, so the bytes do not depend on the grouping.
 #[derive(Clone)]
 pub(crate) struct Resampler {
     from: FrameShape,
@@ -42,8 +49,9 @@ pub(crate) struct Resampler {
     rows: Vec<Taps>,
     /// Levels as torchvision's input, `x / 255`.
     levels: [f32; 256],
-    /// One input row as levels.
-    line: Vec<f32>,
+    /// [`LANES`] input rows as levels, interleaved: column `c` of the band's row `r` at
+    /// `c·LANES + r`.
+    band: Vec<f32>,
     /// A channel resized along its width: `from.height × to.width`.
     wide: Vec<f32>,
     /// One output row before rounding.
@@ -58,7 +66,7 @@ impl Resampler {
             columns: taps(from.width, to.width),
             rows: taps(from.height, to.height),
             levels: std::array::from_fn(|x| x as f32 / 255.0),
-            line: vec![0.0; from.width],
+            band: vec![0.0; from.width * LANES],
             wide: vec![0.0; from.height * to.width],
             sums: vec![0.0; to.width],
         }
@@ -66,15 +74,32 @@ impl Resampler {
 
     /// Appends `frame`, of `from`'s shape, resized to `to`'s, to `out`.
     pub(crate) fn resize(&mut self, frame: &[u8], out: &mut Vec<u8>) {
-        let Self { from, to, columns, rows, levels, line, wide, sums } = self;
+        let Self { from, to, columns, rows, levels, band, wide, sums } = self;
         for plane in frame.chunks_exact(from.height * from.width) {
-            for (bytes, out_line) in plane.chunks_exact(from.width).zip(wide.chunks_exact_mut(to.width)) {
-                for (value, &x) in line.iter_mut().zip(bytes) {
-                    *value = levels[usize::from(x)];
+            let bands = plane.chunks(from.width * LANES).zip(wide.chunks_mut(to.width * LANES));
+            for (input, output) in bands {
+                // A last band of fewer rows repeats its last row in the lanes past it, whose sums
+                // are not written.
+                let rows: [&[u8]; LANES] = std::array::from_fn(|lane| {
+                    let row = lane.min(input.len() / from.width - 1);
+                    &input[row * from.width..(row + 1) * from.width]
+                });
+                for (column, lanes) in band.chunks_exact_mut(LANES).enumerate() {
+                    for (level, row) in lanes.iter_mut().zip(rows) {
+                        *level = levels[usize::from(row[column])];
+                    }
                 }
-                for (value, tap) in out_line.iter_mut().zip(columns.iter()) {
-                    let inputs = &line[tap.start..tap.start + tap.weights.len()];
-                    *value = inputs.iter().zip(&tap.weights).map(|(&x, &w)| x * w).sum();
+                for (column, tap) in columns.iter().enumerate() {
+                    let mut sum = [0.0f32; LANES];
+                    for (k, &w) in tap.weights.iter().enumerate() {
+                        let at = (tap.start + k) * LANES;
+                        for (s, &x) in sum.iter_mut().zip(&band[at..at + LANES]) {
+                            *s += x * w;
+                        }
+                    }
+                    for (row, &s) in output.chunks_exact_mut(to.width).zip(&sum) {
+                        row[column] = s;
+                    }
                 }
             }
             for tap in rows.iter() {
@@ -85,10 +110,15 @@ impl Resampler {
                         *sum += x * w;
                     }
                 }
-                out.extend(sums.iter().map(|v| (v * 255.0).round().clamp(0.0, 255.0) as u8));
+                out.extend(sums.iter().map(|v| to_level(*v)));
             }
         }
     }
+}
+
+/// A value in [0, 1] as the nearest of the 256 levels.
+fn to_level(value: f32) -> u8 {
+    (value * 255.0).round().clamp(0.0, 255.0) as u8
 }
 
 #[cfg(test)]
@@ -108,6 +138,54 @@ mod tests {
         let tap = &taps(8, 4)[1];
         assert_eq!((tap.start, tap.weights.len()), (1, 4));
         assert_eq!(tap.weights, [0.125, 0.375, 0.375, 0.125]);
+    }
+
+    /// The resize one row, then one output row, at a time: what [`Resampler`] computes.
+    fn resize_row_by_row(frame: &[u8], from: FrameShape, to: FrameShape) -> Vec<u8> {
+        let (columns, rows) = (taps(from.width, to.width), taps(from.height, to.height));
+        let mut out = Vec::new();
+        for plane in frame.chunks_exact(from.height * from.width) {
+            let wide: Vec<Vec<f32>> = plane
+                .chunks_exact(from.width)
+                .map(|row| {
+                    let line: Vec<f32> = row.iter().map(|&x| x as f32 / 255.0).collect();
+                    columns
+                        .iter()
+                        .map(|tap| {
+                            let inputs = &line[tap.start..tap.start + tap.weights.len()];
+                            inputs.iter().zip(&tap.weights).fold(0.0, |sum, (&x, &w)| sum + x * w)
+                        })
+                        .collect()
+                })
+                .collect();
+            for tap in &rows {
+                for column in 0..to.width {
+                    let sum =
+                        tap.weights.iter().enumerate().fold(0.0, |sum, (k, &w)| sum + wide[tap.start + k][column] * w);
+                    out.push(to_level(sum));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn rows_resized_together_give_the_bytes_of_one_row_at_a_time() {
+        // Heights that fill the lanes, and that leave a short last band; shrinking and growing.
+        for ((h, w), (th, tw)) in [((16, 24), (8, 12)), ((21, 19), (7, 10)), ((5, 9), (11, 4)), ((3, 3), (3, 3))] {
+            let from = FrameShape { channels: 3, height: h, width: w };
+            let to = FrameShape { channels: 3, height: th, width: tw };
+            let frame: Vec<u8> = (0..from.len()).map(|i| ((i * 37 + i / w * 11) % 256) as u8).collect();
+            let mut resized = Vec::new();
+            let mut resampler = Resampler::new(from, to);
+            resampler.resize(&frame, &mut resized);
+            assert_eq!(resized, resize_row_by_row(&frame, from, to), "{h}x{w} -> {th}x{tw}");
+            // The buffers kept from one frame do not leak into the next.
+            let second: Vec<u8> = frame.iter().rev().copied().collect();
+            resized.clear();
+            resampler.resize(&second, &mut resized);
+            assert_eq!(resized, resize_row_by_row(&second, from, to), "second frame, {h}x{w} -> {th}x{tw}");
+        }
     }
 
     #[test]

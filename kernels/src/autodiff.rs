@@ -9,11 +9,11 @@ use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
-use burn::tensor::DType;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndices};
+use burn::tensor::{DType, FloatDType};
 
-use crate::{Activation, Kernels};
+use crate::{Activation, Kernels, Yuv420Terms};
 
 /// The convolution's node: the gradients of its input and weight.
 #[derive(Debug)]
@@ -206,6 +206,21 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
 
     fn has_film_kernels() -> bool {
         B::has_film_kernels()
+    }
+
+    fn has_yuv420_kernel() -> bool {
+        B::has_yuv420_kernel()
+    }
+
+    fn yuv420_to_rgb(
+        planes: IntTensor<Self>,
+        frames: usize,
+        size: (usize, usize),
+        terms: &Yuv420Terms,
+        dtype: FloatDType,
+    ) -> Option<FloatTensor<Self>> {
+        // Frames are the graph's inputs: nothing flows back through them.
+        B::yuv420_to_rgb(planes, frames, size, terms, dtype).map(Self::from_inner)
     }
 
     fn film_forward(x: FloatTensor<Self>, embedding: FloatTensor<Self>) -> Option<FloatTensor<Self>> {

@@ -11,7 +11,8 @@
 //!   scale's and shift's, a cube per channel), where burn's operations take about ten launches
 //!   forward and twenty backward; in a half-precision step it reads and writes the compute
 //!   dtype, computing in f32;
-//! - FiLM, one launch each way, and a bias's gradient along the channels, a cube per channel.
+//! - FiLM, one launch each way, and a bias's gradient along the channels, a cube per channel;
+//! - YUV 4:2:0 frames to RGB in one launch, in the decoder's integer arithmetic.
 //!
 //! With burn's fusion on, the backends are `Fusion` over these, which runs the same kernels as
 //! its custom operations (`fusion.rs`).
@@ -28,7 +29,7 @@
 
 use std::ops::Range;
 
-use burn::tensor::ops::{ConvOptions, FloatTensor, ModuleOps};
+use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, ModuleOps};
 use burn::tensor::{DType, FloatDType, Shape, TensorMetadata};
 use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::tensor::CubeTensor;
@@ -36,7 +37,7 @@ use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElemen
 use cubecl::CubeDim;
 use cubecl::prelude::*;
 
-use crate::{Activation, AdamStep, FlatBuffers, Kernels, LibraryConv, UpdatedWeights, portable};
+use crate::{Activation, AdamStep, FlatBuffers, Kernels, LibraryConv, UpdatedWeights, Yuv420Terms, portable};
 
 /// The most parameters one launch takes: the kernel is unrolled over them, and each is a
 /// binding or two.
@@ -470,6 +471,66 @@ fn group_norm_affine_grad_kernel<X: Float, F: Float>(
     if UNIT_POS_X == 0 {
         gamma_grad[channel] = total_dz_x_hat;
         beta_grad[channel] = total_dz;
+    }
+}
+
+/// One fixed-point term of YUV → RGB ([`crate::FixedPointTerm`]).
+#[derive(CubeLaunch, CubeType)]
+struct YuvTerm {
+    offset: i32,
+    shift: i32,
+    multiplier: i32,
+}
+
+/// `((value − offset) << shift) · multiplier >> 16`.
+#[cube]
+fn yuv_term(value: i32, term: &YuvTerm) -> i32 {
+    ((value - term.offset) << term.shift) * term.multiplier >> 16
+}
+
+/// `value` clamped to [0, 255], over 255.
+#[cube]
+fn yuv_level<F: Float>(value: i32) -> F {
+    let clamped = select(value < 0, 0, select(value > 255, 255, value));
+    F::cast_from(clamped) / F::new(255.0)
+}
+
+/// The units of the launch stride over the `total` pixels of YUV 4:2:0 frames (`planes`, each
+/// frame's luma of `area` bytes, rows of `width`, then its two chroma planes of `chroma_len` bytes, rows of
+/// `chroma_width`), each writing its pixel's R, G and B (`rgb`, `[frames, 3, height, width]`)
+/// as levels over 255, from its luma and the chroma sample of its 2×2 block, in integers.
+#[cube(launch_unchecked)]
+#[expect(clippy::too_many_arguments, reason = "a kernel's buffers and sizes are its arguments")]
+fn yuv420_kernel<I: Int, F: Float>(
+    planes: &Tensor<I>,
+    rgb: &mut Tensor<F>,
+    total: usize,
+    area: usize,
+    width: usize,
+    chroma_width: usize,
+    chroma_len: usize,
+    luma: &YuvTerm,
+    red_v: &YuvTerm,
+    green_u: &YuvTerm,
+    green_v: &YuvTerm,
+    blue_u: &YuvTerm,
+    #[define(I, F)] _dtypes: [StorageType; 2],
+) {
+    let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
+    let mut i = ABSOLUTE_POS_X as usize;
+    while i < total {
+        let frame = i / area;
+        let pixel = i % area;
+        let start = frame * (area + 2 * chroma_len);
+        let chroma = (pixel / width / 2) * chroma_width + (pixel % width) / 2;
+        let y = yuv_term(i32::cast_from(planes[start + pixel]), luma);
+        let u = i32::cast_from(planes[start + area + chroma]);
+        let v = i32::cast_from(planes[start + area + chroma_len + chroma]);
+        let out = frame * 3 * area + pixel;
+        rgb[out] = yuv_level::<F>(y + yuv_term(v, red_v));
+        rgb[out + area] = yuv_level::<F>(y + yuv_term(u, green_u) + yuv_term(v, green_v));
+        rgb[out + 2 * area] = yuv_level::<F>(y + yuv_term(u, blue_u));
+        i += stride;
     }
 }
 
@@ -910,6 +971,53 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
 
     fn has_film_kernels() -> bool {
         true
+    }
+
+    fn has_yuv420_kernel() -> bool {
+        true
+    }
+
+    fn yuv420_to_rgb(
+        planes: IntTensor<Self>,
+        frames: usize,
+        (height, width): (usize, usize),
+        terms: &Yuv420Terms,
+        dtype: FloatDType,
+    ) -> Option<FloatTensor<Self>> {
+        let frame_len = crate::yuv420_frame_len(height, width);
+        if planes.meta.num_elements() != frames * frame_len || frames * height * width == 0 {
+            return None;
+        }
+        let planes = into_contiguous(planes);
+        let rgb = empty_like(&planes, Shape::new([frames, 3, height, width]), dtype.into());
+        let total = frames * height * width;
+        let chroma_width = width.div_ceil(2);
+        let term = |t: crate::FixedPointTerm| YuvTermLaunch::new(t.offset, t.shift as i32, t.multiplier);
+        // SAFETY: unit `i < total` (pixel `p` of frame `f`, `f < frames`) reads `planes` at
+        // `f·frame_len` plus `p` and two chroma offsets under `frame_len` (the planes hold
+        // `frames · frame_len` values, contiguous; checked), and writes `rgb` at `f·3·H·W + p`
+        // plus `0`, `H·W` and `2·H·W`: within `[frames, 3, H, W]`, new and contiguous.
+        unsafe {
+            yuv420_kernel::launch_unchecked::<R>(
+                &planes.client,
+                striding_cubes(total),
+                CubeDim::new_1d(UNITS_PER_CUBE),
+                planes.clone().into_tensor_arg(),
+                rgb.clone().into_tensor_arg(),
+                total,
+                height * width,
+                width,
+                chroma_width,
+                height.div_ceil(2) * chroma_width,
+                term(terms.luma),
+                term(terms.red_v),
+                term(terms.green_u),
+                term(terms.green_v),
+                term(terms.blue_u),
+                [planes.dtype.into(), rgb.dtype.into()],
+            );
+        }
+        Some(rgb)
     }
 
     fn film_forward(x: FloatTensor<Self>, embedding: FloatTensor<Self>) -> Option<FloatTensor<Self>> {

@@ -11,13 +11,13 @@ use std::marker::PhantomData;
 
 use burn::prelude::*;
 use burn::tensor::Shape;
-use burn::tensor::ops::{ConvOptions, FloatTensor, FloatTensorOps, conv::calculate_conv_output_sizes};
+use burn::tensor::ops::{ConvOptions, FloatTensor, FloatTensorOps, IntTensor, conv::calculate_conv_output_sizes};
 use burn::tensor::{DType, FloatDType};
 use burn_fusion::stream::{Operation, OperationStreams};
 use burn_fusion::{Fusion, FusionBackend, FusionRuntime};
 use burn_ir::{CustomOpIr, HandleContainer, OperationIr, OperationOutput, TensorIr};
 
-use crate::{Activation, AdamStep, FlatBuffers, Kernels, UpdatedWeights};
+use crate::{Activation, AdamStep, FlatBuffers, Kernels, UpdatedWeights, Yuv420Terms};
 
 /// Which of the convolution's passes a custom operation runs.
 #[derive(Debug, Clone, Copy)]
@@ -174,6 +174,27 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for FilmOp<B> {
             }
         };
         register_outputs::<B>(&self.desc, handles, outputs);
+    }
+}
+
+/// YUV 4:2:0 frames to RGB as fusion's custom operation: `[planes]` (an integer tensor) in,
+/// `[rgb]` out.
+#[derive(Debug, Clone)]
+struct Yuv420Op<B> {
+    desc: CustomOpIr,
+    frames: usize,
+    size: (usize, usize),
+    terms: Yuv420Terms,
+    dtype: FloatDType,
+    backend: PhantomData<B>,
+}
+
+impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for Yuv420Op<B> {
+    fn execute(&self, handles: &mut Handles<B>) {
+        let planes = handles.get_int_tensor::<B>(&self.desc.inputs[0]);
+        let rgb = B::yuv420_to_rgb(planes, self.frames, self.size, &self.terms, self.dtype)
+            .expect("the inner backend's kernel, checked when registered");
+        register_outputs::<B>(&self.desc, handles, vec![rgb]);
     }
 }
 
@@ -371,6 +392,27 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
 
     fn has_film_kernels() -> bool {
         B::has_film_kernels()
+    }
+
+    fn has_yuv420_kernel() -> bool {
+        B::has_yuv420_kernel()
+    }
+
+    fn yuv420_to_rgb(
+        planes: IntTensor<Self>,
+        frames: usize,
+        (height, width): (usize, usize),
+        terms: &Yuv420Terms,
+        dtype: FloatDType,
+    ) -> Option<FloatTensor<Self>> {
+        // Registered only where the inner backend has the kernel: its execution cannot fall back.
+        if planes.shape.num_elements() != frames * crate::yuv420_frame_len(height, width) || !B::has_yuv420_kernel() {
+            return None;
+        }
+        let output = (Shape::new([frames, 3, height, width]), DType::from(dtype));
+        let make =
+            |desc| Yuv420Op::<B> { desc, frames, size: (height, width), terms: *terms, dtype, backend: PhantomData };
+        Some(register_custom::<B, _>("lerobot_rs_yuv420_to_rgb", vec![planes], vec![output], make).output())
     }
 
     fn film_forward(x: FloatTensor<Self>, embedding: FloatTensor<Self>) -> Option<FloatTensor<Self>> {

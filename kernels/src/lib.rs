@@ -51,6 +51,7 @@ mod library_conv;
 pub mod portable;
 #[cfg(test)]
 mod test_support;
+mod yuv;
 
 pub use activation::Activation;
 #[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
@@ -59,6 +60,7 @@ pub use device::{DeviceError, DeviceKind, DeviceTask, run_on};
 pub use launches::LaunchLog;
 #[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
 pub use library_conv::LibraryConv;
+pub use yuv::{FixedPointTerm, Yuv420Terms, yuv420_frame_len};
 
 use burn::prelude::*;
 use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndices, ModuleOps};
@@ -376,6 +378,29 @@ pub trait Kernels: Backend {
         output_grad: FloatTensor<Self>,
     ) -> [FloatTensor<Self>; 2] {
         portable::film_backward::<Self>(x, embedding, output_grad)
+    }
+
+    /// Whether [`Kernels::yuv420_to_rgb`] has a kernel here, known before it runs (fusion
+    /// registers it as its custom operation ahead of its execution).
+    fn has_yuv420_kernel() -> bool {
+        false
+    }
+
+    /// `frames` YUV 4:2:0 frames of `height × width` (`planes`: each frame's
+    /// [`yuv420_frame_len`] uint8 values, its luma then its U and V planes of `⌈H/2⌉ × ⌈W/2⌉`,
+    /// in an integer tensor of any shape) as RGB in [0, 1], `[frames, 3, H, W]` in `dtype` (what
+    /// the device's `Tensor::float` gives): each chroma sample stands for its 2×2 block, and each channel is the sum of
+    /// `terms` clamped to [0, 255], over 255, in one launch where the backend has a kernel for
+    /// it; `None` where it has none (the caller composes burn's operations).
+    fn yuv420_to_rgb(
+        planes: IntTensor<Self>,
+        frames: usize,
+        size: (usize, usize),
+        terms: &Yuv420Terms,
+        dtype: FloatDType,
+    ) -> Option<FloatTensor<Self>> {
+        let _ = (planes, frames, size, terms, dtype);
+        None
     }
 
     /// BatchNorm in training mode of `x` `[N, C, S]` (f32), normalised by the batch's

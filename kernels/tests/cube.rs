@@ -1,5 +1,6 @@
 //! The GPU backends' kernels (`kernels/src/cube.rs`: the gradients' gather with their squares, the
-//! clipping factors, the optimiser pass, GroupNorm with its activation) against the CPU's, on burn's wgpu backend without fusion, and with it (`--features
+//! clipping factors, the optimiser pass, GroupNorm with its activation, FiLM, YUV to RGB) against the
+//! CPU's, on burn's wgpu backend without fusion, and with it (`--features
 //! gpu-fusion`: then through fusion's custom operations, `kernels/src/fusion.rs`). Run where a
 //! wgpu adapter exists (a GPU, or Mesa's lavapipe on the CPU, Debian's `mesa-vulkan-drivers`):
 //! `cargo test --release -p kernels --features wgpu-untuned[,gpu-fusion] --test cube`, as
@@ -515,4 +516,64 @@ fn the_channel_bias_gradient_equals_burns_broadcast() {
     check([3, 5, 7]);
     check([2, 512, 300]);
     check([4, 3, 2, 5]);
+}
+
+/// The decoder's fixed-point terms (`datasets::video::bt601`, swscale's), as the kernel takes them.
+fn decoder_terms() -> kernels::Yuv420Terms {
+    use datasets::video::bt601;
+    let term = |t: bt601::Term| kernels::FixedPointTerm {
+        offset: t.offset.into(),
+        shift: t.shift,
+        multiplier: t.multiplier.into(),
+    };
+    kernels::Yuv420Terms {
+        luma: term(bt601::LUMA_TERM),
+        red_v: term(bt601::RED_V_TERM),
+        green_u: term(bt601::GREEN_U_TERM),
+        green_v: term(bt601::GREEN_V_TERM),
+        blue_u: term(bt601::BLUE_U_TERM),
+    }
+}
+
+/// Two YUV 4:2:0 frames a launch, the first with luma running through every value under chroma
+/// samples holding every (U, V) pair, the second another pattern, at a width of even chroma and
+/// at an odd one: the kernel's RGB levels are the bytes of the decoder's own converter
+/// (`bt601::planes_to_chw`, swscale's arithmetic), every one.
+#[test]
+fn the_yuv_kernel_gives_the_decoders_bytes_for_every_value() {
+    use datasets::video::bt601::{Plane, planes_to_chw};
+    let device = WgpuDevice::default();
+    assert!(<Gpu as Kernels>::has_yuv420_kernel());
+    for (h, w) in [(512usize, 512usize), (512, 509)] {
+        let (ch, cw) = (h / 2, w.div_ceil(2));
+        let frame_len = kernels::yuv420_frame_len(h, w);
+        let mut planes = vec![0u8; 2 * frame_len];
+        let (first, second) = planes.split_at_mut(frame_len);
+        for (k, y) in first[..h * w].iter_mut().enumerate() {
+            *y = ((k % w + 3 * (k / w)) % 256) as u8;
+        }
+        for k in 0..ch * cw {
+            first[h * w + k] = (k % cw) as u8;
+            first[h * w + ch * cw + k] = (k / cw) as u8;
+        }
+        for (k, value) in second.iter_mut().enumerate() {
+            *value = ((k * 7919) % 251) as u8;
+        }
+        let mut expected = vec![0u8; 2 * 3 * h * w];
+        for (frame, out) in planes.chunks_exact(frame_len).zip(expected.chunks_exact_mut(3 * h * w)) {
+            let (y, chroma) = frame.split_at(h * w);
+            let (u, v) = chroma.split_at(ch * cw);
+            let plane = |data, stride| Plane { data, stride };
+            planes_to_chw([plane(y, w), plane(u, cw), plane(v, cw)], h, w, out);
+        }
+        let values: Vec<i32> = planes.iter().map(|&b| i32::from(b)).collect();
+        let ints = Tensor::<Gpu, 1, Int>::from_data(TensorData::new(values, [planes.len()]), &device);
+        let terms = decoder_terms();
+        let rgb = <Gpu as Kernels>::yuv420_to_rgb(ints.into_primitive(), 2, (h, w), &terms, FloatDType::F32).unwrap();
+        let rgb = Tensor::<Gpu, 4>::from_primitive(TensorPrimitive::Float(rgb));
+        assert_eq!(rgb.dims(), [2, 3, h, w]);
+        let levels: Vec<f32> = rgb.into_data().to_vec().unwrap();
+        let differing = levels.iter().zip(&expected).filter(|(l, e)| (*l * 255.0).round() != f32::from(**e)).count();
+        assert_eq!(differing, 0, "{h}x{w}: of {} values", levels.len());
+    }
 }

@@ -4,6 +4,7 @@
 
 use burn::prelude::*;
 use datasets::{CollatedBatch, FrameEncoding, Values};
+use kernels::Kernels;
 use loader::Batch;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -63,13 +64,13 @@ impl InputPipeline {
     }
 
     /// The observations of `batch`.
-    pub fn observation<B: Backend>(&self, batch: &Batch, mode: Mode, device: &B::Device) -> Result<Observation<B>> {
+    pub fn observation<B: Kernels>(&self, batch: &Batch, mode: Mode, device: &B::Device) -> Result<Observation<B>> {
         let host = HostObservation::from_loader(batch, &self.features)?;
         self.observation_from_host(&host, mode, device)
     }
 
     /// The observations of `host` (`batch` samples of `n_obs_steps` steps each).
-    pub fn observation_from_host<B: Backend>(
+    pub fn observation_from_host<B: Kernels>(
         &self,
         host: &HostObservation<'_>,
         mode: Mode,
@@ -159,7 +160,7 @@ impl InputPipeline {
     }
 
     /// Observations, normalised actions and the padding mask of `batch`.
-    pub fn train_inputs<B: Backend>(&self, batch: &Batch, mode: Mode, device: &B::Device) -> Result<TrainInputs<B>> {
+    pub fn train_inputs<B: Kernels>(&self, batch: &Batch, mode: Mode, device: &B::Device) -> Result<TrainInputs<B>> {
         let b = batch.len();
         let h = self.config.horizon;
         let obs = self.observation(batch, mode, device)?;

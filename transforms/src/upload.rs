@@ -3,9 +3,10 @@
 //! of RGB) become RGB there too.
 
 use burn::prelude::*;
-use burn::tensor::DType;
+use burn::tensor::{DType, TensorPrimitive};
 use datasets::FrameShape;
-use datasets::video::bt601::{B_U, G_U, G_V, LUMA, R_V};
+use datasets::video::bt601::{self, B_U, G_U, G_V, LUMA, R_V};
+use kernels::{FixedPointTerm, Kernels, Yuv420Terms};
 
 /// Uploads channel-first uint8 frames, `[N, C, H, W]` (any leading dimensions flattened into
 /// `N`), with one host-to-device copy, and converts them to float in [0, 1] on the device
@@ -21,8 +22,10 @@ pub fn frames_to_float<B: Backend>(bytes: &[u8], shape: [usize; 4], device: &B::
 /// device to RGB float in [0, 1], `[n, 3, H, W]`: each chroma sample stands for its 2×2 block
 /// (as swscale's unscaled converter takes it), BT.601 limited range with swscale's truncations
 /// ([`datasets::video::bt601`]), so that the frames are the decoder's RGB frames (LeRobot's) to
-/// the bit.
-pub fn yuv420_frames_to_float<B: Backend>(
+/// the bit. One launch where the backend has the kernel ([`Kernels::yuv420_to_rgb`], the
+/// decoder's fixed-point terms in integers); elsewhere burn's operations, on the same terms in
+/// `f32`.
+pub fn yuv420_frames_to_float<B: Kernels>(
     bytes: &[u8],
     n: usize,
     size: (usize, usize),
@@ -31,8 +34,12 @@ pub fn yuv420_frames_to_float<B: Backend>(
     let (h, w) = size;
     let [_, (ch, cw), _] = FrameShape { channels: 3, height: h, width: w }.yuv420_planes();
     let (luma, chroma) = (h * w, ch * cw);
-    let planes: Tensor<B, 2> =
-        frames_to_int::<B>(bytes, [n, 1, 1, luma + 2 * chroma], device).float().reshape([n, luma + 2 * chroma]);
+    let planes = frames_to_int::<B>(bytes, [n, 1, 1, luma + 2 * chroma], device);
+    let dtype = burn::tensor::get_device_settings::<B>(device).float_dtype;
+    if let Some(rgb) = B::yuv420_to_rgb(planes.clone().into_primitive(), n, size, &decoder_terms(), dtype) {
+        return Tensor::from_primitive(TensorPrimitive::Float(rgb));
+    }
+    let planes: Tensor<B, 2> = planes.float().reshape([n, luma + 2 * chroma]);
     let y = planes.clone().slice(s![.., 0..luma]).reshape([n, 1, h, w]).sub_scalar(16.0).mul_scalar(LUMA).floor();
     let upsampled = |from: usize| -> Tensor<B, 4> {
         let plane: Tensor<B, 5> = planes.clone().slice(s![.., from..from + chroma]).reshape([n, ch, 1, cw, 1]);
@@ -44,6 +51,19 @@ pub fn yuv420_frames_to_float<B: Backend>(
     let g = y.clone() + u.clone().mul_scalar(-G_U).floor() + v.mul_scalar(-G_V).floor();
     let b = y + u.mul_scalar(B_U).floor();
     Tensor::cat(vec![r, g, b], 1).clamp(0.0, 255.0).div_scalar(255.0)
+}
+
+/// The decoder's fixed-point terms ([`bt601`]), for the device's kernel.
+fn decoder_terms() -> Yuv420Terms {
+    let term =
+        |t: bt601::Term| FixedPointTerm { offset: t.offset.into(), shift: t.shift, multiplier: t.multiplier.into() };
+    Yuv420Terms {
+        luma: term(bt601::LUMA_TERM),
+        red_v: term(bt601::RED_V_TERM),
+        green_u: term(bt601::GREEN_U_TERM),
+        green_v: term(bt601::GREEN_V_TERM),
+        blue_u: term(bt601::BLUE_U_TERM),
+    }
 }
 
 /// Uploads uint8 frames as an integer tensor, uint8 on the device where the backend supports it.

@@ -2,10 +2,12 @@
 //! bit: its unscaled converter, told no other matrix, computes `R = ⌊k(Y − 16)⌋ + ⌊r_v(V − 128)⌋`,
 //! `G = ⌊k(Y − 16)⌋ + ⌊−g_u(U − 128)⌋ + ⌊−g_v(V − 128)⌋`, `B = ⌊k(Y − 16)⌋ + ⌊b_u(U − 128)⌋`,
 //! clamped to [0, 255], with `k = 255/219`: each term truncated, as its fixed-point arithmetic
-//! truncates it; each chroma sample stands for its 2×2 block. The device's conversion
-//! (`transforms::yuv420_frames_to_float`) computes these terms in `f32` from the constants below;
-//! the CPU's ([`planes_to_chw`], the decoder's for such frames) in swscale's 16-bit fixed point,
-//! which gives the same terms for every value. The tests check every input against swscale.
+//! truncates it; each chroma sample stands for its 2×2 block. The CPU's conversion
+//! ([`planes_to_chw`], the decoder's for such frames) computes these terms in swscale's 16-bit
+//! fixed point ([`Term`]); the device's (`transforms::yuv420_frames_to_float`) takes the same
+//! fixed-point terms into its GPU kernel, or computes them in `f32` from the constants below
+//! with burn's operations, which gives the same terms for every value. The tests check every
+//! input against swscale.
 
 /// `k`, the luma's scale from limited range (16..=235) to full.
 pub const LUMA: f32 = 255.0 / 219.0;
@@ -42,10 +44,13 @@ impl Plane<'_> {
 /// where the `f32` form (the device's) takes four and a floor. The constants below give the `f32`
 /// terms for every value (tested).
 #[derive(Debug, Clone, Copy)]
-struct Term {
-    offset: i16,
-    shift: u32,
-    multiplier: i16,
+pub struct Term {
+    /// Subtracted from the value first.
+    pub offset: i16,
+    /// The left shift before the product.
+    pub shift: u32,
+    /// The multiplier, in units of 2⁻¹⁶ after the shift.
+    pub multiplier: i16,
 }
 
 impl Term {
@@ -57,15 +62,15 @@ impl Term {
 }
 
 /// `⌊LUMA · (Y − 16)⌋`.
-const LUMA_TERM: Term = Term { offset: 16, shift: 3, multiplier: 9539 };
+pub const LUMA_TERM: Term = Term { offset: 16, shift: 3, multiplier: 9539 };
 /// `⌊R_V · (V − 128)⌋`.
-const RED_V: Term = Term { offset: 128, shift: 3, multiplier: 13075 };
+pub const RED_V_TERM: Term = Term { offset: 128, shift: 3, multiplier: 13075 };
 /// `⌊−G_U · (U − 128)⌋`.
-const GREEN_U: Term = Term { offset: 128, shift: 1, multiplier: -12836 };
+pub const GREEN_U_TERM: Term = Term { offset: 128, shift: 1, multiplier: -12836 };
 /// `⌊−G_V · (V − 128)⌋`.
-const GREEN_V: Term = Term { offset: 128, shift: 1, multiplier: -26632 };
+pub const GREEN_V_TERM: Term = Term { offset: 128, shift: 1, multiplier: -26632 };
 /// `⌊B_U · (U − 128)⌋`.
-const BLUE_U: Term = Term { offset: 128, shift: 3, multiplier: 16525 };
+pub const BLUE_U_TERM: Term = Term { offset: 128, shift: 3, multiplier: 16525 };
 
 /// Converts a YUV 4:2:0 frame's planes (Y of `height × width`, U and V of `⌈height/2⌉ ×
 /// ⌈width/2⌉`) to channel-first RGB in `out` (`3 · height · width` bytes), as swscale's
@@ -106,7 +111,7 @@ impl ChromaTerms {
     fn fill(&mut self, u: &[u8], v: &[u8]) {
         let terms = self.red.iter_mut().zip(&mut self.green).zip(&mut self.blue);
         for (((red, green), blue), (&u, &v)) in terms.zip(u.iter().zip(v)) {
-            (*red, *green, *blue) = (RED_V.of(v), GREEN_U.of(u) + GREEN_V.of(v), BLUE_U.of(u));
+            (*red, *green, *blue) = (RED_V_TERM.of(v), GREEN_U_TERM.of(u) + GREEN_V_TERM.of(v), BLUE_U_TERM.of(u));
         }
     }
 
@@ -148,7 +153,8 @@ mod tests {
 
     #[test]
     fn the_fixed_point_terms_are_the_f32_terms_for_every_value() {
-        let terms = [(LUMA_TERM, LUMA), (RED_V, R_V), (GREEN_U, -G_U), (GREEN_V, -G_V), (BLUE_U, B_U)];
+        let terms =
+            [(LUMA_TERM, LUMA), (RED_V_TERM, R_V), (GREEN_U_TERM, -G_U), (GREEN_V_TERM, -G_V), (BLUE_U_TERM, B_U)];
         for (term, scale) in terms {
             for value in 0..=255u8 {
                 let exact = ((f32::from(value) - f32::from(term.offset)) * scale).floor();

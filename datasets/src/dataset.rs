@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::meta::episodes::{Episode, read_episodes};
-use crate::meta::features::{Feature, FrameShape};
+use crate::meta::features::{Feature, FrameEncoding, FrameShape};
 use crate::meta::info::{DatasetInfo, INFO_PATH};
 use crate::meta::paths::join_under;
 use crate::meta::tasks::read_tasks;
@@ -360,6 +360,42 @@ impl Dataset {
                 self.root.display()
             ))),
         }
+    }
+
+    /// Refuses an `encoding` that this dataset's camera frames cannot be read in, naming the
+    /// camera: RGB always can be; YUV 4:2:0 planes ([`FrameEncoding::Yuv420`]) come from video
+    /// streams of even height whose pixel format is `yuv420p` (probed in the first episode's
+    /// file, which needs FFmpeg).
+    pub fn check_frame_encoding(&self, encoding: FrameEncoding) -> Result<()> {
+        if encoding == FrameEncoding::Rgb {
+            return Ok(());
+        }
+        let refuse = |key: &str, why: String| {
+            Err(Error::request(format!(
+                "camera `{key}` of {} {why}: the {encoding} encoding reads YUV 4:2:0 video (read it as rgb)",
+                self.root.display()
+            )))
+        };
+        let mut video = 0;
+        for key in self.info.camera_keys() {
+            let feature = self.info.feature(key.as_str()).expect("a camera");
+            let shape = feature.frame_shape().expect("a camera has a frame shape");
+            if !feature.is_video() {
+                return refuse(key.as_str(), "is stored as images in parquet, which hold RGB".into());
+            }
+            if shape.height % 2 == 1 {
+                return refuse(key.as_str(), format!("is {shape}, of odd height"));
+            }
+            if let Some(episode) = self.episodes.first() {
+                let path = self.video_file(episode, video)?;
+                let format = crate::video::VideoDecoder::open(&path)?.pixel_format();
+                if format != "yuv420p" {
+                    return refuse(key.as_str(), format!("is {format} in {}", path.display()));
+                }
+            }
+            video += 1;
+        }
+        Ok(())
     }
 
     /// The task strings, by `task_index`.

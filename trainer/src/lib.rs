@@ -53,5 +53,5 @@ pub use policy_config::{DiffusionConfig, PolicyFeatures, Preset};
 pub use precision::{LossScaler, Precision};
 pub use seeds::{Purpose, step_seed};
 pub use step::{Prepared, StepOutput, StepRunner, TrainingBackend};
-pub use train::{Progress, Sampled, TrainData, TrainOutcome, init_model, train, train_on};
+pub use train::{FrameEncodingChoice, Progress, Sampled, TrainData, TrainOutcome, init_model, train, train_on};
 pub use train_config::{DatasetConfig, DatasetRoots, PolicySection, TrainConfig, merge, parse_episode_list, set_key};

@@ -15,6 +15,7 @@ use crate::ema::EmaConfig;
 use crate::error::{Error, Result};
 use crate::policy_config::{DiffusionConfig, Preset};
 use crate::precision::Precision;
+use crate::train::FrameEncodingChoice;
 
 /// The dataset part of the configuration (LeRobot's `--dataset.*`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,12 +54,13 @@ pub struct DatasetConfig {
     /// has free (and of the memory available, for `/dev/shm`).
     #[serde(default)]
     pub frame_cache_budget_gb: Option<f64>,
-    /// How video frames travel to the training device: `rgb` (default: LeRobot's frames,
-    /// converted on the CPU), or `yuv420`, the decoder's own planes (half the bytes, no
-    /// conversion on the CPU), converted to RGB on the device with FFmpeg's arithmetic, so still
-    /// LeRobot's frames. `yuv420` reads the videos (no frame cache).
+    /// How video frames travel to the training device: `rgb` (LeRobot's frames, converted on
+    /// the CPU), `yuv420`, the decoder's own planes (half the bytes, no conversion on the CPU),
+    /// converted to RGB on the device with FFmpeg's arithmetic, so still LeRobot's frames; or
+    /// `auto` (default): `yuv420` on a GPU where every camera is such a video (and no frame cache
+    /// in RGB is read), else `rgb`.
     #[serde(default)]
-    pub frame_encoding: datasets::FrameEncoding,
+    pub frame_encoding: FrameEncodingChoice,
     /// The share of each task's episodes held out of training for the held-out loss (LeRobot's
     /// `--dataset.eval_split`, in [0, 1)): the last `ceil(n · eval_split)` episodes of each task
     /// (episodes grouped by their first task). Default 0: none.
@@ -302,7 +304,7 @@ impl TrainConfig {
                 eval_split: 0.0,
                 frame_cache: FrameCacheChoice::Auto,
                 frame_cache_budget_gb: None,
-                frame_encoding: datasets::FrameEncoding::Rgb,
+                frame_encoding: FrameEncodingChoice::Auto,
                 use_imagenet_stats: true,
                 image_transforms: ImageTransformsConfig::default(),
                 tolerance_s: datasets::DEFAULT_TOLERANCE_S,

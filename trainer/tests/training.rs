@@ -576,12 +576,92 @@ fn a_run_trains_on_yuv_frames_as_on_rgb_ones_from_the_videos_or_a_yuv_frame_cach
     let cached = losses("yuv-cached", json!({"frame_encoding": "yuv420", "frame_cache": &*yuv_cache}));
     assert_eq!(cached, yuv);
 
+    // `auto` (the default) reads the encoding the cache stores, even on the CPU.
+    let auto = losses("yuv-cached-auto", json!({"frame_cache": &*yuv_cache}));
+    assert_eq!(auto, rgb);
+
     let rgb_cache = scratch("rgb-cache");
     datasets::frame_cache::write_frame_cache(&dataset, &rgb_cache, &Default::default(), &|_| {}).unwrap();
     let out = scratch("yuv-refused");
     let config = tiny(&out, 1, json!({"dataset": {"frame_encoding": "yuv420", "frame_cache": &*rgb_cache}}));
     let error = train::<Backend>(&config, None, Default::default(), |_| {}).unwrap_err().to_string();
     assert!(error.contains("holds rgb frames, not the yuv420 asked for"), "{error}");
+}
+
+/// The run's data for `config` with every choice settled, automatic caches in `caches`; and
+/// the lines it logged.
+fn settled(config: &TrainConfig, caches: &Path) -> (trainer::TrainData, Vec<String>) {
+    let mut data = trainer::TrainData::open(config).unwrap();
+    let mut lines = Vec::new();
+    data.settle_frame_cache_in(config, caches, &mut |p| {
+        if let trainer::Progress::Line(l) = p {
+            lines.push(l.to_string());
+        }
+    })
+    .unwrap();
+    (data, lines)
+}
+
+/// `--frame-encoding auto` (the default) hands a GPU the decoder's planes and the CPU RGB, reads
+/// RGB where a camera cannot give planes, and caches the policy's resized images in RGB where
+/// even the planes do not fit; each choice in one line. No device is opened: the choice is the
+/// configuration's and the data's.
+#[test]
+fn auto_frame_encoding_reads_planes_on_a_gpu_rgb_on_the_cpu_and_says_why() {
+    use datasets::FrameEncoding::{Rgb, Yuv420};
+    let out = scratch("auto-encoding");
+    let caches = scratch("auto-encoding-caches");
+    let encoding = |data: &trainer::TrainData| {
+        let batch = data.loader(&tiny(&out, 1, json!({})), Default::default()).unwrap().next().unwrap().unwrap();
+        batch.layout().field("observation.image").unwrap().encoding
+    };
+    let line = |lines: &[String]| lines.iter().find(|l| l.starts_with("frame encoding:")).cloned().unwrap();
+
+    let (data, lines) = settled(&tiny(&out, 1, json!({})), &caches);
+    assert_eq!((data.frame_encoding, encoding(&data)), (Rgb, Rgb));
+    assert!(line(&lines).contains("rgb (training on the CPU"), "{lines:#?}");
+    let (data, lines) = settled(&tiny(&out, 1, json!({"device": "wgpu"})), &caches);
+    assert_eq!((data.frame_encoding, encoding(&data)), (Yuv420, Yuv420));
+    assert!(line(&lines).contains("yuv420, the decoder's YUV 4:2:0 planes"), "{lines:#?}");
+    let (data, lines) =
+        settled(&tiny(&out, 1, json!({"device": "wgpu", "dataset": {"frame_encoding": "rgb"}})), &caches);
+    assert_eq!(data.frame_encoding, Rgb);
+    assert!(!lines.iter().any(|l| l.starts_with("frame encoding:")), "a fixed encoding needs no reason: {lines:#?}");
+
+    // Images in parquet hold RGB: the line names the camera.
+    let images = scratch("auto-encoding-images");
+    let synth = datasets::synth::SynthConfig {
+        episodes: 2,
+        min_length: 20,
+        max_length: 20,
+        storage: datasets::synth::CameraStorage::Images,
+        ..Default::default()
+    };
+    datasets::synth::write_dataset(&images, &synth).unwrap();
+    let config = tiny_config(&images, &out, 1, json!({"device": "cuda"}));
+    let (data, lines) = settled(&config, &caches);
+    assert_eq!(data.frame_encoding, Rgb);
+    let said = line(&lines);
+    assert!(said.contains("rgb, converted on the CPU") && said.contains("`observation.image`"), "{said}");
+    assert!(said.contains("stored as images in parquet"), "{said}");
+
+    // The automatic cache on a GPU: the planes (60 frames of 96x96: 0.83 MB) when they fit;
+    // where only the policy's images resized to 48x48 in RGB fit (0.41 MB), those, read as RGB.
+    let cached = |budget_gb: f64| {
+        let dataset = json!({"frame_cache": "auto", "frame_cache_budget_gb": budget_gb});
+        let extra = json!({"device": "wgpu", "dataset": dataset, "policy": {"resize_shape": [48, 48]}});
+        settled(&tiny(&out, 1, extra), &caches)
+    };
+    let (data, lines) = cached(0.001);
+    let dir = data.frame_caches[0].clone().unwrap();
+    assert!(dir.to_string_lossy().ends_with("-yuv420"), "{lines:#?}");
+    assert_eq!((data.frame_encoding, encoding(&data)), (Yuv420, Yuv420));
+    std::fs::remove_dir_all(&dir).unwrap();
+    let (data, lines) = cached(0.0006);
+    let dir = data.frame_caches[0].clone().unwrap();
+    assert!(dir.to_string_lossy().ends_with("-48x48"), "{lines:#?}");
+    assert_eq!((data.frame_encoding, encoding(&data)), (Rgb, Rgb));
+    assert!(line(&lines).contains("rgb, as the frame cache in"), "{lines:#?}");
 }
 
 /// A second small dataset beside [`dataset`]: 2 episodes of 25 frames, other trajectories.

@@ -355,6 +355,12 @@ impl FrameCache {
             .all(|c| c.header.shape == format.shape(c.header.source) && c.header.encoding == format.encoding)
     }
 
+    /// How the frames are stored: RGB, or YUV 4:2:0 planes (one encoding for every camera, as
+    /// [`write_frame_cache`] writes them; RGB for a dataset without cameras).
+    pub fn encoding(&self) -> FrameEncoding {
+        self.cameras.first().map_or(FrameEncoding::Rgb, |c| c.header.encoding)
+    }
+
     /// The cached camera `key`.
     pub fn camera(&self, key: &str) -> Option<&CachedCamera> {
         self.cameras.iter().find(|c| c.header.key == key)

@@ -48,35 +48,14 @@ impl CacheFormat {
 
     /// Refuses what this format cannot store of `dataset`'s cameras, naming the camera.
     pub fn check(&self, dataset: &Dataset) -> Result<()> {
-        if self.encoding == FrameEncoding::Rgb {
-            return Ok(());
-        }
-        let encoding = self.encoding;
-        if self.resize.is_some() {
+        if self.encoding != FrameEncoding::Rgb && self.resize.is_some() {
             return Err(Error::request(format!(
-                "a frame cache resized and stored as {encoding} is not implemented: resize it as rgb, or keep the \
-                 cameras' own size"
+                "a frame cache resized and stored as {} is not implemented: resize it as rgb, or keep the cameras' \
+                 own size",
+                self.encoding
             )));
         }
-        let info = dataset.info();
-        for key in info.camera_keys() {
-            let feature = info.feature(key.as_str()).expect("a camera");
-            let shape = feature.frame_shape().expect("a camera has a frame shape");
-            if !feature.is_video() {
-                return Err(Error::request(format!(
-                    "camera `{key}` of {} is stored as images in parquet, which hold RGB: a {encoding} frame \
-                     cache is decoded from video (cache it as rgb)",
-                    dataset.root().display()
-                )));
-            }
-            if shape.height % 2 == 1 {
-                return Err(Error::request(format!(
-                    "camera `{key}` of {} is {shape}: the {encoding} encoding needs an even height",
-                    dataset.root().display()
-                )));
-            }
-        }
-        Ok(())
+        dataset.check_frame_encoding(self.encoding)
     }
 }
 

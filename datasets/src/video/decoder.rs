@@ -143,6 +143,11 @@ impl VideoDecoder {
         self.fps
     }
 
+    /// FFmpeg's name of the pixel format the stream declares (`yuv420p` for LeRobot's videos).
+    pub fn pixel_format(&self) -> &'static str {
+        self.decoder.format().descriptor().map_or("unknown", |d| d.name())
+    }
+
     /// Work done so far.
     pub fn counters(&self) -> DecodeCounters {
         self.counters

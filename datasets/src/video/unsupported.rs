@@ -52,6 +52,11 @@ impl VideoDecoder {
         match self.never {}
     }
 
+    /// The pixel format (never reached).
+    pub fn pixel_format(&self) -> &'static str {
+        match self.never {}
+    }
+
     /// The work done (never reached).
     pub fn counters(&self) -> DecodeCounters {
         match self.never {}

@@ -2,13 +2,13 @@
 //! statistics, the frame cache settled (`--frame-cache auto` reuses or builds one) and the
 //! loader of each replica's shard.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use datasets::auto_cache::{self, AutoCache, FrameCacheChoice};
-use datasets::frame_cache::CacheFormat;
+use datasets::frame_cache::{CacheFormat, FrameCache};
 use datasets::{
     Dataset, DatasetSet, FrameEncoding, FrameShape, OpenOptions, WindowSpec, diffusion_delta_timestamps, frame_cache,
 };
@@ -16,6 +16,7 @@ use loader::{Loader, SamplerState};
 use transforms::{Normalizer, diffusion_mapping};
 
 use super::Progress;
+use super::frame_encoding::{self, FrameEncodingChoice};
 use crate::error::{Error, Result};
 use crate::parallel::Replica;
 use crate::policy_config::PolicyFeatures;
@@ -33,6 +34,9 @@ pub struct TrainData {
     /// The frame cache the loader reads for each dataset (`dataset.frame_cache`; `auto` is
     /// settled by [`Self::settle_frame_cache`]).
     pub frame_caches: Vec<Option<PathBuf>>,
+    /// How the loaders hand video frames over (`dataset.frame_encoding`; `auto` is the frame
+    /// cache folder's encoding when one is named, else RGB until [`Self::settle_frame_cache`]).
+    pub frame_encoding: FrameEncoding,
     /// The episodes trained on: `dataset.episodes` less those held out (none: every episode).
     pub train_episodes: Option<Vec<usize>>,
     /// The episodes held out for the held-out loss (`dataset.eval_split`).
@@ -78,8 +82,14 @@ impl TrainData {
         policy.validate(&features)?;
         let deltas = diffusion_delta_timestamps(info, policy.n_obs_steps, policy.horizon);
         let windows = WindowSpec::from_delta_timestamps(&deltas, info, config.dataset.tolerance_s)?;
+        let mut frame_encoding = config.dataset.frame_encoding.fixed().unwrap_or_default();
         let frame_caches = match &config.dataset.frame_cache {
-            FrameCacheChoice::Dir(dir) if roots.len() == 1 => vec![Some(dir.clone())],
+            FrameCacheChoice::Dir(dir) if roots.len() == 1 => {
+                if config.dataset.frame_encoding == FrameEncodingChoice::Auto {
+                    frame_encoding = FrameCache::open(dir, &datasets.parts()[0])?.encoding();
+                }
+                vec![Some(dir.clone())]
+            }
             FrameCacheChoice::Dir(_) => {
                 return Err(Error::Config(
                     "a frame cache folder is one dataset's: with several datasets use frame_cache auto or off".into(),
@@ -92,6 +102,7 @@ impl TrainData {
             features,
             windows,
             frame_caches,
+            frame_encoding,
             train_episodes: None,
             eval_episodes: Vec::new(),
             eval_frames: None,
@@ -129,7 +140,7 @@ impl TrainData {
             .windows(self.windows.clone())
             .frame_caches(self.frame_caches.clone())
             .ordering(config.sampler)
-            .frame_encoding(config.dataset.frame_encoding)
+            .frame_encoding(self.frame_encoding)
             .resume(resume);
         if let Some(episodes) = &self.train_episodes {
             builder = builder.episodes(episodes.clone());
@@ -158,7 +169,7 @@ impl TrainData {
             .drop_frames(0, 0)
             .windows(self.windows.clone())
             .frame_caches(self.frame_caches.clone())
-            .frame_encoding(config.dataset.frame_encoding)
+            .frame_encoding(self.frame_encoding)
             .max_epochs(1)
             .build()?)
     }
@@ -180,48 +191,103 @@ impl TrainData {
         Sampled { frames: sampled.iter().map(|e| e.frames.len()).sum(), episodes: sampled.len() }
     }
 
-    /// Settles `dataset.frame_cache = auto` (the other choices were settled by [`Self::open`]):
-    /// for each dataset, reuses its cache or decodes it first when it fits the budget (what is
-    /// left of it), reporting which and why through `on_progress`.
+    /// Settles `dataset.frame_encoding = auto` and `dataset.frame_cache = auto` (the other
+    /// choices were settled by [`Self::open`]), reporting each choice and why through
+    /// `on_progress`: the encoding [`frame_encoding::preferred`] for the device; then, for each
+    /// dataset, its cache reused, or decoded first when it fits the budget (what is left of
+    /// it). A cache fixes the run's encoding to its own (the policy's images resized, in RGB,
+    /// where the planes do not fit), which the caches of the datasets after it then share.
     pub fn settle_frame_cache(
         &mut self,
         config: &TrainConfig,
         on_progress: &mut impl FnMut(Progress<'_>),
     ) -> Result<()> {
+        let root = auto_cache::default_root(|name| std::env::var_os(name));
+        self.settle_frame_cache_in(config, &root, on_progress)
+    }
+
+    /// [`Self::settle_frame_cache`] with the automatic caches in `root` (where
+    /// [`auto_cache::default_root`] would say).
+    pub fn settle_frame_cache_in(
+        &mut self,
+        config: &TrainConfig,
+        root: &Path,
+        on_progress: &mut impl FnMut(Progress<'_>),
+    ) -> Result<()> {
+        let auto_encoding = config.dataset.frame_encoding == FrameEncodingChoice::Auto;
+        let mut encoding_line = None;
+        if auto_encoding {
+            encoding_line = Some(match &config.dataset.frame_cache {
+                FrameCacheChoice::Dir(dir) => stored_encoding_line(self.frame_encoding, dir),
+                FrameCacheChoice::Auto | FrameCacheChoice::Off => {
+                    let (encoding, line) = frame_encoding::preferred(config.device, &self.datasets);
+                    self.frame_encoding = encoding;
+                    line
+                }
+            });
+        }
         if config.dataset.frame_cache != FrameCacheChoice::Auto {
+            if let Some(line) = encoding_line {
+                on_progress(Progress::Line(&line));
+            }
             return Ok(());
         }
-        let formats = cache_formats(config, &self.datasets);
-        let root = auto_cache::default_root(|name| std::env::var_os(name));
         let budget = config.dataset.frame_cache_budget_gb.map(|gb| (gb.max(0.0) * 1e9) as u64);
         let several = self.datasets.parts().len() > 1;
+        // The encoding is the run's own until a cache is read: then every cache has to share it.
+        let mut encoding_fixed = !auto_encoding;
         let mut caches: Vec<Option<PathBuf>> = Vec::with_capacity(self.datasets.parts().len());
         for (part, dataset) in self.datasets.parts().iter().enumerate() {
+            let formats = cache_formats(config, &self.datasets, self.frame_encoding, encoding_fixed);
             let chosen: Vec<PathBuf> = caches.iter().flatten().cloned().collect();
-            let plan = auto_cache::plan(dataset, &formats, &root, budget, &chosen)?;
+            let plan = auto_cache::plan(dataset, &formats, root, budget, &chosen)?;
             for removal in &plan.removed {
                 on_progress(Progress::Line(&removal.to_string()));
             }
             let line = plan.cache.to_string();
             let line = if several { format!("{}: {line}", self.datasets.name(part)) } else { line };
             on_progress(Progress::Line(&line));
-            caches.push(match plan.cache {
+            let cache = match plan.cache {
                 AutoCache::Ready { dir } => Some(dir),
                 AutoCache::Build { dir, format, .. } => build_frame_cache(dataset, dir, &format, on_progress),
                 AutoCache::TooBig { .. } | AutoCache::NoCameras | AutoCache::SomeEpisodes => None,
-            });
+            };
+            if let Some(dir) = &cache {
+                let stored = FrameCache::open(dir, dataset)?.encoding();
+                if stored != self.frame_encoding {
+                    encoding_line = Some(stored_encoding_line(stored, dir));
+                }
+                self.frame_encoding = stored;
+                encoding_fixed = true;
+            }
+            caches.push(cache);
+        }
+        if let Some(line) = encoding_line {
+            on_progress(Progress::Line(&line));
         }
         self.frame_caches = caches;
         Ok(())
     }
 }
 
-/// The automatic cache's formats for a run, in its order of preference: the frames as the run
-/// reads them; then, when the policy resizes its images (`resize_shape`) and no augmentation
-/// comes before that resize, the frames already resized, within one level of the resize on the
-/// device, for a dataset too large to cache at its cameras' size.
-fn cache_formats(config: &TrainConfig, datasets: &DatasetSet) -> Vec<CacheFormat> {
-    let encoding = config.dataset.frame_encoding;
+/// The log line of a run reading the frames in `encoding` because the frame cache in `dir` stores
+/// them so.
+fn stored_encoding_line(encoding: FrameEncoding, dir: &Path) -> String {
+    format!("frame encoding: {encoding}, as the frame cache in {} stores the frames", dir.display())
+}
+
+/// The automatic cache's formats for a dataset of a run reading frames in `encoding`, in its
+/// order of preference: the frames as read; then, when the policy resizes its images
+/// (`resize_shape`) and no augmentation comes before that resize, the frames already resized
+/// (in RGB, within one level of the resize on the device), for a dataset too large to cache at
+/// its cameras' size: when the run reads RGB, or may still switch to it (its `encoding` not
+/// `fixed` by an earlier dataset's cache or the configuration).
+fn cache_formats(
+    config: &TrainConfig,
+    datasets: &DatasetSet,
+    encoding: FrameEncoding,
+    fixed: bool,
+) -> Vec<CacheFormat> {
     let mut formats = vec![CacheFormat::encoded(encoding)];
     let info = datasets.info();
     let cameras: Vec<FrameShape> = info
@@ -230,11 +296,11 @@ fn cache_formats(config: &TrainConfig, datasets: &DatasetSet) -> Vec<CacheFormat
         .filter_map(|k| info.feature(k.as_str()).and_then(datasets::Feature::frame_shape))
         .collect();
     if let Some([height, width]) = config.policy.config.resize_shape
-        && encoding == FrameEncoding::Rgb
+        && (encoding == FrameEncoding::Rgb || !fixed)
         && !config.dataset.image_transforms.is_active()
         && cameras.iter().any(|c| (c.height, c.width) != (height, width))
     {
-        formats.push(CacheFormat { resize: Some((height, width)), encoding });
+        formats.push(CacheFormat { resize: Some((height, width)), encoding: FrameEncoding::Rgb });
     }
     formats
 }

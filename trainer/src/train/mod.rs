@@ -26,11 +26,13 @@ use crate::train_config::TrainConfig;
 mod checkpoints;
 mod data;
 mod eval;
+mod frame_encoding;
 mod replicas;
 mod start;
 mod steps;
 
 pub use data::{Sampled, TrainData};
+pub use frame_encoding::FrameEncodingChoice;
 pub use start::init_model;
 
 /// What a run did.

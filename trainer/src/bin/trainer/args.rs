@@ -75,10 +75,11 @@ config_flags! {
     /// of the memory available for /dev/shm)
     #[arg(long = "frame-cache-budget", alias = "dataset.frame_cache_budget_gb")]
     frame_cache_budget: f64 => "dataset.frame_cache_budget_gb";
-    /// How video frames travel to the training device: rgb (default, LeRobot's frames) or yuv420
-    /// (the decoder's planes, half the bytes, converted to RGB on the device; reads the videos)
+    /// How video frames travel to the training device: auto (default: yuv420 on a GPU when every
+    /// camera is a YUV 4:2:0 video, else rgb), rgb (LeRobot's frames, converted on the CPU) or
+    /// yuv420 (the decoder's planes, half the bytes, converted to the same RGB on the device)
     #[arg(long = "frame-encoding", alias = "dataset.frame_encoding")]
-    frame_encoding: datasets::FrameEncoding => "dataset.frame_encoding";
+    frame_encoding: trainer::FrameEncodingChoice => "dataset.frame_encoding";
     /// The order of each epoch's samples: lerobot (default, LeRobot's) or blocks (decode-once:
     /// episodes shuffled and taken --sampler.block_episodes at a time, each window's samples
     /// shuffled, each video frame decoded once per epoch into a bounded buffer)

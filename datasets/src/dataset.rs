@@ -364,8 +364,8 @@ impl Dataset {
 
     /// Refuses an `encoding` that this dataset's camera frames cannot be read in, naming the
     /// camera: RGB always can be; YUV 4:2:0 planes ([`FrameEncoding::Yuv420`]) come from video
-    /// streams of even height whose pixel format is `yuv420p` (probed in the first episode's
-    /// file, which needs FFmpeg).
+    /// streams of even height whose pixel format is `yuv420p` (probed in the file of the first
+    /// episode read, which needs FFmpeg).
     pub fn check_frame_encoding(&self, encoding: FrameEncoding) -> Result<()> {
         if encoding == FrameEncoding::Rgb {
             return Ok(());
@@ -375,6 +375,10 @@ impl Dataset {
                 "camera `{key}` of {} {why}: the {encoding} encoding reads YUV 4:2:0 video (read it as rgb)",
                 self.root.display()
             )))
+        };
+        let probed = match &self.read_episodes {
+            Some(read) => read.first().and_then(|&index| self.episodes.iter().find(|e| e.index == index)),
+            None => self.episodes.first(),
         };
         let mut video = 0;
         for key in self.info.camera_keys() {
@@ -386,7 +390,7 @@ impl Dataset {
             if shape.height % 2 == 1 {
                 return refuse(key.as_str(), format!("is {shape}, of odd height"));
             }
-            if let Some(episode) = self.episodes.first() {
+            if let Some(episode) = probed {
                 let path = self.video_file(episode, video)?;
                 let format = crate::video::VideoDecoder::open(&path)?.pixel_format();
                 if format != "yuv420p" {

@@ -474,18 +474,19 @@ fn group_norm_affine_grad_kernel<X: Float, F: Float>(
     }
 }
 
-/// One fixed-point term of YUV → RGB ([`crate::FixedPointTerm`]).
+/// One fixed-point term of YUV → RGB ([`crate::FixedPointTerm`]), its shift folded into the
+/// multiplier (`multiplier · 2^shift`: the same products, and no left shift of a negative
+/// value, which C++ leaves undefined).
 #[derive(CubeLaunch, CubeType)]
 struct YuvTerm {
     offset: i32,
-    shift: i32,
     multiplier: i32,
 }
 
-/// `((value − offset) << shift) · multiplier >> 16`.
+/// `(value − offset) · multiplier >> 16`, the shift arithmetic.
 #[cube]
 fn yuv_term(value: i32, term: &YuvTerm) -> i32 {
-    ((value - term.offset) << term.shift) * term.multiplier >> 16
+    ((value - term.offset) * term.multiplier) >> 16
 }
 
 /// `value` clamped to [0, 255], over 255.
@@ -992,7 +993,7 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
         let rgb = empty_like(&planes, Shape::new([frames, 3, height, width]), dtype.into());
         let total = frames * height * width;
         let chroma_width = width.div_ceil(2);
-        let term = |t: crate::FixedPointTerm| YuvTermLaunch::new(t.offset, t.shift as i32, t.multiplier);
+        let term = |t: crate::FixedPointTerm| YuvTermLaunch::new(t.offset, t.multiplier << t.shift);
         // SAFETY: unit `i < total` (pixel `p` of frame `f`, `f < frames`) reads `planes` at
         // `f·frame_len` plus `p` and two chroma offsets under `frame_len` (the planes hold
         // `frames · frame_len` values, contiguous; checked), and writes `rgb` at `f·3·H·W + p`

@@ -1,7 +1,7 @@
 //! [`Kernels`] under burn's fusion (`gpu-fusion`): the backend is `Fusion<B>` over cubecl's, which
 //! records operations and runs them later, fused where it can. The convolutions (cuDNN on cuda
 //! with the `cudnn` feature), GroupNorm with its activation and FiLM, forward and backward, a
-//! channel bias's gradient, the gradients'
+//! channel bias's gradient, YUV 4:2:0 frames to RGB, the gradients'
 //! gather and the optimiser update are registered as fusion's custom operations that run the
 //! inner backend's own methods (for cubecl's backends, `cube.rs`: one launch per GroupNorm, many
 //! parameters a launch), so fusion keeps joining the elementwise chains around them. The other methods keep their portable versions, whose elementwise chains fusion compiles
@@ -405,8 +405,10 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         terms: &Yuv420Terms,
         dtype: FloatDType,
     ) -> Option<FloatTensor<Self>> {
-        // Registered only where the inner backend has the kernel: its execution cannot fall back.
-        if planes.shape.num_elements() != frames * crate::yuv420_frame_len(height, width) || !B::has_yuv420_kernel() {
+        // As the inner backend's guard: its execution cannot fall back.
+        let frame_len = crate::yuv420_frame_len(height, width);
+        if frames * height * width == 0 || planes.shape.num_elements() != frames * frame_len || !B::has_yuv420_kernel()
+        {
             return None;
         }
         let output = (Shape::new([frames, 3, height, width]), DType::from(dtype));

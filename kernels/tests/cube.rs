@@ -536,8 +536,9 @@ fn decoder_terms() -> kernels::Yuv420Terms {
 }
 
 /// Two YUV 4:2:0 frames a launch, the first with luma running through every value under chroma
-/// samples holding every (U, V) pair, the second another pattern, at a width of even chroma and
-/// at an odd one: the kernel's RGB levels are the bytes of the decoder's own converter
+/// samples holding every (U, V) pair (at the even width; most of them at the odd one), the
+/// second another pattern, uploaded as the trainer uploads them (uint8 where the device holds
+/// it, else its integers): the kernel's RGB levels are the bytes of the decoder's own converter
 /// (`bt601::planes_to_chw`, swscale's arithmetic), every one.
 #[test]
 fn the_yuv_kernel_gives_the_decoders_bytes_for_every_value() {
@@ -566,8 +567,13 @@ fn the_yuv_kernel_gives_the_decoders_bytes_for_every_value() {
             let plane = |data, stride| Plane { data, stride };
             planes_to_chw([plane(y, w), plane(u, cw), plane(v, cw)], h, w, out);
         }
-        let values: Vec<i32> = planes.iter().map(|&b| i32::from(b)).collect();
-        let ints = Tensor::<Gpu, 1, Int>::from_data(TensorData::new(values, [planes.len()]), &device);
+        let len = planes.len();
+        let ints = if Gpu::supports_dtype(&device, DType::U8) {
+            Tensor::<Gpu, 1, Int>::from_data(TensorData::new(planes.clone(), [len]), (&device, DType::U8))
+        } else {
+            let values: Vec<i32> = planes.iter().map(|&b| i32::from(b)).collect();
+            Tensor::<Gpu, 1, Int>::from_data(TensorData::new(values, [len]), &device)
+        };
         let terms = decoder_terms();
         let rgb = <Gpu as Kernels>::yuv420_to_rgb(ints.into_primitive(), 2, (h, w), &terms, FloatDType::F32).unwrap();
         let rgb = Tensor::<Gpu, 4>::from_primitive(TensorPrimitive::Float(rgb));

@@ -57,8 +57,11 @@ pub struct DatasetConfig {
     /// How video frames travel to the training device: `rgb` (LeRobot's frames, converted on
     /// the CPU), `yuv420`, the decoder's own planes (half the bytes, no conversion on the CPU),
     /// converted to RGB on the device with FFmpeg's arithmetic, so still LeRobot's frames; or
-    /// `auto` (default): `yuv420` on a GPU where every camera is such a video (and no frame cache
-    /// in RGB is read), else `rgb`.
+    /// `auto` (default): `yuv420` on a GPU where every camera is such a video, else `rgb`; a
+    /// frame cache folder named in `frame_cache` is read in its own encoding, and an automatic
+    /// cache that fits only as the policy's resized images (RGB) makes the run read RGB. (An
+    /// automatic cache of full-size RGB frames that a CPU run made is not read by a GPU run, which
+    /// makes its own of the planes.)
     #[serde(default)]
     pub frame_encoding: FrameEncodingChoice,
     /// The share of each task's episodes held out of training for the held-out loss (LeRobot's

@@ -41,7 +41,7 @@ impl Plane<'_> {
 
 /// A term `⌊c · (value − offset)⌋` in 16-bit fixed point, as swscale's vector converter computes
 /// it: `((value − offset) · 2^shift · multiplier) >> 16`. Eight of them fit a 128-bit vector,
-/// where the `f32` form (the device's) takes four and a floor. The constants below give the `f32`
+/// where the `f32` form (the device's without a kernel for it) takes four and a floor. The constants below give the `f32`
 /// terms for every value (tested).
 #[derive(Debug, Clone, Copy)]
 pub struct Term {

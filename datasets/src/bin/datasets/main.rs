@@ -53,7 +53,8 @@ enum Command {
         #[arg(long)]
         resize: Option<String>,
         /// How frames are stored: rgb, or yuv420 (the decoder's planes, half the bytes) for a
-        /// loader or trainer that reads yuv420 (`--frame-encoding yuv420`).
+        /// loader that reads yuv420 (`--frame-encoding yuv420`); the trainer reads a cache in
+        /// its own encoding (`--frame-encoding auto`, its default).
         #[arg(long, default_value_t = datasets::FrameEncoding::Rgb)]
         frame_encoding: datasets::FrameEncoding,
         /// List the automatic caches (under $LEROBOT_RS_FRAME_CACHE, by default

@@ -380,8 +380,9 @@ impl Dataset {
             Some(read) => read.first().and_then(|&index| self.episodes.iter().find(|e| e.index == index)),
             None => self.episodes.first(),
         };
-        let mut video = 0;
-        for key in self.info.camera_keys() {
+        // Every camera before the one at hand is a video (an image returns): its index among
+        // the videos is its index among the cameras.
+        for (video, key) in self.info.camera_keys().into_iter().enumerate() {
             let feature = self.info.feature(key.as_str()).expect("a camera");
             let shape = feature.frame_shape().expect("a camera has a frame shape");
             if !feature.is_video() {
@@ -397,7 +398,6 @@ impl Dataset {
                     return refuse(key.as_str(), format!("is {format} in {}", path.display()));
                 }
             }
-            video += 1;
         }
         Ok(())
     }

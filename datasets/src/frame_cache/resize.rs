@@ -148,7 +148,7 @@ mod tests {
             let wide: Vec<Vec<f32>> = plane
                 .chunks_exact(from.width)
                 .map(|row| {
-                    let line: Vec<f32> = row.iter().map(|&x| x as f32 / 255.0).collect();
+                    let line: Vec<f32> = row.iter().map(|&x| f32::from(x) / 255.0).collect();
                     columns
                         .iter()
                         .map(|tap| {
@@ -159,11 +159,13 @@ mod tests {
                 })
                 .collect();
             for tap in &rows {
-                for column in 0..to.width {
-                    let sum =
-                        tap.weights.iter().enumerate().fold(0.0, |sum, (k, &w)| sum + wide[tap.start + k][column] * w);
-                    out.push(to_level(sum));
+                let mut sums = vec![0.0f32; to.width];
+                for (k, &w) in tap.weights.iter().enumerate() {
+                    for (sum, &x) in sums.iter_mut().zip(&wide[tap.start + k]) {
+                        *sum += x * w;
+                    }
                 }
+                out.extend(sums.into_iter().map(to_level));
             }
         }
         out

@@ -14,7 +14,7 @@ use kernels::DeviceKind;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FrameEncodingChoice {
-    /// YUV 4:2:0 planes on a GPU when every camera can give them, else RGB ([`preferred`]).
+    /// YUV 4:2:0 planes on a GPU when every camera can give them, else RGB.
     #[default]
     Auto,
     /// RGB: LeRobot's frames, converted on the CPU.

@@ -193,7 +193,7 @@ impl TrainData {
 
     /// Settles `dataset.frame_encoding = auto` and `dataset.frame_cache = auto` (the other
     /// choices were settled by [`Self::open`]), reporting each choice and why through
-    /// `on_progress`: the encoding [`frame_encoding::preferred`] for the device; then, for each
+    /// `on_progress`: the encoding the device prefers; then, for each
     /// dataset, its cache reused, or decoded first when it fits the budget (what is left of
     /// it). A cache fixes the run's encoding to its own (the policy's images resized, in RGB,
     /// where the planes do not fit), which the caches of the datasets after it then share.

@@ -985,8 +985,7 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
         terms: &Yuv420Terms,
         dtype: FloatDType,
     ) -> Option<FloatTensor<Self>> {
-        let frame_len = crate::yuv420_frame_len(height, width);
-        if planes.meta.num_elements() != frames * frame_len || frames * height * width == 0 {
+        if !crate::yuv::yuv420_kernel_takes(planes.meta.num_elements(), frames, (height, width)) {
             return None;
         }
         let planes = into_contiguous(planes);

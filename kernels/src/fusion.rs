@@ -405,10 +405,8 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         terms: &Yuv420Terms,
         dtype: FloatDType,
     ) -> Option<FloatTensor<Self>> {
-        // As the inner backend's guard: its execution cannot fall back.
-        let frame_len = crate::yuv420_frame_len(height, width);
-        if frames * height * width == 0 || planes.shape.num_elements() != frames * frame_len || !B::has_yuv420_kernel()
-        {
+        let takes = crate::yuv::yuv420_kernel_takes(planes.shape.num_elements(), frames, (height, width));
+        if !(takes && B::has_yuv420_kernel()) {
             return None;
         }
         let output = (Shape::new([frames, 3, height, width]), DType::from(dtype));

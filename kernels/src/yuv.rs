@@ -32,6 +32,13 @@ pub struct Yuv420Terms {
     pub blue_u: FixedPointTerm,
 }
 
+/// Whether the GPU kernel takes `frames` frames of `height × width` in `planes` values: some
+/// pixels, and exactly the frames' bytes (fusion checks this before registering the kernel,
+/// whose execution cannot fall back).
+pub(crate) fn yuv420_kernel_takes(planes: usize, frames: usize, (height, width): (usize, usize)) -> bool {
+    frames * height * width > 0 && planes == frames * yuv420_frame_len(height, width)
+}
+
 /// The bytes of one YUV 4:2:0 frame of `height × width`: `H·W` of luma, then `⌈H/2⌉·⌈W/2⌉` of
 /// U and of V.
 pub fn yuv420_frame_len(height: usize, width: usize) -> usize {

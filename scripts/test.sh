@@ -28,15 +28,17 @@ if grep -E '^(clap|anyhow|indicatif|tracing-subscriber) ' <<<"$library_deps"; th
 fi
 # Lints and docs see the GPU backends too (`cuda` and `wgpu` compile without a GPU), so that
 # their code cannot rot unseen (the lavapipe tests at the end among it); both share one check
-# build.
+# build. All of it in the release profile, as the builds below: its build scripts and procedural
+# macros are compiled unoptimised, once for all of them (the dev profile optimises every
+# dependency, theirs among them), and no code here depends on debug assertions.
 gpu=(--features bench/wgpu,bench/cuda,bench/cudnn,trainer/wgpu-untuned,trainer/mpi)
-cargo clippy --workspace --all-targets --locked "${gpu[@]}" -- -D warnings
+cargo clippy --release --workspace --all-targets --locked "${gpu[@]}" -- -D warnings
 # ... and without FFmpeg, as the GPU kit builds them (scripts/gpu-kit.sh).
-cargo clippy --workspace --all-targets --locked "${gpu[@]}" --no-default-features \
+cargo clippy --release --workspace --all-targets --locked "${gpu[@]}" --no-default-features \
   --features datasets/cli,trainer/cli -- -D warnings
 # One release build for the tests, the bench (CI's regression check runs the target/release/bench
 # it makes, after this script) and the trainer. MPI (Open MPI, from install-debian-packages.sh):
-# trainer/tests/mpi.rs starts runs of two processes with mpirun.
+# trainer/tests/cpu/mpi.rs starts runs of two processes with mpirun.
 tests=(--features trainer/mpi)
 cargo test --workspace --release --locked "${tests[@]}"
 cargo test --workspace --release --locked "${tests[@]}" --test tensorboard -- --ignored
@@ -54,26 +56,24 @@ if [[ -n "${LEROBOT_VENV:-}" ]]; then
   scripts/test-with-lerobot.sh "$LEROBOT_VENV"
 fi
 # One build without FFmpeg (the `video` features off, as the GPU kit builds them; the second
-# clippy run above compiles all of it) and with burn's wgpu backend without fusion, run on Mesa's
-# lavapipe (Vulkan on the CPU, from the install script). A GPU backend in the build above would
-# instantiate every task for it; here only the tests below use it.
+# clippy run above compiles all of it) and with burn's wgpu backend and its fusion (no
+# autotuning), run on Mesa's lavapipe (Vulkan on the CPU, from the install script). A GPU backend
+# in the build above would instantiate every task for it; here only the tests below use it.
 # - how the dataset crate refuses video (datasets/tests/no_video.rs);
-# - our cubecl kernels against the CPU's passes (kernels/tests/cube.rs), then again under fusion;
-# - the kernels one training step of the tiny policy launches, against budgets
+# - our cubecl kernels against the CPU's passes (kernels/tests/cube.rs), each on wgpu without
+#   fusion and under it, as fusion's custom operations (kernels/src/fusion.rs);
+# - the kernels one training step of the tiny policy launches without fusion, against budgets
 #   (trainer/tests/launch_budget.rs), compiled into a kernel cache of the test's own;
 # - with cuDNN's convolutions built in (no GPU here): burn's convolutions mapped to cuDNN's
 #   descriptors, and the one-line fallback where cuDNN is missing (kernels/tests/cudnn.rs).
 kernel_cache=$(mktemp -d)
 LEROBOT_RS_KERNEL_CACHE="$kernel_cache" cargo test --release --locked -p datasets -p kernels -p trainer \
-  --no-default-features --features datasets/cli,trainer/wgpu-untuned,kernels/cudnn \
+  --no-default-features --features datasets/cli,trainer/wgpu-untuned,kernels/cudnn,kernels/gpu-fusion \
   --test no_video --test cube --test launch_budget --test cudnn
-# Our kernels again under burn's fusion, as fusion's custom operations (kernels/src/fusion.rs).
-LEROBOT_RS_KERNEL_CACHE="$kernel_cache" cargo test --release --locked -p kernels --no-default-features \
-  --features wgpu-untuned,gpu-fusion --test cube
 rm -rf "$kernel_cache"
 if [[ "$(shm_caches)" != "$caches_before" ]]; then
   echo "error: the tests left frame caches in /dev/shm/lerobot-rs-frames:" >&2
   diff <(echo "$caches_before") <(shm_caches) >&2 || true
   exit 1
 fi
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked "${gpu[@]}"
+RUSTDOCFLAGS="-D warnings" cargo doc --release --workspace --no-deps --locked "${gpu[@]}"

@@ -76,7 +76,7 @@ pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
 }
 
 /// A small images-in-parquet dataset (no FFmpeg needed), written once under `work`.
-fn small_dataset(work: &Path) -> Result<PathBuf> {
+pub fn small_dataset(work: &Path) -> Result<PathBuf> {
     let root = work.join("dataset");
     if !root.join("meta/info.json").exists() {
         if root.exists() {
@@ -119,7 +119,9 @@ pub struct Inputs {
     seed: u64,
 }
 
-fn inputs(root: &Path, augment: bool) -> Result<Inputs> {
+/// What a step on the tiny policy over the dataset at `root` needs, with the training
+/// augmentation when `augment` is set.
+pub fn inputs(root: &Path, augment: bool) -> Result<Inputs> {
     let mut config = tiny(root, &root.with_file_name("unused"), 10, json!({}))?;
     config.dataset.image_transforms.enable = augment;
     let data = TrainData::open(&config)?;
@@ -422,38 +424,4 @@ pub fn check_resume(first: DeviceKind, second: DeviceKind, root: &Path, exact: b
     ensure!(resumed.steps == 4, "{line}: the resumed run ended at step {}", resumed.steps);
     ensure!(if exact { a == b } else { relative(a, b) <= 1e-2 }, "{line}");
     Ok(line)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn work(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("bench-gpu-check-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
-    }
-
-    #[test]
-    fn the_checks_find_the_cpu_equal_to_itself() {
-        let dir = work("cpu");
-        let root = small_dataset(&dir).unwrap();
-        for line in [
-            check_step(DeviceKind::Cpu, &inputs(&root, false).unwrap(), true).unwrap(),
-            check_pipeline(DeviceKind::Cpu, &inputs(&root, true).unwrap(), true).unwrap(),
-            check_resume(DeviceKind::Cpu, DeviceKind::Cpu, &root, true).unwrap(),
-        ] {
-            eprintln!("{line}");
-        }
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    #[ignore = "needs a GPU and a bench built with --features cuda: scripts/gpu-run.sh runs `bench gpu-check`"]
-    fn a_gpu_matches_the_cpu() {
-        let dir = work("gpu");
-        let devices = std::env::var("GPU_CHECK_DEVICES").unwrap_or_else(|_| "cuda".into());
-        let args = GpuCheckArgs { devices: devices.split(',').map(|d| d.parse().unwrap()).collect(), work: dir };
-        run(&args).unwrap();
-    }
 }

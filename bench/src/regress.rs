@@ -352,29 +352,3 @@ pub fn render(measured: &[Ratio], baseline: Option<&Baseline>, tolerance: f64) -
         table(&["ratio", "median", "repeats", "baseline", "change", "status"], &rows)
     )
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_ratio_fails_only_beyond_the_tolerance() {
-        let ratio = |name: &str, median: f64| Ratio {
-            name: name.into(),
-            meaning: String::new(),
-            median,
-            repeats: vec![median],
-        };
-        let baseline = Baseline {
-            cpu: String::new(),
-            machine: String::new(),
-            revision: String::new(),
-            ratios: vec![ratio("loader", 1.0), ratio("train", 2.0)],
-        };
-        assert!(regressions(&[ratio("loader", 0.71), ratio("train", 5.0)], &baseline, 0.3).is_empty());
-        assert_eq!(regressions(&[ratio("loader", 0.69), ratio("train", 1.3)], &baseline, 0.3), ["loader", "train"]);
-        // A ratio without a baseline (a new measurement) does not fail.
-        assert!(regressions(&[ratio("new", 0.0)], &baseline, 0.3).is_empty());
-        assert!(render(&[ratio("loader", 0.5)], Some(&baseline), 0.3).contains("REGRESSED"));
-    }
-}

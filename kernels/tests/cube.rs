@@ -1,21 +1,64 @@
 //! The GPU backends' kernels (`kernels/src/cube.rs`: the gradients' gather with their squares, the
 //! clipping factors, the optimiser pass, GroupNorm with its activation, FiLM, YUV to RGB) against the
-//! CPU's, on burn's wgpu backend without fusion, and with it (`--features
-//! gpu-fusion`: then through fusion's custom operations, `kernels/src/fusion.rs`). Run where a
-//! wgpu adapter exists (a GPU, or Mesa's lavapipe on the CPU, Debian's `mesa-vulkan-drivers`):
-//! `cargo test --release -p kernels --features wgpu-untuned[,gpu-fusion] --test cube`, as
-//! `scripts/test.sh` does on lavapipe.
+//! CPU's, on burn's wgpu backend without fusion and, with `--features gpu-fusion`, with it too
+//! (then through fusion's custom operations, `kernels/src/fusion.rs`): each check is a test on
+//! each backend. Run where a wgpu adapter exists (a GPU, or Mesa's lavapipe on the CPU, Debian's
+//! `mesa-vulkan-drivers`): `cargo test --release -p kernels --features wgpu-untuned,gpu-fusion
+//! --test cube`, as `scripts/test.sh` does on lavapipe.
 
-use burn::backend::wgpu::WgpuDevice;
-use burn::backend::{Flex, Wgpu};
+use burn::backend::Flex;
+use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 use burn::prelude::*;
-use burn::tensor::ops::{FloatTensor, FloatTensorOps};
+use burn::tensor::ops::FloatTensor;
 use burn::tensor::{DType, FloatDType, TensorMetadata, TensorPrimitive};
 use kernels::{AdamStep, FlatBuffers, Kernels, MAX_PARTS_PER_LAUNCH};
 
-/// burn's wgpu backend: cubecl's own (the `wgpu-untuned` build), or burn's fusion over it (with
-/// `gpu-fusion`), which the kernels serve.
-type Gpu = Wgpu;
+/// A wgpu backend our kernels serve: each check below runs on cubecl's own (`direct::*`) and,
+/// with `gpu-fusion`, on burn's fusion over it (`fused::*`).
+trait WgpuKernels: Kernels<Device = WgpuDevice> {}
+
+impl<B: Kernels<Device = WgpuDevice>> WgpuKernels for B {}
+
+/// burn's wgpu backend as cubecl gives it: our kernels launched directly (`kernels/src/cube.rs`).
+type Direct = CubeBackend<WgpuRuntime, f32, i32, u32>;
+
+/// burn's fusion over it: our kernels as fusion's custom operations (`kernels/src/fusion.rs`).
+#[cfg(feature = "gpu-fusion")]
+type Fused = burn_fusion::Fusion<Direct>;
+
+/// Each check as a test on each backend.
+macro_rules! tests_on_each_backend {
+    ($($check:ident),* $(,)?) => {
+        mod direct {
+            $(#[test]
+            fn $check() {
+                super::$check::<super::Direct>();
+            })*
+        }
+
+        #[cfg(feature = "gpu-fusion")]
+        mod fused {
+            $(#[test]
+            fn $check() {
+                super::$check::<super::Fused>();
+            })*
+        }
+    };
+}
+
+tests_on_each_backend!(
+    the_kernel_equals_the_cpu_update_over_twenty_steps,
+    the_gather_equals_the_cpus_for_every_layout,
+    the_clip_factors_equal_the_cpus,
+    the_update_writes_the_half_copies_burns_cast_would,
+    the_gather_casts_half_precision_gradients_up,
+    the_group_norm_kernels_equal_the_cpus,
+    group_norm_in_half_precision_equals_casting_around_it,
+    film_in_half_precision_equals_the_f32_kernels,
+    the_film_kernels_equal_burns_operations_and_their_gradients,
+    the_channel_bias_gradient_equals_burns_broadcast,
+    the_yuv_kernel_gives_the_decoders_bytes_for_every_value,
+);
 
 fn values(n: usize, seed: f32) -> Vec<f32> {
     (0..n).map(|i| ((i as f32 * 0.7548 + seed).sin() * 43758.547).fract() - 0.5).collect()
@@ -55,8 +98,7 @@ fn buffers<B: Backend>(len: usize, device: &B::Device) -> FlatBuffers<B> {
 /// parameters updated at once, equal the CPU's fused pass one parameter at a time (itself
 /// equal to the portable operations) to 1e-6 relative. (On lavapipe, to the bit; a GPU
 /// compiler may fuse a multiply and an add.)
-#[test]
-fn the_kernel_equals_the_cpu_update_over_twenty_steps() {
+fn the_kernel_equals_the_cpu_update_over_twenty_steps<Gpu: WgpuKernels>() {
     // (case, weight decay, an average buffer, the average moved)
     let cases =
         [("decay, average", 1e-6, true, true), ("neither", 0.0, false, false), ("average kept", 1e-6, true, false)];
@@ -113,8 +155,7 @@ fn the_kernel_equals_the_cpu_update_over_twenty_steps() {
 /// gradient), a transposed matrix, a slice of a larger buffer, an empty one, more of them
 /// than one launch takes: gathered into the flat buffer equal to the bit what the CPU
 /// gathers, written into a reused buffer the same.
-#[test]
-fn the_gather_equals_the_cpus_for_every_layout() {
+fn the_gather_equals_the_cpus_for_every_layout<Gpu: WgpuKernels>() {
     fn parts<B: Backend>(device: &B::Device) -> Vec<FloatTensor<B>> {
         let tensor = |shape: [usize; 3], seed: f32| {
             Tensor::<B, 1>::from_data(
@@ -163,8 +204,7 @@ fn the_gather_equals_the_cpus_for_every_layout() {
 /// The clipping factors from a sum of squares, in one launch, equal the composed operations'
 /// on the CPU: clipped or not, with and without a factor the gradients carry, and with
 /// clipping off.
-#[test]
-fn the_clip_factors_equal_the_cpus() {
+fn the_clip_factors_equal_the_cpus<Gpu: WgpuKernels>() {
     let (cpu, gpu) = (Default::default(), WgpuDevice::default());
     for squares in [0.0, 0.25, 4.0, 1.0e6] {
         for (max_norm, grad_scale) in [(10.0, 1.0), (1.0, 1.0), (1.0, 3.0 * 1024.0), (0.0, 2.0), (0.0, 1.0)] {
@@ -187,7 +227,7 @@ fn bytes<B: Backend>(t: &FloatTensor<B>) -> Vec<u8> {
 }
 
 /// The half precisions the device computes in (f16 at least: lavapipe has it).
-fn half_dtypes(device: &WgpuDevice) -> Vec<FloatDType> {
+fn half_dtypes<Gpu: WgpuKernels>(device: &WgpuDevice) -> Vec<FloatDType> {
     let supported: Vec<FloatDType> =
         [FloatDType::F16, FloatDType::BF16].into_iter().filter(|&d| Gpu::supports_dtype(device, d.into())).collect();
     assert!(supported.contains(&FloatDType::F16), "the wgpu device computes in f16");
@@ -198,10 +238,9 @@ fn half_dtypes(device: &WgpuDevice) -> Vec<FloatDType> {
 /// forward), over more parameters than one launch takes: the weights, moments and average
 /// equal the plain update's to the bit, and each copy equals burn's cast of the new weights to
 /// the bit.
-#[test]
-fn the_update_writes_the_half_copies_burns_cast_would() {
+fn the_update_writes_the_half_copies_burns_cast_would<Gpu: WgpuKernels>() {
     let gpu = WgpuDevice::default();
-    for copy in half_dtypes(&gpu) {
+    for copy in half_dtypes::<Gpu>(&gpu) {
         let sizes: Vec<usize> =
             [5_000].into_iter().chain((0..MAX_PARTS_PER_LAUNCH + 3).map(|i| 1 + i * 37 % 300)).collect();
         let len: usize = sizes.iter().sum();
@@ -242,10 +281,9 @@ fn the_update_writes_the_half_copies_burns_cast_would() {
 /// Gradients of a half-precision forward (half-precision parts, some of them views, among f32
 /// ones, more than one launch takes) gather into the f32 buffer as burn's cast to f32 then
 /// concatenation gathers them, to the bit, with the squares of the f32 values.
-#[test]
-fn the_gather_casts_half_precision_gradients_up() {
+fn the_gather_casts_half_precision_gradients_up<Gpu: WgpuKernels>() {
     let gpu = WgpuDevice::default();
-    for half in half_dtypes(&gpu) {
+    for half in half_dtypes::<Gpu>(&gpu) {
         let parts = || -> Vec<FloatTensor<Gpu>> {
             (0..MAX_PARTS_PER_LAUNCH + 4)
                 .map(|i| {
@@ -289,8 +327,7 @@ fn read_any<B: Backend>(t: FloatTensor<B>) -> Vec<f32> {
 /// kernels' output and statistics (one launch), and input, scale and shift gradients (two
 /// launches, from each backend's own statistics), equal the CPU's fused passes (sums in f64)
 /// to 1e-5 of the largest value.
-#[test]
-fn the_group_norm_kernels_equal_the_cpus() {
+fn the_group_norm_kernels_equal_the_cpus<Gpu: WgpuKernels>() {
     use kernels::Activation;
     let gpu = WgpuDevice::default();
     let cpu = Default::default();
@@ -356,13 +393,12 @@ fn the_group_norm_kernels_equal_the_cpus() {
 /// dtype: the output, statistics and gradients equal, to the bit, those of the same kernels on
 /// the input cast up to f32, with the output and the input's gradient cast back down (what the
 /// model computed before, with a cast launch on each side forward and backward).
-#[test]
-fn group_norm_in_half_precision_equals_casting_around_it() {
+fn group_norm_in_half_precision_equals_casting_around_it<Gpu: WgpuKernels>() {
     use kernels::Activation;
     let gpu = WgpuDevice::default();
     let half = |t: FloatTensor<Gpu>, dtype: FloatDType| Gpu::float_cast(t, dtype);
     let up = |t: FloatTensor<Gpu>| Gpu::float_cast(t, FloatDType::F32);
-    for dtype in half_dtypes(&gpu) {
+    for dtype in half_dtypes::<Gpu>(&gpu) {
         for (shape @ [n, c, s], groups) in [([3, 32, 50], 8), ([2, 64, 300], 8)] {
             for activation in [Activation::Identity, Activation::Mish] {
                 let x = || half(primitive_3d::<Gpu>(values(n * c * s, 5.0), shape, &gpu), dtype);
@@ -397,12 +433,11 @@ fn group_norm_in_half_precision_equals_casting_around_it() {
 /// kernels' on the same values cast back down (products of two half-precision values are exact
 /// in f32, and the sums accumulate in f32 in the same order); the output, computed in the half
 /// precision as torch's autocast computes it, within one rounding of it.
-#[test]
-fn film_in_half_precision_equals_the_f32_kernels() {
+fn film_in_half_precision_equals_the_f32_kernels<Gpu: WgpuKernels>() {
     let gpu = WgpuDevice::default();
     let [b, c, t] = [3, 40, 16];
     let up = |t: FloatTensor<Gpu>| Gpu::float_cast(t, FloatDType::F32);
-    for dtype in half_dtypes(&gpu) {
+    for dtype in half_dtypes::<Gpu>(&gpu) {
         let half = |values: Vec<f32>, shape: &[usize]| {
             let n = values.len();
             let t = Tensor::<Gpu, 1>::from_data(TensorData::new(values, [n]), &gpu).cast(dtype);
@@ -431,8 +466,7 @@ fn film_in_half_precision_equals_the_f32_kernels() {
 /// FiLM (`[B, C, T]` scaled and shifted by `[B, 2C]`) through `kernels::film` under autodiff:
 /// on the GPU its kernels (one launch forward, one backward), on the CPU burn's operations and
 /// burn's autodiff. The output and both gradients agree to 1e-6 of the largest value.
-#[test]
-fn the_film_kernels_equal_burns_operations_and_their_gradients() {
+fn the_film_kernels_equal_burns_operations_and_their_gradients<Gpu: WgpuKernels>() {
     use burn::backend::Autodiff;
 
     /// The output, and the gradients of `Σ y·dy` with respect to `x` and `embedding`.
@@ -477,8 +511,7 @@ fn the_film_kernels_equal_burns_operations_and_their_gradients() {
 /// on the GPU its gradient one launch (a cube per channel), on the CPU burn's broadcast and
 /// autodiff. The output and both gradients agree to 1e-5 of the largest value, for a U-Net's
 /// `[B, C, T]` and a convolution's `[N, C, H, W]`.
-#[test]
-fn the_channel_bias_gradient_equals_burns_broadcast() {
+fn the_channel_bias_gradient_equals_burns_broadcast<Gpu: WgpuKernels>() {
     use burn::backend::Autodiff;
 
     /// The output, and the gradients of `Σ y·dy` with respect to `y` and `bias`.
@@ -502,7 +535,7 @@ fn the_channel_bias_gradient_equals_burns_broadcast() {
         [flat(sum.inner()), flat(y.grad(&grads).expect("y's gradient")), bias_grad]
     }
 
-    fn check<const D: usize>(shape: [usize; D]) {
+    fn check<Gpu: WgpuKernels, const D: usize>(shape: [usize; D]) {
         let (n, channels) = (shape.iter().product::<usize>(), shape[1]);
         let (y, bias, dy) = (values(n, 1.0), values(channels, 2.0), values(n, 3.0));
         let on_gpu = run::<Gpu, D>(shape, &y, &bias, &dy, &WgpuDevice::default());
@@ -513,9 +546,9 @@ fn the_channel_bias_gradient_equals_burns_broadcast() {
         }
     }
 
-    check([3, 5, 7]);
-    check([2, 512, 300]);
-    check([4, 3, 2, 5]);
+    check::<Gpu, 3>([3, 5, 7]);
+    check::<Gpu, 3>([2, 512, 300]);
+    check::<Gpu, 4>([4, 3, 2, 5]);
 }
 
 /// The decoder's fixed-point terms (`datasets::video::bt601`, swscale's), as the kernel takes them.
@@ -540,8 +573,7 @@ fn decoder_terms() -> kernels::Yuv420Terms {
 /// second another pattern, uploaded as the trainer uploads them (uint8 where the device holds
 /// it, else its integers): the kernel's RGB levels are the bytes of the decoder's own converter
 /// (`bt601::planes_to_chw`, swscale's arithmetic), every one.
-#[test]
-fn the_yuv_kernel_gives_the_decoders_bytes_for_every_value() {
+fn the_yuv_kernel_gives_the_decoders_bytes_for_every_value<Gpu: WgpuKernels>() {
     use datasets::video::bt601::{Plane, planes_to_chw};
     let device = WgpuDevice::default();
     assert!(<Gpu as Kernels>::has_yuv420_kernel());

@@ -1,12 +1,13 @@
 //! The kernels one training step launches on burn's wgpu backend without fusion, counted from
 //! cubecl's own launch log on Mesa's lavapipe (Vulkan on the CPU, which
 //! `scripts/install-debian-packages.sh` installs) against budgets: a change that launches more
-//! fails here (bench/RESULTS.md, "Kernel launches per step"). `scripts/test.sh` runs it with
-//! `cargo test --release -p trainer --no-default-features --features wgpu-untuned --test
-//! launch_budget`; `bench train-step --count-launches` gives the same counts by kernel.
+//! fails here (bench/RESULTS.md, "Kernel launches per step"). `scripts/test.sh` runs it in its
+//! lavapipe build; alone: `cargo test --release -p trainer --no-default-features --features
+//! wgpu-untuned --test launch_budget`. `bench train-step --count-launches` gives the same counts
+//! by kernel.
 
-use burn::backend::wgpu::WgpuDevice;
-use burn::backend::{Autodiff, Wgpu};
+use burn::backend::Autodiff;
+use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 use burn::prelude::*;
 use kernels::LaunchLog;
 use loader::SamplerState;
@@ -26,6 +27,10 @@ const STEP_BUDGET: usize = 1_880;
 const CLIP_BUDGET: usize = 12;
 /// The optimiser's update: 21 launches on lavapipe, from 212 when each parameter had its own.
 const OPTIM_BUDGET: usize = 24;
+
+/// burn's wgpu backend without fusion (also where the build has fusion, as `scripts/test.sh`'s
+/// has for the kernels' tests beside this one).
+type Gpu = CubeBackend<WgpuRuntime, f32, i32, u32>;
 
 /// The launches of one step's phases, in order.
 const PHASES: [&str; 5] = ["prepare", "forward", "backward", "clip", "optim"];
@@ -51,7 +56,7 @@ fn a_tiny_step_on_wgpu_launches_no_more_kernels_than_its_budget() {
     let pipeline =
         InputPipeline::new(policy.clone(), data.features.clone(), normalizer, config.dataset.image_transforms.clone());
     let device = WgpuDevice::default();
-    let model = init_model::<Autodiff<Wgpu>>(policy, &data.features, config.seed, &device).expect("the model");
+    let model = init_model::<Autodiff<Gpu>>(policy, &data.features, config.seed, &device).expect("the model");
     let mut runner = StepRunner::new(model, policy.clone(), pipeline, config.seed, config.steps, device.clone());
     let batch =
         data.loader(&config, SamplerState::default()).expect("a loader").next().expect("a batch").expect("read");
@@ -64,7 +69,7 @@ fn a_tiny_step_on_wgpu_launches_no_more_kernels_than_its_budget() {
     for step in 0..2 {
         counts = vec![log.settled_count()];
         let mut phase_ended = || {
-            <Wgpu as Backend>::sync(&device).expect("the device synchronises");
+            <Gpu as Backend>::sync(&device).expect("the device synchronises");
             counts.push(log.settled_count());
         };
         let prepared = runner.prepare(&batch, step, 0).expect("the batch is prepared");

@@ -377,7 +377,7 @@ mod tests {
             let Some(long) = arg.get_long() else { continue };
             args.push(match long {
                 "demo" | "dry-run" | "config_path" | "resume" | "devices" => continue,
-                // Names a folder that resolving reads (trainer/tests/policy_path.rs).
+                // Names a folder that resolving reads (trainer/tests/cpu/policy_path.rs).
                 "policy.path" => continue,
                 "policy.repo_id" => format!("--{long}=me/policy"),
                 "dataset.episodes" => format!("--{long}=1"),

@@ -16,9 +16,7 @@ use trainer::{
 
 type Ad = Autodiff<Flex>;
 
-mod common;
-
-use common::{scratch, scratch_path, tiny_config, write_synth};
+use crate::common::{scratch, scratch_path, tiny_config, write_synth};
 
 fn dataset() -> &'static Path {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();

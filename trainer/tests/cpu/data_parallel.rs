@@ -13,9 +13,9 @@ use trainer::{TrainConfig, train, train_on};
 
 type Backend = Autodiff<Flex>;
 
-mod common;
+use crate::common;
 
-use common::{
+use crate::common::{
     checkpoint_weights as weights, compare, cut_second_episode_video, data_parallel_config, scratch, scratch_path,
     tiny_config, write_forty_frames,
 };

@@ -4,8 +4,6 @@
 //! is loaded from a checkpoint and sampled again and again, as an evaluation beside training
 //! would: loading once drew from burn's generator and moved the weights a run started from.
 
-mod common;
-
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -13,7 +11,7 @@ use burn::backend::{Autodiff, Flex};
 use serde_json::json;
 use trainer::{PolicyRunner, TrainConfig, train};
 
-use common::{one_sample, scratch, scratch_path, tiny_config, write_synth};
+use crate::common::{one_sample, scratch, scratch_path, tiny_config, write_synth};
 
 type Backend = Autodiff<Flex>;
 

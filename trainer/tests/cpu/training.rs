@@ -12,9 +12,9 @@ use trainer::{PolicyRunner, StepObservation, TrainConfig, train};
 
 type Backend = Autodiff<Flex>;
 
-mod common;
+use crate::common;
 
-use common::{one_sample, scratch, scratch_path, tiny_config, write_synth};
+use crate::common::{one_sample, scratch, scratch_path, tiny_config, write_synth};
 
 /// A small PushT-like dataset (3 episodes of 20 frames, 96×96 AV1), written once per test run.
 fn dataset() -> &'static Path {

@@ -2,8 +2,6 @@
 //! a dataset LeRobot wrote (PushT's images, 10 episodes of one task): the last episodes held out
 //! of training, their loss logged every `eval_steps` steps beside the training loss.
 
-mod common;
-
 use std::path::Path;
 
 use burn::backend::{Autodiff, Flex};
@@ -11,7 +9,7 @@ use loader::SamplerState;
 use serde_json::json;
 use trainer::{Progress, TrainConfig, TrainData};
 
-use common::{scratch, tiny_config};
+use crate::common::{scratch, tiny_config};
 
 const DATASET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/lerobot-0.6.1/pusht_images");
 
@@ -54,7 +52,7 @@ fn the_last_episodes_are_held_out_and_never_trained_on() {
     assert_eq!(read, held_out);
 
     // LeRobot's --max_eval_samples: the first frames of each task (here one) of the held-out ones.
-    let capped = crate::config(&out, 1, json!({"dataset": {"eval_split": 0.2}, "max_eval_samples": 5}));
+    let capped = self::config(&out, 1, json!({"dataset": {"eval_split": 0.2}, "max_eval_samples": 5}));
     let capped_data = TrainData::open(&capped).unwrap();
     let read: Vec<usize> =
         capped_data.eval_loader(&capped).unwrap().flat_map(|batch| batch.unwrap().indices().to_vec()).collect();

@@ -14,9 +14,7 @@ use trainer::{TrainConfig, train_on};
 
 type Backend = Autodiff<Flex>;
 
-mod common;
-
-use common::{
+use crate::common::{
     checkpoint_weights as weights, compare, cut_second_episode_video, data_parallel_config, scratch, scratch_path,
     write_forty_frames,
 };

@@ -3,7 +3,7 @@
 //! options over them, the weights from its `model.safetensors`, loaded strictly; what this trainer
 //! cannot honour refused by file and key.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
@@ -11,7 +11,7 @@ use burn::backend::Flex;
 use serde_json::{Value, json};
 use trainer::{DiffusionConfig, PolicyRunner, Preset, TrainConfig, TrainData};
 
-use common::{scratch, tiny_config};
+use crate::common::{scratch, tiny_config};
 
 const DATASET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/lerobot-0.6.1/pusht_images");
 

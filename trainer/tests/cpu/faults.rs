@@ -12,9 +12,9 @@ use trainer::{PolicyRunner, TrainConfig, train};
 
 type Backend = Autodiff<Flex>;
 
-mod common;
+use crate::common;
 
-use common::{checkpoint_weights as weights, tiny_config, write_synth};
+use crate::common::{checkpoint_weights as weights, tiny_config, write_synth};
 
 /// An empty scratch folder `name`, removed when the test passes.
 fn scratch(name: &str) -> common::Scratch {

@@ -6,9 +6,7 @@ use datasets::synth::{CameraStorage, SynthConfig, write_dataset};
 use serde_json::json;
 use trainer::train;
 
-mod common;
-
-use common::{scratch, tiny_config};
+use crate::common::{scratch, tiny_config};
 
 #[test]
 fn a_run_on_images_in_parquet_trains_with_and_without_a_frame_cache() {

@@ -4,7 +4,9 @@
 
 use std::path::PathBuf;
 
-use bench::gpu_check::{GpuCheckArgs, check_pipeline, check_resume, check_step, inputs, run, small_dataset};
+use bench::gpu_check::{
+    GpuCheckArgs, check_pipeline, check_resume, check_step, check_yuv_frames, inputs, run, small_dataset,
+};
 use bench::regress::{Baseline, Ratio, regressions, render};
 use kernels::DeviceKind;
 
@@ -23,6 +25,7 @@ fn the_checks_find_the_cpu_equal_to_itself() {
         check_step(DeviceKind::Cpu, &inputs(&root, false).unwrap(), true).unwrap(),
         check_pipeline(DeviceKind::Cpu, &inputs(&root, true).unwrap(), true).unwrap(),
         check_resume(DeviceKind::Cpu, DeviceKind::Cpu, &root, true).unwrap(),
+        check_yuv_frames(DeviceKind::Cpu).unwrap(),
     ] {
         eprintln!("{line}");
     }

@@ -3,7 +3,8 @@
 //! checkpoints written on one device resumed on the other; the input pipeline (augmentation,
 //! normalisation, crops) on both; YUV 4:2:0 frames converted to RGB on the device, to the
 //! decoder's bytes. It runs on the GPU machine from the kit (`scripts/gpu-run.sh
-//! checks`); its tests run the same checks with the CPU on both sides, where nothing may differ.
+//! checks`); `bench/tests/checks.rs` runs the same checks with the CPU on both sides, where nothing
+//! may differ.
 //!
 //! Tolerances, for f32: the loss and the gradient norm within 1e-3 relative (GPU kernels sum in
 //! other orders, and may use TF32 tensor cores for f32 products); each weight after one Adam step

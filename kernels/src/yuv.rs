@@ -35,7 +35,7 @@ pub struct Yuv420Terms {
 /// Whether the GPU kernel takes `frames` frames of `height × width` in `planes` values: some
 /// pixels, and exactly the frames' bytes (fusion checks this before registering the kernel,
 /// whose execution cannot fall back).
-#[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
+#[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned", feature = "gpu-fusion"))]
 pub(crate) fn yuv420_kernel_takes(planes: usize, frames: usize, (height, width): (usize, usize)) -> bool {
     frames * height * width > 0 && planes == frames * yuv420_frame_len(height, width)
 }

@@ -29,7 +29,8 @@ const CLIP_BUDGET: usize = 12;
 const OPTIM_BUDGET: usize = 24;
 
 /// burn's wgpu backend without fusion (also where the build has fusion, as `scripts/test.sh`'s
-/// has for the kernels' tests beside this one).
+/// has for the kernels' tests beside this one). Fusion's counts come from `bench train-step
+/// --count-launches` in a build with `kernels/gpu-fusion`.
 type Gpu = CubeBackend<WgpuRuntime, f32, i32, u32>;
 
 /// The launches of one step's phases, in order.

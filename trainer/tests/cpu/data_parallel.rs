@@ -20,7 +20,7 @@ use crate::common::{
     tiny_config, write_forty_frames,
 };
 
-/// The 40-frame dataset, written once for this binary.
+/// The 40-frame dataset, written once for this module.
 fn dataset() -> &'static Path {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();
     ROOT.get_or_init(|| write_forty_frames(&scratch_path("data-parallel-synth")))

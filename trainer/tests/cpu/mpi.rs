@@ -19,7 +19,7 @@ use crate::common::{
     write_forty_frames,
 };
 
-/// The data-parallel tests' 40-frame dataset, written once for this binary.
+/// The data-parallel tests' 40-frame dataset, written once for this module.
 fn dataset() -> &'static Path {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();
     ROOT.get_or_init(|| write_forty_frames(&scratch_path("mpi-synth")))

@@ -40,8 +40,9 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// CI's regression check: machine-independent throughput ratios against a baseline.
     Regress(regress::RegressArgs),
-    /// The GPU path against the CPU: a training step, half precision, the input pipeline and
-    /// checkpoints moved between devices (needs a GPU and the cuda or wgpu feature).
+    /// The GPU path against the CPU: a training step, half precision, the input pipeline,
+    /// checkpoints moved between devices and YUV frames converted to RGB (needs a GPU and the
+    /// cuda or wgpu feature).
     GpuCheck(gpu_check::GpuCheckArgs),
 }
 

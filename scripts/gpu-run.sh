@@ -17,8 +17,12 @@
 #                                kits have nothing else): where cuDNN was found, the cuda checks
 #                                (cuDNN's convolutions against Flex and burn's, the stream
 #                                ordering), then the PushT classic step on pusht_images with cuDNN,
-#                                untuned and with fusion (f32 at batch 64 and 256, launches
-#                                counted; bf16 at 64), and with BASELINE=1 without it (f32, 64)
+#                                untuned and with fusion (f32 at batch 64 and 256, the real loop
+#                                after fusion's; bf16 at 64), its launches counted in runs of
+#                                their own, and with BASELINE=1 without cuDNN (f32, 64);
+#                                BUILDS=fusion skips the untuned runs (a list, by spaces or commas)
+#   scripts/gpu-run.sh profile   each kernel's GPU time (Nsight Compute) in fusion's PushT step,
+#                                f32 and bf16 at batch 64, and cuDNN's chosen algorithms
 #
 # The binaries, the wheels and the synthetic datasets are unpacked into /tmp/lerobot-rs-gpu once
 # and reused by the next calls while the machine is held. DEVICE=cpu, GPU_CHECK_DEVICES=cpu,
@@ -30,7 +34,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-stage=${1:?usage: scripts/gpu-run.sh checks|ours|ours-aloha|lerobot|cudnn}
+stage=${1:?usage: scripts/gpu-run.sh checks|ours|ours-aloha|lerobot|cudnn|profile}
 device=${DEVICE:-cuda}
 batches=${BATCHES:-64,256}
 steps=${STEPS:-10}
@@ -91,7 +95,7 @@ trap 'kill ${smi:-} $progress 2>/dev/null || true; cp "$work"/cubecl-*-"$stage".
 
 # Datasets with their images in parquet (this build has no FFmpeg), for the sweeps.
 for preset in pusht-like aloha-like; do
-  if [ "$stage" != cudnn ] && [ ! -f "$data/$preset/meta/info.json" ]; then
+  if [ "$stage" != cudnn ] && [ "$stage" != profile ] && [ ! -f "$data/$preset/meta/info.json" ]; then
     "$bin/datasets" synth --preset "$preset" --codec images --out "$data/$preset"
   fi
 done
@@ -138,24 +142,55 @@ case "$stage" in
       ls -d "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"/nvidia/*/lib 2>&1
       ldconfig -p | grep -E 'cudnn|cublas' || echo "no cuDNN or cuBLAS in the library cache"
     } > "$out/libraries.txt" 2>&1
+    BUILDS=${BUILDS:-untuned fusion}
     step() { # build (untuned or fusion), label, seconds, then train-step's arguments
       local build=$1 label=$2 seconds=$3; shift 3
+      [[ " ${BUILDS//,/ } " == *" $build "* ]] || return 0
       echo "== bench-$build, $label" | tee -a "$out/steps.txt"
       (cd "$work" && timeout -k 10 "$seconds" "$bin/bench-$build" train-step --root "$fixture" --device cuda "$@") 2>&1 \
         | tee -a "$out/steps.txt" || echo "stopped: $label" | tee -a "$out/steps.txt"
     }
     (cd "$work" && RUST_LOG=kernels=info timeout -k 10 "${CHECK_SECONDS:-170}" "$bin/bench-untuned" gpu-check --devices cuda \
       --work "$work/check") 2>&1 | tee "$out/checks.txt" || echo "the checks failed or stopped" | tee -a "$out/checks.txt"
-    step untuned "cuDNN, f32" 140 --batch 64,256 --warmup 2 --steps 5 --count-launches
-    step fusion "cuDNN, f32" 200 --batch 64,256 --warmup 2 --steps 5 --count-launches
+    # Timed, then counted: cubecl's launch log costs host time, so a counted step is not timed.
+    step untuned "cuDNN, f32" 120 --batch 64,256 --warmup 2 --steps 5
+    step fusion "cuDNN, f32, then the real loop" 200 --batch 64,256 --warmup 2 --steps 5 --loop-steps 20 --num-workers 4
     step fusion "cuDNN, bf16" 80 --batch 64 --warmup 2 --steps 5 --precision bf16
+    step untuned "cuDNN, f32, launches counted" 60 --batch 64 --warmup 1 --steps 1 --count-launches
+    step fusion "cuDNN, f32, launches counted" 60 --batch 64 --warmup 1 --steps 1 --count-launches
+    step fusion "cuDNN, bf16, launches counted" 60 --batch 64 --warmup 1 --steps 1 --precision bf16 --count-launches
     if [ -n "${BASELINE:-}" ]; then
       export LEROBOT_RS_CUDNN=0
       step untuned "burn's convolutions, f32" 90 --batch 64 --warmup 1 --steps 3
     fi
     ;;
+  profile)
+    # Each kernel's GPU time (Nsight Compute, one metric, clocks and caches left alone) in the
+    # last of two steps of fusion's build at batch 64, f32 and bf16: ncu-<precision>.csv, summed
+    # by kernel with bench/ncu_summary.py, and cuDNN's chosen algorithms (RUST_LOG=kernels=debug)
+    # in ncu-<precision>.log. ncu runs each profiled kernel alone (the GPU's work, none of the
+    # host's). The first launches (the model's initialisation and most of the warm-up step with
+    # cuDNN's algorithm search) run unprofiled, so cuDNN times its candidates as in a run of its
+    # own: PROFILE_SKIP_F32 and PROFILE_SKIP_BF16 launches, whose defaults fit the build of
+    # 2026-11-27 (its last step began at launch 1,797 in f32 and 2,059 in bf16, run unprofiled).
+    # A window of fixed counts is fragile: bench/ncu_summary.py says when it misses the step.
+    fixture=$PWD/tests/fixtures/lerobot-0.6.1/pusht_images
+    ncu=$(command -v ncu || compgen -G "/opt/nvidia/nsight-compute/*/ncu" | sort -V | tail -1 || true)
+    [ -n "$ncu" ] || { echo "no ncu on this machine" | tee "$out/steps.txt"; exit 1; }
+    for precision in f32 bf16; do
+      default_skip=$([ "$precision" = f32 ] && echo 1700 || echo 1950)
+      skip_variable=PROFILE_SKIP_${precision^^}
+      skip=${!skip_variable:-$default_skip}
+      echo "== ncu, bench-fusion, $precision, launches from $skip" | tee -a "$out/steps.txt"
+      (cd "$work" && RUST_LOG=kernels=debug timeout -k 10 "${PROFILE_SECONDS:-120}" "$ncu" --clock-control none \
+        --cache-control none --launch-skip "$skip" --launch-count 1000 --metrics gpu__time_duration.sum --csv \
+        --log-file "$out/ncu-$precision.csv" "$bin/bench-fusion" train-step --root "$fixture" --device cuda \
+        --batch 64 --warmup 1 --steps 1 --precision "$precision") > "$out/ncu-$precision.log" 2>&1 \
+        || echo "ncu stopped: $precision" | tee -a "$out/steps.txt"
+    done
+    ;;
   *)
-    echo "unknown stage $stage: checks, ours, ours-aloha, lerobot or cudnn" >&2
+    echo "unknown stage $stage: checks, ours, ours-aloha, lerobot, cudnn or profile" >&2
     exit 2
     ;;
 esac

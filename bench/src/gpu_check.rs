@@ -63,6 +63,9 @@ pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
         record(format!("{device} half-precision copies"), check_half_precision_copies(device, &plain));
         record(format!("{device} inputs"), check_pipeline(device, &augmented, false));
         record(format!("{device} yuv frames"), check_yuv_frames(device));
+        if device == DeviceKind::Cuda {
+            record(format!("{device} yuv frames timed"), time_yuv_frames(device));
+        }
         record(format!("{device} to cpu"), check_resume(device, DeviceKind::Cpu, &root, false));
         record(format!("cpu to {device}"), check_resume(DeviceKind::Cpu, device, &root, false));
         #[cfg(feature = "cudnn")]
@@ -244,10 +247,17 @@ impl DeviceTask for SecondHalfStep<'_> {
 /// In bf16 and f16 (where `device` computes in them), the second step through the weights'
 /// copies the first update wrote equals, to the bit, the same step resumed from a checkpoint's
 /// state (which casts the f32 weights inside the graph): loss, gradient norm and every weight.
+/// cuDNN is held to deterministic algorithms meanwhile: its fastest weight-gradient ones sum in a
+/// varying order, and a gradient near zero moves Adam's step far from one run to the next.
 pub fn check_half_precision_copies(device: DeviceKind, inputs: &Inputs) -> Result<String> {
     let mut line = format!("{device}, the second half-precision step through the update's copies vs resumed");
     for precision in [Precision::Bf16, Precision::F16] {
-        let Some((copies, cast, applied)) = run_on(device, SecondHalfStep { inputs, precision })?? else {
+        #[cfg(feature = "cudnn")]
+        kernels::cudnn::deterministic(true);
+        let steps = run_on(device, SecondHalfStep { inputs, precision });
+        #[cfg(feature = "cudnn")]
+        kernels::cudnn::deterministic(false);
+        let Some((copies, cast, applied)) = steps?? else {
             line += &format!("; {precision}: not computed here");
             continue;
         };
@@ -306,6 +316,95 @@ impl DeviceTask for YuvFrames<'_> {
     fn run<B: Kernels>(self, device: B::Device) -> Result<Vec<f32>> {
         host(transforms::yuv420_frames_to_float::<B>(self.planes, self.frames, self.size, &device).into_data())
     }
+}
+
+/// One `aloha-real` batch of frames at batch 64 (64 samples × 2 observation steps × 4 cameras
+/// of 480x640, as YUV 4:2:0 planes), each stage of its way to the device timed apart: the
+/// upload by burn's `from_data` (uint8 on the device, as on CUDA), and as the trainer uploads
+/// (`frames_to_int`: on CUDA with cuDNN a page-locked buffer), also of an eighth of the batch,
+/// both holding the host's bytes; then the conversion of the uploaded planes to f32 RGB by the
+/// backend's kernel and by burn's operations, which must agree. Mean milliseconds over five
+/// repetitions after one to compile. Run on CUDA only: the figures are a GPU server's.
+pub fn time_yuv_frames(device: DeviceKind) -> Result<String> {
+    run_on(device, YuvTiming { frames: 512, size: (480, 640), repetitions: 5 })?
+}
+
+/// [`time_yuv_frames`]'s work on one backend.
+struct YuvTiming {
+    frames: usize,
+    size: (usize, usize),
+    repetitions: u32,
+}
+
+impl DeviceTask for YuvTiming {
+    type Output = Result<String>;
+
+    fn run<B: Kernels>(self, device: B::Device) -> Result<String> {
+        let (frames, (height, width)) = (self.frames, self.size);
+        let frame_len = kernels::yuv420_frame_len(height, width);
+        let planes: Vec<u8> = (0..frames * frame_len).map(|k| ((k * 7919) % 251) as u8).collect();
+        let shape = |frames: usize| [frames, 1, 1, frame_len];
+        let upload =
+            |frames: usize| transforms::frames_to_int::<B>(&planes[..frames * frame_len], shape(frames), &device);
+        let from_data = |frames: usize| {
+            let data = TensorData::new(planes[..frames * frame_len].to_vec(), shape(frames));
+            Tensor::<B, 4, Int>::from_data(data, (&device, burn::tensor::DType::U8))
+        };
+        let uploaded = upload(frames);
+        {
+            let read = |t: Tensor<B, 4, Int>| t.into_data().convert::<u8>().into_vec::<u8>();
+            let (ours, burns) = (read(uploaded.clone()), read(from_data(frames)));
+            let (ours, burns) =
+                (ours.map_err(|e| anyhow::anyhow!("{e:?}"))?, burns.map_err(|e| anyhow::anyhow!("{e:?}"))?);
+            ensure!(ours == planes && burns == planes, "the uploaded planes are not the host's bytes");
+        }
+        let kernel = || transforms::yuv420_planes_to_rgb(uploaded.clone(), self.size);
+        let operations = || transforms::yuv420_to_rgb_by_operations(uploaded.clone(), self.size);
+        let differing = {
+            let (a, b) = (host(kernel().into_data())?, host(operations().into_data())?);
+            a.iter().zip(&b).filter(|&(x, y)| x != y).count()
+        };
+        let sync = || B::sync(&device).context("synchronising the device");
+        let repetitions = self.repetitions;
+        let from_data_ms = mean_ms(repetitions, &sync, || from_data(frames))?;
+        let from_data_eighth_ms = mean_ms(repetitions, &sync, || from_data(frames / 8))?;
+        let upload_ms = mean_ms(repetitions, &sync, || upload(frames))?;
+        let eighth_ms = mean_ms(repetitions, &sync, || upload(frames / 8))?;
+        let kernel_ms = mean_ms(repetitions, &sync, kernel)?;
+        let operations_ms = mean_ms(repetitions, &sync, operations)?;
+        let bytes = (frames * frame_len) as f64;
+        let rate = |bytes: f64, ms: f64| format!("{ms:.1} ms, {:.1} GB/s", bytes / ms / 1e6);
+        let line = format!(
+            "{frames} YUV 4:2:0 frames of {height}x{width} ({:.0} MB of planes): \
+             upload by burn's from_data {} (an eighth: {}), as the trainer uploads {} (an eighth: {}), \
+             both the host's bytes; to RGB on the device from uploaded planes: kernel {kernel_ms:.2} ms \
+             ({:.0} GB/s of planes read and RGB written), burn's operations {operations_ms:.2} ms; \
+             {differing} levels differ",
+            bytes / 1e6,
+            rate(bytes, from_data_ms),
+            rate(bytes / 8.0, from_data_eighth_ms),
+            rate(bytes, upload_ms),
+            rate(bytes / 8.0, eighth_ms),
+            (bytes + (frames * 3 * height * width * 4) as f64) / kernel_ms / 1e6,
+        );
+        ensure!(differing == 0, "{line}");
+        Ok(line)
+    }
+}
+
+/// Mean milliseconds of `work` over `repetitions`, after one run to compile its kernels; each
+/// result is kept until the device has finished it.
+fn mean_ms<T>(repetitions: u32, sync: &dyn Fn() -> Result<()>, work: impl Fn() -> T) -> Result<f64> {
+    let first = work();
+    sync()?;
+    drop(first);
+    let start = std::time::Instant::now();
+    for _ in 0..repetitions {
+        let result = work();
+        sync()?;
+        drop(result);
+    }
+    Ok(start.elapsed().as_secs_f64() * 1e3 / f64::from(repetitions))
 }
 
 /// Two YUV 4:2:0 frames of `height × width` (the first with luma running through every value

@@ -50,7 +50,8 @@ pub struct TrainStepArgs {
     /// Timed steps on the fixed batch.
     #[arg(long, default_value_t = 5)]
     pub steps: usize,
-    /// Steps of the real loop (loader running) after the phase timings; 0 skips it.
+    /// Steps of the real loop (loader running) after the phase timings; 0 skips it. Where the
+    /// epoch would end within them, the rest of it is stepped untimed first.
     #[arg(long, default_value_t = 0)]
     pub loop_steps: usize,
     /// Loader workers of the real loop.
@@ -283,6 +284,15 @@ impl DeviceTask for Task {
         };
 
         let real_loop = if self.args.loop_steps > 0 {
+            // Where the epoch ends within the timed steps, its last, smaller batch would compile
+            // kernels and search cuDNN's algorithms inside the timing, as a real run did long
+            // before: untimed first, the rest of the epoch.
+            let left_in_epoch = loader.sampler().batches_per_epoch().saturating_sub(batch.index_in_epoch() + 1);
+            let warmup = if left_in_epoch <= self.args.loop_steps { left_in_epoch } else { 0 };
+            for step in 0..warmup {
+                let batch = loader.next().context("the loader ended")??;
+                let _ = runner.step(&batch, step)?.loss.into_scalar();
+            }
             let mut waited = 0.0;
             let started = Instant::now();
             let mut samples = 0;

@@ -11,7 +11,7 @@ use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndices};
-use burn::tensor::{DType, FloatDType};
+use burn::tensor::{DType, FloatDType, Shape};
 
 use crate::{Activation, Kernels, Yuv420Terms};
 
@@ -221,6 +221,10 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
     ) -> Option<FloatTensor<Self>> {
         // Frames are the graph's inputs: nothing flows back through them.
         B::yuv420_to_rgb(planes, frames, size, terms, dtype).map(Self::from_inner)
+    }
+
+    fn upload_u8(bytes: &[u8], shape: Shape, device: &Self::Device) -> Option<IntTensor<Self>> {
+        B::upload_u8(bytes, shape, device)
     }
 
     fn film_forward(x: FloatTensor<Self>, embedding: FloatTensor<Self>) -> Option<FloatTensor<Self>> {

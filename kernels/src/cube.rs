@@ -37,10 +37,14 @@ use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElemen
 use cubecl::CubeDim;
 use cubecl::prelude::*;
 
-use crate::{Activation, AdamStep, FlatBuffers, Kernels, LibraryConv, UpdatedWeights, Yuv420Terms, portable};
+use crate::{
+    Activation, AdamStep, FlatBuffers, Kernels, LibraryConv, RuntimeUpload, UpdatedWeights, Yuv420Terms, portable,
+};
 
 /// The most parameters one launch takes: the kernel is unrolled over them, and each is a
-/// binding or two.
+/// binding or two. Not more: unrolled over all of PushT's parameters at once (four launches of
+/// 64 otherwise), the gather and the update did not finish compiling in 100 s on an H200
+/// (bench/RESULTS.md, "Seventh contact").
 pub const MAX_PARTS_PER_LAUNCH: usize = 64;
 
 /// The update's scalars ([`crate::AdamConstants`], the average's weight).
@@ -594,8 +598,9 @@ fn film_backward_kernel<F: Float, A: Float>(
     }
 }
 
-/// Cube `c` sums channel `c` of `output_grad` `[N, C, S]` (contiguous) over the samples and
-/// positions, its units a stride each and then the cube's halves, into `bias_grad[c]`.
+/// Cube `c` sums channel `c` of `output_grad` `[N, C, S]` (contiguous, f32 or a half
+/// precision) over the samples and positions in f32, its units a stride each and then the
+/// cube's halves, into `bias_grad[c]` (in `output_grad`'s dtype).
 #[cube(launch_unchecked)]
 fn channel_bias_grad_kernel<F: Float>(
     output_grad: &Tensor<F>,
@@ -606,17 +611,17 @@ fn channel_bias_grad_kernel<F: Float>(
 ) {
     let channel = CUBE_POS_X as usize;
     let count = output_grad.len() / channels;
-    let mut sum = F::new(0.0);
+    let mut sum = f32::new(0.0);
     let mut i = UNIT_POS_X as usize;
     while i < count {
         let (sample, position) = (i / positions, i % positions);
-        sum += output_grad[(sample * channels + channel) * positions + position];
+        sum += f32::cast_from(output_grad[(sample * channels + channel) * positions + position]);
         i += CUBE_DIM_X as usize;
     }
-    let mut partial = SharedMemory::<F>::new(UNITS_PER_CUBE as usize);
-    let total = cube_sum::<F>(&mut partial, sum);
+    let mut partial = SharedMemory::<f32>::new(UNITS_PER_CUBE as usize);
+    let total = cube_sum::<f32>(&mut partial, sum);
     if UNIT_POS_X == 0 {
-        bias_grad[channel] = total;
+        bias_grad[channel] = F::cast_from(total);
     }
 }
 
@@ -783,7 +788,9 @@ fn cubes_per_row(lens: &[usize]) -> usize {
     longest.div_ceil(UNITS_PER_CUBE as usize).clamp(1, MAX_CUBES_PER_PART)
 }
 
-impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels for CubeBackend<R, F, I, BT> {
+impl<R: LibraryConv + RuntimeUpload, F: FloatElement, I: IntElement, BT: BoolElement> Kernels
+    for CubeBackend<R, F, I, BT>
+{
     fn has_conv2d_products(dtype: DType) -> bool {
         R::library_takes(dtype)
     }
@@ -946,12 +953,13 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
     fn channel_bias_grad(output_grad: FloatTensor<Self>) -> FloatTensor<Self> {
         let shape = output_grad.shape();
         let channels = if shape.num_dims() >= 2 { shape[1] } else { 0 };
-        let fits = output_grad.dtype == DType::F32 && channels > 0 && channels <= u16::MAX as usize;
+        let fits = crate::kernel_float(output_grad.dtype) && channels > 0 && channels <= u16::MAX as usize;
         if !fits || shape.num_elements() == 0 {
             return portable::channel_bias_grad::<Self>(output_grad);
         }
         let output_grad = into_contiguous(output_grad);
-        let bias_grad = empty_f32(&output_grad, [channels].into());
+        let dtype = output_grad.dtype;
+        let bias_grad = empty_like(&output_grad, [channels].into(), dtype);
         let positions = shape.num_elements() / shape[0] / channels;
         // SAFETY: cube `c < C` reads `output_grad` (contiguous, `N·C·S` elements) at
         // `(n·C + c)·S + s` for `n < N`, `s < S`, and writes `bias_grad[c]`, new, of `C`.
@@ -964,7 +972,7 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
                 bias_grad.clone().into_tensor_arg(),
                 channels,
                 positions,
-                DType::F32.into(),
+                dtype.into(),
             );
         }
         bias_grad
@@ -1018,6 +1026,10 @@ impl<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement> Kernels fo
             );
         }
         Some(rgb)
+    }
+
+    fn upload_u8(bytes: &[u8], shape: Shape, device: &Self::Device) -> Option<IntTensor<Self>> {
+        R::upload_u8(bytes, shape, device)
     }
 
     fn film_forward(x: FloatTensor<Self>, embedding: FloatTensor<Self>) -> Option<FloatTensor<Self>> {

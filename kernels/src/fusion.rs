@@ -12,10 +12,10 @@ use std::marker::PhantomData;
 use burn::prelude::*;
 use burn::tensor::Shape;
 use burn::tensor::ops::{ConvOptions, FloatTensor, FloatTensorOps, IntTensor, conv::calculate_conv_output_sizes};
-use burn::tensor::{DType, FloatDType};
+use burn::tensor::{DType, FloatDType, TensorMetadata};
 use burn_fusion::stream::{Operation, OperationStreams};
 use burn_fusion::{Fusion, FusionBackend, FusionRuntime};
-use burn_ir::{CustomOpIr, HandleContainer, OperationIr, OperationOutput, TensorIr};
+use burn_ir::{CustomOpIr, HandleContainer, InitOperationIr, OperationIr, OperationOutput, TensorIr};
 
 use crate::{Activation, AdamStep, FlatBuffers, Kernels, UpdatedWeights, Yuv420Terms};
 
@@ -396,6 +396,17 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
 
     fn has_yuv420_kernel() -> bool {
         B::has_yuv420_kernel()
+    }
+
+    fn upload_u8(bytes: &[u8], shape: Shape, device: &Self::Device) -> Option<IntTensor<Self>> {
+        // As fusion's own `int_from_data`: the inner backend's tensor, registered as a new one.
+        let tensor = B::upload_u8(bytes, shape, device)?;
+        let (shape, dtype) = (tensor.shape(), tensor.dtype());
+        let client = burn_fusion::get_client::<B>(device);
+        let handle = B::int_tensor_handle(tensor);
+        let init = InitOperationIr::create(shape, dtype, || client.register_tensor_handle(handle));
+        let op = burn_fusion::NoOp::<B>::new();
+        Some(client.register(OperationStreams::default(), OperationIr::Init(init), op).output())
     }
 
     fn yuv420_to_rgb(

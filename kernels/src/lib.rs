@@ -48,7 +48,11 @@ pub mod kernel_cache;
 pub mod launches;
 #[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
 mod library_conv;
+#[cfg(feature = "cudnn")]
+mod pinned_upload;
 pub mod portable;
+#[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
+mod runtime_upload;
 #[cfg(test)]
 mod test_support;
 mod yuv;
@@ -60,6 +64,8 @@ pub use device::{DeviceError, DeviceKind, DeviceTask, run_on};
 pub use launches::LaunchLog;
 #[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
 pub use library_conv::LibraryConv;
+#[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
+pub use runtime_upload::RuntimeUpload;
 pub use yuv::{FixedPointTerm, Yuv420Terms, yuv420_frame_len};
 
 use burn::prelude::*;
@@ -286,7 +292,8 @@ pub trait Kernels: Backend {
     }
 
     /// The gradient of [`Kernels::add_channel_bias`]'s bias: `output_grad` `[N, C, ..]` summed
-    /// over every dimension but the second, `[C]` (on burn's cubecl backends one launch).
+    /// over every dimension but the second, `[C]`, in its dtype (on burn's cubecl backends one
+    /// launch, summing in f32 for the half precisions too).
     fn channel_bias_grad(output_grad: FloatTensor<Self>) -> FloatTensor<Self> {
         portable::channel_bias_grad::<Self>(output_grad)
     }
@@ -400,6 +407,15 @@ pub trait Kernels: Backend {
         dtype: FloatDType,
     ) -> Option<FloatTensor<Self>> {
         let _ = (planes, frames, size, terms, dtype);
+        None
+    }
+
+    /// `bytes` on `device` as a contiguous uint8 tensor of `shape`, through the backend's own
+    /// upload where it has one (CUDA with the `cudnn` feature: one parallel copy into a reused
+    /// page-locked buffer, then an asynchronous copy on burn's stream); `None` elsewhere, and
+    /// the caller uses burn's `from_data`.
+    fn upload_u8(bytes: &[u8], shape: Shape, device: &Self::Device) -> Option<IntTensor<Self>> {
+        let _ = (bytes, shape, device);
         None
     }
 

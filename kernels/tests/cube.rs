@@ -57,6 +57,7 @@ tests_on_each_backend!(
     film_in_half_precision_equals_the_f32_kernels,
     the_film_kernels_equal_burns_operations_and_their_gradients,
     the_channel_bias_gradient_equals_burns_broadcast,
+    the_channel_bias_gradient_in_half_precision_is_the_f32_sum_rounded_once,
     the_yuv_kernel_gives_the_decoders_bytes_for_every_value,
 );
 
@@ -549,6 +550,24 @@ fn the_channel_bias_gradient_equals_burns_broadcast<Gpu: WgpuKernels>() {
     check::<Gpu, 3>([3, 5, 7]);
     check::<Gpu, 3>([2, 512, 300]);
     check::<Gpu, 4>([4, 3, 2, 5]);
+}
+
+/// A half-precision step's bias gradient (a bias added to f16 or bf16 activations): the kernel
+/// takes the dtype, answers in it, and gives the f32 kernel's sum of the same values rounded
+/// once, to the bit (a half-precision value is exact in f32, and the sum runs in f32 in the
+/// same order), where burn's reductions would have run instead.
+fn the_channel_bias_gradient_in_half_precision_is_the_f32_sum_rounded_once<Gpu: WgpuKernels>() {
+    let gpu = WgpuDevice::default();
+    let shape = [4, 96, 300];
+    let n = shape.iter().product();
+    for dtype in half_dtypes::<Gpu>(&gpu) {
+        let half = Tensor::<Gpu, 1>::from_data(TensorData::new(values(n, 3.0), [n]), &gpu).cast(dtype);
+        let half = Gpu::float_reshape(half.into_primitive().tensor(), shape.to_vec().into());
+        let got = Gpu::channel_bias_grad(half.clone());
+        assert_eq!(got.dtype(), DType::from(dtype));
+        let f32_sum = Gpu::channel_bias_grad(Gpu::float_cast(half, FloatDType::F32));
+        assert_eq!(bytes::<Gpu>(&got), bytes::<Gpu>(&Gpu::float_cast(f32_sum, dtype)), "{dtype:?}");
+    }
 }
 
 /// The decoder's fixed-point terms (`datasets::video::bt601`, swscale's), as the kernel takes them.

@@ -38,4 +38,6 @@ pub use normalize::{
     EPS, FeatureNorm, FeatureType, IMAGENET_MEAN, IMAGENET_STD, NormalizationMode, Normalizer, diffusion_mapping,
     normalize_channels,
 };
-pub use upload::{frames_to_float, frames_to_int, yuv420_frames_to_float};
+pub use upload::{
+    frames_to_float, frames_to_int, yuv420_frames_to_float, yuv420_planes_to_rgb, yuv420_to_rgb_by_operations,
+};

@@ -13,7 +13,7 @@ use kernels::{FixedPointTerm, Kernels, Yuv420Terms};
 /// (`x / 255`, as LeRobot's `batch[k].float() / 255`).
 ///
 /// Backends that cannot hold uint8 tensors receive the frames widened to their integer type.
-pub fn frames_to_float<B: Backend>(bytes: &[u8], shape: [usize; 4], device: &B::Device) -> Tensor<B, 4> {
+pub fn frames_to_float<B: Kernels>(bytes: &[u8], shape: [usize; 4], device: &B::Device) -> Tensor<B, 4> {
     frames_to_int(bytes, shape, device).float().div_scalar(255.0)
 }
 
@@ -31,14 +31,30 @@ pub fn yuv420_frames_to_float<B: Kernels>(
     size: (usize, usize),
     device: &B::Device,
 ) -> Tensor<B, 4> {
-    let (h, w) = size;
-    let [_, (ch, cw), _] = FrameShape { channels: 3, height: h, width: w }.yuv420_planes();
-    let (luma, chroma) = (h * w, ch * cw);
-    let planes = frames_to_int::<B>(bytes, [n, 1, 1, luma + 2 * chroma], device);
-    let dtype = burn::tensor::get_device_settings::<B>(device).float_dtype;
+    let planes = frames_to_int::<B>(bytes, [n, 1, 1, kernels::yuv420_frame_len(size.0, size.1)], device);
+    yuv420_planes_to_rgb(planes, size)
+}
+
+/// The conversion of [`yuv420_frames_to_float`] on planes already on the device (`[n, 1, 1,
+/// frame length]`, as uploaded): the backend's kernel where it has one, else
+/// [`yuv420_to_rgb_by_operations`].
+pub fn yuv420_planes_to_rgb<B: Kernels>(planes: Tensor<B, 4, Int>, size: (usize, usize)) -> Tensor<B, 4> {
+    let n = planes.dims()[0];
+    let dtype = burn::tensor::get_device_settings::<B>(&planes.device()).float_dtype;
     if let Some(rgb) = B::yuv420_to_rgb(planes.clone().into_primitive(), n, size, &decoder_terms(), dtype) {
         return Tensor::from_primitive(TensorPrimitive::Float(rgb));
     }
+    yuv420_to_rgb_by_operations(planes, size)
+}
+
+/// The conversion of [`yuv420_frames_to_float`] in burn's operations (about 26 of them, each
+/// reading and writing frame-sized tensors), for backends without the kernel: `planes` is
+/// `[n, 1, 1, H·W + 2·⌈H/2⌉·⌈W/2⌉]` as uploaded, the result `[n, 3, H, W]`.
+pub fn yuv420_to_rgb_by_operations<B: Backend>(planes: Tensor<B, 4, Int>, size: (usize, usize)) -> Tensor<B, 4> {
+    let (h, w) = size;
+    let [_, (ch, cw), _] = FrameShape { channels: 3, height: h, width: w }.yuv420_planes();
+    let (luma, chroma) = (h * w, ch * cw);
+    let n = planes.dims()[0];
     let planes: Tensor<B, 2> = planes.float().reshape([n, luma + 2 * chroma]);
     let y = planes.clone().slice(s![.., 0..luma]).reshape([n, 1, h, w]).sub_scalar(16.0).mul_scalar(LUMA).floor();
     let upsampled = |from: usize| -> Tensor<B, 4> {
@@ -66,9 +82,14 @@ fn decoder_terms() -> Yuv420Terms {
     }
 }
 
-/// Uploads uint8 frames as an integer tensor, uint8 on the device where the backend supports it.
-pub fn frames_to_int<B: Backend>(bytes: &[u8], shape: [usize; 4], device: &B::Device) -> Tensor<B, 4, Int> {
+/// Uploads uint8 frames as an integer tensor, uint8 on the device where the backend supports it:
+/// through the backend's own upload where it has one ([`Kernels::upload_u8`]: on CUDA a reused
+/// page-locked buffer and an asynchronous copy), else burn's `from_data`.
+pub fn frames_to_int<B: Kernels>(bytes: &[u8], shape: [usize; 4], device: &B::Device) -> Tensor<B, 4, Int> {
     assert_eq!(bytes.len(), shape.iter().product::<usize>(), "frames of shape {shape:?}");
+    if let Some(frames) = B::upload_u8(bytes, shape.into(), device) {
+        return Tensor::from_primitive(frames);
+    }
     if B::supports_dtype(device, DType::U8) {
         Tensor::from_data(TensorData::new(bytes.to_vec(), shape), (device, DType::U8))
     } else {

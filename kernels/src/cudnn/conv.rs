@@ -244,16 +244,8 @@ impl Drop for Handle {
     }
 }
 
-/// Runs `f` with this thread's cuDNN handle for `device`, on `stream`, the device's primary
-/// context (cubecl's) current.
-fn with_handle<T>(
-    device: usize,
-    stream: cudarc::driver::sys::CUstream,
-    f: impl FnOnce(sys::cudnnHandle_t) -> Result<T, String>,
-) -> Result<T, String> {
-    thread_local! {
-        static HANDLES: RefCell<HashMap<usize, Handle>> = RefCell::new(HashMap::new());
-    }
+/// Makes `device`'s primary context (cubecl's) current on this thread, for driver calls.
+pub(crate) fn primary_context_current(device: usize) -> Result<(), String> {
     let driver = |e: cudarc::driver::DriverError| format!("CUDA driver: {e:?}");
     // SAFETY: the device exists (burn made the tensors on it) and the driver is initialised.
     unsafe {
@@ -265,6 +257,20 @@ fn with_handle<T>(
         cudarc::driver::result::primary_ctx::release(cudarc::driver::result::device::get(ordinal).map_err(driver)?)
             .map_err(driver)?;
     }
+    Ok(())
+}
+
+/// Runs `f` with this thread's cuDNN handle for `device`, on `stream`, the device's primary
+/// context (cubecl's) current.
+fn with_handle<T>(
+    device: usize,
+    stream: cudarc::driver::sys::CUstream,
+    f: impl FnOnce(sys::cudnnHandle_t) -> Result<T, String>,
+) -> Result<T, String> {
+    thread_local! {
+        static HANDLES: RefCell<HashMap<usize, Handle>> = RefCell::new(HashMap::new());
+    }
+    primary_context_current(device)?;
     HANDLES.with(|handles| {
         let mut handles = handles.borrow_mut();
         let handle = match handles.entry(device) {

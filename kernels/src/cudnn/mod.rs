@@ -9,6 +9,7 @@ mod conv;
 mod library;
 mod problem;
 
+pub(crate) use conv::primary_context_current;
 pub use conv::{
     CudaTensor, allow_tf32, calls, conv2d, conv2d_input_grad, conv2d_weight_grad, deterministic,
     synchronise_every_call, takes,

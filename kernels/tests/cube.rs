@@ -570,23 +570,6 @@ fn the_channel_bias_gradient_in_half_precision_is_the_f32_sum_rounded_once<Gpu: 
     }
 }
 
-/// The decoder's fixed-point terms (`datasets::video::bt601`, swscale's), as the kernel takes them.
-fn decoder_terms() -> kernels::Yuv420Terms {
-    use datasets::video::bt601;
-    let term = |t: bt601::Term| kernels::FixedPointTerm {
-        offset: t.offset.into(),
-        shift: t.shift,
-        multiplier: t.multiplier.into(),
-    };
-    kernels::Yuv420Terms {
-        luma: term(bt601::LUMA_TERM),
-        red_v: term(bt601::RED_V_TERM),
-        green_u: term(bt601::GREEN_U_TERM),
-        green_v: term(bt601::GREEN_V_TERM),
-        blue_u: term(bt601::BLUE_U_TERM),
-    }
-}
-
 /// Two YUV 4:2:0 frames a launch, the first with luma running through every value under chroma
 /// samples holding every (U, V) pair (at the even width; most of them at the odd one), the
 /// second another pattern, uploaded as the trainer uploads them (uint8 where the device holds
@@ -625,7 +608,7 @@ fn the_yuv_kernel_gives_the_decoders_bytes_for_every_value<Gpu: WgpuKernels>() {
             let values: Vec<i32> = planes.iter().map(|&b| i32::from(b)).collect();
             Tensor::<Gpu, 1, Int>::from_data(TensorData::new(values, [len]), &device)
         };
-        let terms = decoder_terms();
+        let terms = transforms::decoder_terms();
         let rgb = <Gpu as Kernels>::yuv420_to_rgb(ints.into_primitive(), 2, (h, w), &terms, FloatDType::F32).unwrap();
         let rgb = Tensor::<Gpu, 4>::from_primitive(TensorPrimitive::Float(rgb));
         assert_eq!(rgb.dims(), [2, 3, h, w]);

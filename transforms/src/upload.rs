@@ -69,8 +69,9 @@ pub fn yuv420_to_rgb_by_operations<B: Backend>(planes: Tensor<B, 4, Int>, size: 
     Tensor::cat(vec![r, g, b], 1).clamp(0.0, 255.0).div_scalar(255.0)
 }
 
-/// The decoder's fixed-point terms ([`bt601`]), for the device's kernel.
-fn decoder_terms() -> Yuv420Terms {
+/// The decoder's fixed-point terms ([`bt601`], swscale's), as the device's kernel
+/// ([`Kernels::yuv420_to_rgb`]) takes them.
+pub fn decoder_terms() -> Yuv420Terms {
     let term =
         |t: bt601::Term| FixedPointTerm { offset: t.offset.into(), shift: t.shift, multiplier: t.multiplier.into() };
     Yuv420Terms {

@@ -407,43 +407,13 @@ fn mean_ms<T>(repetitions: u32, sync: &dyn Fn() -> Result<()>, work: impl Fn() -
     Ok(start.elapsed().as_secs_f64() * 1e3 / f64::from(repetitions))
 }
 
-/// Two YUV 4:2:0 frames of `height × width` (the first with luma running through every value
-/// under chroma samples holding every (U, V) pair at 512x512, the second another pattern), and
-/// their RGB bytes from the decoder's own converter (`bt601::planes_to_chw`).
-fn yuv_frames(height: usize, width: usize) -> (Vec<u8>, Vec<u8>) {
-    use datasets::video::bt601::{Plane, planes_to_chw};
-    let (chroma_height, chroma_width) = (height.div_ceil(2), width.div_ceil(2));
-    let (luma, chroma) = (height * width, chroma_height * chroma_width);
-    let frame_len = luma + 2 * chroma;
-    let mut planes = vec![0u8; 2 * frame_len];
-    let (first, second) = planes.split_at_mut(frame_len);
-    for (k, y) in first[..luma].iter_mut().enumerate() {
-        *y = ((k % width + 3 * (k / width)) % 256) as u8;
-    }
-    for k in 0..chroma {
-        first[luma + k] = (k % chroma_width) as u8;
-        first[luma + chroma + k] = (k / chroma_width) as u8;
-    }
-    for (k, value) in second.iter_mut().enumerate() {
-        *value = ((k * 7919) % 251) as u8;
-    }
-    let mut rgb = vec![0u8; 2 * 3 * luma];
-    for (frame, out) in planes.chunks_exact(frame_len).zip(rgb.chunks_exact_mut(3 * luma)) {
-        let (y, rest) = frame.split_at(luma);
-        let (u, v) = rest.split_at(chroma);
-        let plane = |data, stride| Plane { data, stride };
-        planes_to_chw([plane(y, width), plane(u, chroma_width), plane(v, chroma_width)], height, width, out);
-    }
-    (planes, rgb)
-}
-
 /// YUV 4:2:0 frames converted on `device` as the trainer converts them (on a GPU the
 /// `yuv420_to_rgb` kernel, on the CPU burn's operations) give the decoder's RGB bytes, every
 /// one: every luma value under every (U, V) pair, at an even and an odd width.
 pub fn check_yuv_frames(device: DeviceKind) -> Result<String> {
     let mut line = format!("{device}, YUV 4:2:0 frames to RGB vs the decoder's converter");
     for (height, width) in [(512, 512), (512, 509)] {
-        let (planes, expected) = yuv_frames(height, width);
+        let (planes, expected) = datasets::video::bt601::check_frames(height, width);
         let levels = run_on(device, YuvFrames { planes: &planes, frames: 2, size: (height, width) })??;
         ensure!(levels.len() == expected.len(), "{line}: {} levels for {} bytes", levels.len(), expected.len());
         let differing = levels.iter().zip(&expected).filter(|&(l, &e)| (l * 255.0).round() != f32::from(e)).count();

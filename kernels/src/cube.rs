@@ -37,9 +37,7 @@ use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElemen
 use cubecl::CubeDim;
 use cubecl::prelude::*;
 
-use crate::{
-    Activation, AdamStep, FlatBuffers, Kernels, LibraryConv, RuntimeUpload, UpdatedWeights, Yuv420Terms, portable,
-};
+use crate::{Activation, AdamStep, FlatBuffers, Kernels, RuntimeLibraries, UpdatedWeights, Yuv420Terms, portable};
 
 /// The most parameters one launch takes: the kernel is unrolled over them, and each is a
 /// binding or two. Not more: unrolled over all of PushT's parameters at once (four launches of
@@ -788,9 +786,7 @@ fn cubes_per_row(lens: &[usize]) -> usize {
     longest.div_ceil(UNITS_PER_CUBE as usize).clamp(1, MAX_CUBES_PER_PART)
 }
 
-impl<R: LibraryConv + RuntimeUpload, F: FloatElement, I: IntElement, BT: BoolElement> Kernels
-    for CubeBackend<R, F, I, BT>
-{
+impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Kernels for CubeBackend<R, F, I, BT> {
     fn has_conv2d_products(dtype: DType) -> bool {
         R::library_takes(dtype)
     }
@@ -1192,7 +1188,7 @@ impl<R: LibraryConv + RuntimeUpload, F: FloatElement, I: IntElement, BT: BoolEle
 }
 
 /// [`portable::adam_update`] on each parameter in turn.
-fn portable_update_each<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement>(
+fn portable_update_each<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement>(
     weights: Vec<CubeTensor<R>>,
     offsets: &[usize],
     flat: &mut FlatBuffers<CubeBackend<R, F, I, BT>>,
@@ -1210,7 +1206,7 @@ fn portable_update_each<R: LibraryConv, F: FloatElement, I: IntElement, BT: Bool
 /// without bounds checks: every flat buffer must hold each parameter's range, in f32, and the
 /// scale its one value; anything else takes the portable operations (and their errors), one
 /// parameter at a time.
-fn kernel_updates<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement>(
+fn kernel_updates<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement>(
     weights: &[CubeTensor<R>],
     offsets: &[usize],
     flat: &FlatBuffers<CubeBackend<R, F, I, BT>>,
@@ -1238,7 +1234,7 @@ fn kernel_updates<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElemen
 /// # Safety
 /// [`kernel_updates`] holds for these tensors and `copy`: the kernel reads and writes them
 /// without bounds checks.
-unsafe fn update_all<R: LibraryConv, F: FloatElement, I: IntElement, BT: BoolElement>(
+unsafe fn update_all<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement>(
     weights: Vec<CubeTensor<R>>,
     offsets: &[usize],
     flat: &mut FlatBuffers<CubeBackend<R, F, I, BT>>,

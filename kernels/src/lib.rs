@@ -46,13 +46,11 @@ mod flex;
 mod fusion;
 pub mod kernel_cache;
 pub mod launches;
-#[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
-mod library_conv;
 #[cfg(feature = "cudnn")]
 mod pinned_upload;
 pub mod portable;
 #[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
-mod runtime_upload;
+mod runtime_libraries;
 #[cfg(test)]
 mod test_support;
 mod yuv;
@@ -63,9 +61,7 @@ pub use cube::MAX_PARTS_PER_LAUNCH;
 pub use device::{DeviceError, DeviceKind, DeviceTask, run_on};
 pub use launches::LaunchLog;
 #[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
-pub use library_conv::LibraryConv;
-#[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
-pub use runtime_upload::RuntimeUpload;
+pub use runtime_libraries::RuntimeLibraries;
 pub use yuv::{FixedPointTerm, Yuv420Terms, yuv420_frame_len};
 
 use burn::prelude::*;

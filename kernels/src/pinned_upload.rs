@@ -24,6 +24,8 @@ use cubecl::cuda::{CudaDevice, CudaRuntime};
 use cudarc::driver::{result, sys};
 use rayon::prelude::*;
 
+use crate::cudnn::{driver, primary_context_current};
+
 /// Staging buffers kept at most: enough for every camera of a step and the next step's.
 const MAX_STAGING: usize = 16;
 
@@ -72,16 +74,12 @@ impl Staging {
 /// Each device's staging buffers (freed with the process), by ordinal.
 static POOLS: Mutex<BTreeMap<usize, Vec<Staging>>> = Mutex::new(BTreeMap::new());
 
-fn driver(e: result::DriverError) -> String {
-    format!("CUDA driver: {e:?}")
-}
-
 /// `bytes` on `device` as a contiguous uint8 tensor of `shape`, copied through a staging buffer
 /// and enqueued on burn's stream. An error before the copy is enqueued leaves nothing behind;
 /// after it (the event not recorded), the staging buffer is let go, never reused.
 pub fn upload_u8(bytes: &[u8], shape: Shape, device: &CudaDevice) -> Result<CubeTensor<CudaRuntime>, String> {
     assert_eq!(bytes.len(), shape.num_elements(), "uint8 frames of shape {shape:?}");
-    crate::cudnn::primary_context_current(device.index)?;
+    primary_context_current(device.index)?;
     let client = <CudaRuntime as cubecl::Runtime>::client(device);
     let handle = client.empty(bytes.len());
     let resource = client.get_resource(handle.clone()).map_err(|e| format!("the buffer's device pointer: {e:?}"))?;

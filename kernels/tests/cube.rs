@@ -570,44 +570,17 @@ fn the_channel_bias_gradient_in_half_precision_is_the_f32_sum_rounded_once<Gpu: 
     }
 }
 
-/// Two YUV 4:2:0 frames a launch, the first with luma running through every value under chroma
-/// samples holding every (U, V) pair (at the even width; most of them at the odd one), the
-/// second another pattern, uploaded as the trainer uploads them (uint8 where the device holds
-/// it, else its integers): the kernel's RGB levels are the bytes of the decoder's own converter
-/// (`bt601::planes_to_chw`, swscale's arithmetic), every one.
+/// Two YUV 4:2:0 frames a launch (`bt601::check_frames`: every luma value under every (U, V)
+/// pair at the even width, most of them at the odd one), uploaded as the trainer uploads them
+/// (`transforms::frames_to_int`): the kernel's RGB levels are the bytes of the decoder's own
+/// converter (`bt601::planes_to_chw`, swscale's arithmetic), every one.
 fn the_yuv_kernel_gives_the_decoders_bytes_for_every_value<Gpu: WgpuKernels>() {
-    use datasets::video::bt601::{Plane, planes_to_chw};
     let device = WgpuDevice::default();
     assert!(<Gpu as Kernels>::has_yuv420_kernel());
     for (h, w) in [(512usize, 512usize), (512, 509)] {
-        let (ch, cw) = (h / 2, w.div_ceil(2));
+        let (planes, expected) = datasets::video::bt601::check_frames(h, w);
         let frame_len = kernels::yuv420_frame_len(h, w);
-        let mut planes = vec![0u8; 2 * frame_len];
-        let (first, second) = planes.split_at_mut(frame_len);
-        for (k, y) in first[..h * w].iter_mut().enumerate() {
-            *y = ((k % w + 3 * (k / w)) % 256) as u8;
-        }
-        for k in 0..ch * cw {
-            first[h * w + k] = (k % cw) as u8;
-            first[h * w + ch * cw + k] = (k / cw) as u8;
-        }
-        for (k, value) in second.iter_mut().enumerate() {
-            *value = ((k * 7919) % 251) as u8;
-        }
-        let mut expected = vec![0u8; 2 * 3 * h * w];
-        for (frame, out) in planes.chunks_exact(frame_len).zip(expected.chunks_exact_mut(3 * h * w)) {
-            let (y, chroma) = frame.split_at(h * w);
-            let (u, v) = chroma.split_at(ch * cw);
-            let plane = |data, stride| Plane { data, stride };
-            planes_to_chw([plane(y, w), plane(u, cw), plane(v, cw)], h, w, out);
-        }
-        let len = planes.len();
-        let ints = if Gpu::supports_dtype(&device, DType::U8) {
-            Tensor::<Gpu, 1, Int>::from_data(TensorData::new(planes.clone(), [len]), (&device, DType::U8))
-        } else {
-            let values: Vec<i32> = planes.iter().map(|&b| i32::from(b)).collect();
-            Tensor::<Gpu, 1, Int>::from_data(TensorData::new(values, [len]), &device)
-        };
+        let ints = transforms::frames_to_int::<Gpu>(&planes, [2, 1, 1, frame_len], &device);
         let terms = transforms::decoder_terms();
         let rgb = <Gpu as Kernels>::yuv420_to_rgb(ints.into_primitive(), 2, (h, w), &terms, FloatDType::F32).unwrap();
         let rgb = Tensor::<Gpu, 4>::from_primitive(TensorPrimitive::Float(rgb));

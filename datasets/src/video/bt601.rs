@@ -147,6 +147,37 @@ fn halves(terms: &[i16]) -> &[[i16; BLOCK / 2]] {
     terms.as_chunks().0
 }
 
+/// Two YUV 4:2:0 frames of `height × width`, laid end to end as the loader lays them (each frame's
+/// luma, then its U and V planes of `⌈H/2⌉ × ⌈W/2⌉`), and their RGB bytes (`[2, 3, H, W]`) from
+/// [`planes_to_chw`]: a check pattern for another converter (the device's). In the first frame
+/// luma runs through every value under chroma samples that hold every (U, V) pair (at 512x512;
+/// most of them at other sizes); the second is another pattern.
+pub fn check_frames(height: usize, width: usize) -> (Vec<u8>, Vec<u8>) {
+    let (chroma_height, chroma_width) = (height.div_ceil(2), width.div_ceil(2));
+    let (luma, chroma) = (height * width, chroma_height * chroma_width);
+    let frame_len = luma + 2 * chroma;
+    let mut planes = vec![0u8; 2 * frame_len];
+    let (first, second) = planes.split_at_mut(frame_len);
+    for (k, y) in first[..luma].iter_mut().enumerate() {
+        *y = ((k % width + 3 * (k / width)) % 256) as u8;
+    }
+    for k in 0..chroma {
+        first[luma + k] = (k % chroma_width) as u8;
+        first[luma + chroma + k] = (k / chroma_width) as u8;
+    }
+    for (k, value) in second.iter_mut().enumerate() {
+        *value = ((k * 7919) % 251) as u8;
+    }
+    let mut rgb = vec![0u8; 2 * 3 * luma];
+    for (frame, out) in planes.chunks_exact(frame_len).zip(rgb.chunks_exact_mut(3 * luma)) {
+        let (y, rest) = frame.split_at(luma);
+        let (u, v) = rest.split_at(chroma);
+        let plane = |data, stride| Plane { data, stride };
+        planes_to_chw([plane(y, width), plane(u, chroma_width), plane(v, chroma_width)], height, width, out);
+    }
+    (planes, rgb)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -244,9 +244,13 @@ impl Drop for Handle {
     }
 }
 
+/// A CUDA driver call's error, said.
+pub(crate) fn driver(e: cudarc::driver::DriverError) -> String {
+    format!("CUDA driver: {e:?}")
+}
+
 /// Makes `device`'s primary context (cubecl's) current on this thread, for driver calls.
 pub(crate) fn primary_context_current(device: usize) -> Result<(), String> {
-    let driver = |e: cudarc::driver::DriverError| format!("CUDA driver: {e:?}");
     // SAFETY: the device exists (burn made the tensors on it) and the driver is initialised.
     unsafe {
         let ordinal = device as std::ffi::c_int;

@@ -9,10 +9,10 @@ mod conv;
 mod library;
 mod problem;
 
-pub(crate) use conv::primary_context_current;
 pub use conv::{
     CudaTensor, allow_tf32, calls, conv2d, conv2d_input_grad, conv2d_weight_grad, deterministic,
     synchronise_every_call, takes,
 };
+pub(crate) use conv::{driver, primary_context_current};
 pub use library::status;
 pub use problem::{ConvDataType, ConvProblem, ProblemError};

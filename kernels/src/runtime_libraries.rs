@@ -1,14 +1,15 @@
-//! The convolutions of cubecl's backends: a vendor library where the build has one for the
-//! runtime (cuDNN on CUDA, with the `cudnn` feature), burn's own convolution otherwise.
+//! What a cubecl runtime's vendor libraries and driver give beyond burn, where the build has
+//! them (CUDA with the `cudnn` feature): the convolutions in cuDNN, and uploads of frames through
+//! page-locked memory ([`crate::pinned_upload`]); burn's own otherwise.
 
-use burn::tensor::DType;
 use burn::tensor::ops::ConvOptions;
+use burn::tensor::{DType, Shape};
 use burn_cubecl::CubeRuntime;
 use burn_cubecl::tensor::CubeTensor;
 
-/// A cubecl runtime's vendor convolution library. Each method returns `None` where there is
-/// none, or it does not take the problem: the caller runs burn's convolution then.
-pub trait LibraryConv: CubeRuntime {
+/// A cubecl runtime's vendor libraries. Each method returns `None` where there is none, or it
+/// does not take the problem: the caller runs burn's operation then.
+pub trait RuntimeLibraries: CubeRuntime {
     /// Whether convolutions of `dtype` go to the library.
     fn library_takes(dtype: DType) -> bool {
         let _ = dtype;
@@ -25,7 +26,7 @@ pub trait LibraryConv: CubeRuntime {
         None
     }
 
-    /// The gradient of [`LibraryConv::library_conv2d`] with respect to `x`, given the output's.
+    /// The gradient of [`RuntimeLibraries::library_conv2d`] with respect to `x`, given the output's.
     fn library_conv2d_input_grad(
         x: &CubeTensor<Self>,
         w: &CubeTensor<Self>,
@@ -36,7 +37,7 @@ pub trait LibraryConv: CubeRuntime {
         None
     }
 
-    /// The gradient of [`LibraryConv::library_conv2d`] with respect to `w`, given the output's.
+    /// The gradient of [`RuntimeLibraries::library_conv2d`] with respect to `w`, given the output's.
     fn library_conv2d_weight_grad(
         x: &CubeTensor<Self>,
         w: &CubeTensor<Self>,
@@ -46,16 +47,23 @@ pub trait LibraryConv: CubeRuntime {
         let _ = (x, w, output_grad, options);
         None
     }
+
+    /// `bytes` on `device` as a contiguous uint8 tensor of `shape`. Also `None` where the
+    /// runtime's path failed (said once in the log, and not tried again).
+    fn upload_u8(bytes: &[u8], shape: Shape, device: &Self::Device) -> Option<CubeTensor<Self>> {
+        let _ = (bytes, shape, device);
+        None
+    }
 }
 
 #[cfg(feature = "wgpu-untuned")]
-impl LibraryConv for cubecl::wgpu::WgpuRuntime {}
+impl RuntimeLibraries for cubecl::wgpu::WgpuRuntime {}
 
 #[cfg(all(feature = "cuda-untuned", not(feature = "cudnn")))]
-impl LibraryConv for cubecl::cuda::CudaRuntime {}
+impl RuntimeLibraries for cubecl::cuda::CudaRuntime {}
 
 #[cfg(feature = "cudnn")]
-impl LibraryConv for cubecl::cuda::CudaRuntime {
+impl RuntimeLibraries for cubecl::cuda::CudaRuntime {
     fn library_takes(dtype: DType) -> bool {
         crate::cudnn::takes(dtype)
     }
@@ -84,5 +92,20 @@ impl LibraryConv for cubecl::cuda::CudaRuntime {
         options: &ConvOptions<2>,
     ) -> Option<CubeTensor<Self>> {
         crate::cudnn::conv2d_weight_grad(x, w, output_grad, options)
+    }
+
+    fn upload_u8(bytes: &[u8], shape: Shape, device: &Self::Device) -> Option<CubeTensor<Self>> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static FAILED: AtomicBool = AtomicBool::new(false);
+        if bytes.is_empty() || FAILED.load(Ordering::Relaxed) {
+            return None;
+        }
+        crate::pinned_upload::upload_u8(bytes, shape, device)
+            .inspect_err(|e| {
+                if !FAILED.swap(true, Ordering::Relaxed) {
+                    tracing::warn!("frames uploaded by burn's own path from now on: the pinned upload failed: {e}");
+                }
+            })
+            .ok()
     }
 }

@@ -1,7 +1,8 @@
-//! `bench gpu-check`'s cuDNN checks (the `cudnn` feature): the convolutions of the step, forward
-//! and both gradients, through cuDNN on cuda against Flex and against burn's own cuda
-//! convolution, on fresh random inputs; and the stream ordering, a few steps without host
-//! synchronisation against the same steps synchronised around every cuDNN call.
+//! `bench gpu-check`'s cuDNN checks (the `cudnn` feature): the convolutions of the step and the
+//! U-Net's transposed ones, forward and both gradients, through cuDNN on cuda against Flex and
+//! against burn's own cuda convolution, on fresh random inputs; and the stream ordering, a few
+//! steps without host synchronisation against the same steps synchronised around every cuDNN
+//! call.
 //!
 //! Tolerances, ‖a − b‖ / ‖b‖ against Flex: exact f32 (FMA kernels) 1e-5; TF32, as torch's
 //! convolutions run by default, 3e-3; bf16 operands 2e-2.
@@ -9,8 +10,8 @@
 use anyhow::{Result, ensure};
 use burn::backend::Flex;
 use burn::prelude::*;
-use burn::tensor::module::conv2d;
-use burn::tensor::ops::{ConvOptions, ModuleOps};
+use burn::tensor::module::{conv_transpose2d, conv2d};
+use burn::tensor::ops::{ConvOptions, ConvTransposeOptions, ModuleOps};
 use burn::tensor::{DType, Distribution, TensorPrimitive};
 use kernels::Kernels;
 
@@ -33,6 +34,17 @@ fn cases() -> Vec<Case> {
         ([64, 2, 1, 16], [512, 2, 1, 5], ConvOptions::new([1, 1], [0, 2], [1, 1], 1)),
         ([64, 1024, 1, 8], [1024, 1024, 1, 5], ConvOptions::new([1, 1], [0, 2], [1, 1], 1)),
         ([64, 512, 1, 16], [512, 512, 1, 3], ConvOptions::new([1, 2], [0, 1], [1, 1], 1)),
+    ]
+}
+
+/// The U-Net's transposed convolutions at PushT's horizon, batch 64, as height-1 2-D ones, and
+/// a strided 2-D one with output padding: input shape, weight shape, options.
+fn transposed_cases() -> Vec<([usize; 4], [usize; 4], ConvTransposeOptions<2>)> {
+    let upsample = ConvTransposeOptions::new([1, 2], [0, 1], [0, 0], [1, 1], 1);
+    vec![
+        ([64, 1024, 1, 4], [1024, 1024, 1, 4], upsample.clone()),
+        ([64, 512, 1, 8], [512, 512, 1, 4], upsample),
+        ([8, 32, 9, 11], [32, 16, 3, 3], ConvTransposeOptions::new([2, 2], [1, 1], [1, 1], [1, 1], 1)),
     ]
 }
 
@@ -62,8 +74,48 @@ fn on<B: Backend>(data: &TensorData, dtype: DType, device: &B::Device) -> FloatT
     Tensor::<B, 4>::from_data(data.clone(), device).cast(dtype).into_primitive().tensor()
 }
 
+/// The worst relative errors of each pass, against Flex and against burn's cuda convolution.
+#[derive(Default)]
+struct Worst {
+    flex: [f32; 3],
+    burn: [f32; 3],
+}
+
+impl Worst {
+    /// Adds one case's three passes (`ours`, Flex's `reference`, burn's cuda `burns`), failing
+    /// where one is beyond `tolerance` from Flex's.
+    fn add(&mut self, case: &str, [ours, reference, burns]: [[Vec<f32>; 3]; 3], tolerance: f32) -> Result<()> {
+        for pass in 0..3 {
+            let error = relative(&ours[pass], &reference[pass]);
+            ensure!(error <= tolerance, "{case}, pass {pass}: {error:.2e} from Flex (tolerance {tolerance:.0e})");
+            self.flex[pass] = self.flex[pass].max(error);
+            self.burn[pass] = self.burn[pass].max(relative(&ours[pass], &burns[pass]));
+        }
+        Ok(())
+    }
+
+    fn said(&self) -> String {
+        let [flex, burn] = [self.flex, self.burn];
+        format!(
+            "worst relative error vs Flex {:.2e}, {:.2e}, {:.2e}; vs burn's cuda {:.2e}, {:.2e}, {:.2e}",
+            flex[0], flex[1], flex[2], burn[0], burn[1], burn[2]
+        )
+    }
+}
+
+/// Random normal tensors of `input`'s and `weight`'s shapes, the weight scaled to keep outputs
+/// near unit size over `fan_in` terms.
+fn operands(input: [usize; 4], weight: [usize; 4], fan_in: usize) -> [Tensor<Flex, 4>; 2] {
+    let normal = Distribution::Normal(0.0, 1.0);
+    let cpu = Default::default();
+    let x = Tensor::<Flex, 4>::random(input, normal, &cpu);
+    let w = Tensor::<Flex, 4>::random(weight, normal, &cpu) / (fan_in as f64).sqrt();
+    [x, w]
+}
+
 /// Each case's three passes through cuDNN (`dtype`, TF32 allowed or not) against Flex's f32 and
-/// burn's own cuda convolution; the worst relative error of each pass.
+/// burn's own cuda convolution, then the U-Net's transposed convolutions the same way; the
+/// worst relative error of each pass.
 pub fn check_convolutions(dtype: DType, tf32: bool) -> Result<String> {
     kernels::cudnn::status().as_ref().map_err(|why| anyhow::anyhow!("{why}"))?;
     kernels::cudnn::allow_tf32(tf32);
@@ -73,32 +125,18 @@ pub fn check_convolutions(dtype: DType, tf32: bool) -> Result<String> {
         _ => 2e-2,
     };
     let cuda = Default::default();
-    let cpu = Default::default();
-    let mut worst = [0f32; 3];
-    let mut worst_burn = [0f32; 3];
+    let (mut worst, mut worst_transposed) = (Worst::default(), Worst::default());
     for (input, weight, options) in cases() {
-        let normal = Distribution::Normal(0.0, 1.0);
-        let x = Tensor::<Flex, 4>::random(input, normal, &cpu);
-        let w = Tensor::<Flex, 4>::random(weight, normal, &cpu) / ((weight[1] * weight[2] * weight[3]) as f64).sqrt();
+        let [x, w] = operands(input, weight, weight[1] * weight[2] * weight[3]);
         let y = conv2d(x.clone(), w.clone(), None, options.clone());
-        let dy = Tensor::<Flex, 4>::random(y.dims(), normal, &cpu);
-        let (xp, wp, dyp) = (
-            x.clone().into_primitive().tensor(),
-            w.clone().into_primitive().tensor(),
-            dy.clone().into_primitive().tensor(),
-        );
+        let dy = Tensor::<Flex, 4>::random(y.dims(), Distribution::Normal(0.0, 1.0), &Default::default());
+        let [xp, wp, dyp] = [&x, &w, &dy].map(|t| t.clone().into_primitive().tensor());
         let reference = [
             host::<Flex>(y.into_primitive().tensor()),
-            host::<Flex>(<Flex as ModuleOps<Flex>>::conv2d_x_backward(
-                xp.clone(),
-                wp.clone(),
-                dyp.clone(),
-                options.clone(),
-            )),
-            host::<Flex>(<Flex as ModuleOps<Flex>>::conv2d_weight_backward(xp, wp, dyp, options.clone())),
+            host::<Flex>(Flex::conv2d_x_backward(xp.clone(), wp.clone(), dyp.clone(), options.clone())),
+            host::<Flex>(Flex::conv2d_weight_backward(xp, wp, dyp, options.clone())),
         ];
-        let (x, w, dy) = (x.into_data(), w.into_data(), dy.into_data());
-        let (xc, wc, dyc) = (on::<Cuda>(&x, dtype, &cuda), on::<Cuda>(&w, dtype, &cuda), on::<Cuda>(&dy, dtype, &cuda));
+        let [xc, wc, dyc] = [x, w, dy].map(|t| on::<Cuda>(&t.into_data(), dtype, &cuda));
         let calls = kernels::cudnn::calls();
         let ours = [
             host::<Cuda>(Cuda::conv2d_no_bias(xc.clone(), wc.clone(), options.clone())),
@@ -108,36 +146,47 @@ pub fn check_convolutions(dtype: DType, tf32: bool) -> Result<String> {
         let ran = kernels::cudnn::calls() - calls;
         ensure!(ran == 3, "{input:?} by {weight:?}: cuDNN ran {ran} of the 3 passes (see the log for why)");
         let burns = [
-            host::<Cuda>(<Cuda as ModuleOps<Cuda>>::conv2d(xc.clone(), wc.clone(), None, options.clone())),
-            host::<Cuda>(<Cuda as ModuleOps<Cuda>>::conv2d_x_backward(
-                xc.clone(),
-                wc.clone(),
-                dyc.clone(),
-                options.clone(),
-            )),
-            host::<Cuda>(<Cuda as ModuleOps<Cuda>>::conv2d_weight_backward(xc, wc, dyc, options.clone())),
+            host::<Cuda>(Cuda::conv2d(xc.clone(), wc.clone(), None, options.clone())),
+            host::<Cuda>(Cuda::conv2d_x_backward(xc.clone(), wc.clone(), dyc.clone(), options.clone())),
+            host::<Cuda>(Cuda::conv2d_weight_backward(xc, wc, dyc, options.clone())),
         ];
-        for pass in 0..3 {
-            let error = relative(&ours[pass], &reference[pass]);
-            ensure!(
-                error <= tolerance,
-                "{input:?} by {weight:?} {options:?}, pass {pass}: {error:.2e} from Flex (tolerance {tolerance:.0e})"
-            );
-            worst[pass] = worst[pass].max(error);
-            worst_burn[pass] = worst_burn[pass].max(relative(&ours[pass], &burns[pass]));
-        }
+        worst.add(&format!("{input:?} by {weight:?} {options:?}"), [ours, reference, burns], tolerance)?;
+    }
+    for (input, weight, options) in transposed_cases() {
+        let [x, w] = operands(input, weight, weight[0] * weight[2] * weight[3]);
+        let y = conv_transpose2d(x.clone(), w.clone(), None, options.clone());
+        let dy = Tensor::<Flex, 4>::random(y.dims(), Distribution::Normal(0.0, 1.0), &Default::default());
+        let [xp, wp, dyp] = [&x, &w, &dy].map(|t| t.clone().into_primitive().tensor());
+        let reference = [
+            host::<Flex>(y.into_primitive().tensor()),
+            host::<Flex>(Flex::conv_transpose2d_x_backward(wp.clone(), dyp.clone(), options.clone())),
+            host::<Flex>(Flex::conv_transpose2d_weight_backward(xp, wp, dyp, options.clone())),
+        ];
+        let [xc, wc, dyc] = [x, w, dy].map(|t| on::<Cuda>(&t.into_data(), dtype, &cuda));
+        let calls = kernels::cudnn::calls();
+        let ours = [
+            host::<Cuda>(Cuda::conv_transpose2d_no_bias(xc.clone(), wc.clone(), options.clone())),
+            host::<Cuda>(Cuda::conv_transpose2d_input_grad(wc.clone(), dyc.clone(), options.clone())),
+            host::<Cuda>(Cuda::conv_transpose2d_weight_grad(xc.clone(), wc.clone(), dyc.clone(), options.clone())),
+        ];
+        let ran = kernels::cudnn::calls() - calls;
+        ensure!(ran == 3, "transposed {input:?} by {weight:?}: cuDNN ran {ran} of the 3 passes (see the log)");
+        let burns = [
+            host::<Cuda>(Cuda::conv_transpose2d(xc.clone(), wc.clone(), None, options.clone())),
+            host::<Cuda>(Cuda::conv_transpose2d_x_backward(wc.clone(), dyc.clone(), options.clone())),
+            host::<Cuda>(Cuda::conv_transpose2d_weight_backward(xc, wc, dyc, options.clone())),
+        ];
+        let case = format!("transposed {input:?} by {weight:?} {options:?}");
+        worst_transposed.add(&case, [ours, reference, burns], tolerance)?;
     }
     kernels::cudnn::allow_tf32(true);
     Ok(format!(
-        "cuDNN {dtype:?}{} convolutions ({} cases): worst relative error vs Flex output {:.2e}, input grad {:.2e}, \
-         weight grad {:.2e} (tolerance {tolerance:.0e}); vs burn's cuda convolution {:.2e}, {:.2e}, {:.2e}",
+        "cuDNN {dtype:?}{} (tolerance {tolerance:.0e} vs Flex; output, input grad, weight grad): {} convolutions, {}; \
+         {} transposed, {}",
         if dtype == DType::F32 { if tf32 { " (TF32)" } else { " (exact)" } } else { "" },
         cases().len(),
-        worst[0],
-        worst[1],
-        worst[2],
-        worst_burn[0],
-        worst_burn[1],
-        worst_burn[2],
+        worst.said(),
+        transposed_cases().len(),
+        worst_transposed.said(),
     ))
 }

@@ -1,6 +1,7 @@
-//! [`Kernels`] under autodiff: the convolution, a channel bias, GroupNorm, BatchNorm, FiLM and max pooling each recorded as one
-//! operation of the graph, whose backward pass calls the inner backend's gradient kernels (burn's own
-//! `conv2d` would call burn's; a composed GroupNorm records some twenty operations). The
+//! [`Kernels`] under autodiff: the convolution and the transposed one, a channel bias,
+//! GroupNorm, BatchNorm, FiLM and max pooling each recorded as one operation of the graph, whose
+//! backward pass calls the inner backend's gradient kernels (burn's own `conv2d` would call
+//! burn's; a composed GroupNorm records some twenty operations). The
 //! optimiser's methods keep their defaults here: the trainer calls them on the inner backend.
 
 use burn::backend::Autodiff;
@@ -10,7 +11,7 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndices};
+use burn::tensor::ops::{ConvOptions, ConvTransposeOptions, FloatTensor, IntTensor, MaxPool2dWithIndices};
 use burn::tensor::{DType, FloatDType, Shape};
 
 use crate::{Activation, Kernels, Yuv420Terms};
@@ -34,6 +35,29 @@ impl<B: Kernels> Backward<B, 2> for Conv2dNoBias {
         }
         if let Some(node) = node_weight {
             grads.register::<B>(node.id, B::conv2d_weight_grad(x, weight, output_grad, options));
+        }
+    }
+}
+
+/// The transposed convolution's node: the gradients of its input and weight.
+#[derive(Debug)]
+struct ConvTranspose2dNoBias;
+
+impl<B: Kernels> Backward<B, 2> for ConvTranspose2dNoBias {
+    type State = (NodeId, NodeId, ConvTransposeOptions<2>);
+
+    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+        let [node_x, node_weight] = ops.parents;
+        let output_grad = grads.consume::<B>(&ops.node);
+        let (x, weight, options) = ops.state;
+        let x = checkpointer.retrieve_node_output::<FloatTensor<B>>(x);
+        let weight = checkpointer.retrieve_node_output::<FloatTensor<B>>(weight);
+        if let Some(node) = node_x {
+            let dx = B::conv_transpose2d_input_grad(weight.clone(), output_grad.clone(), options.clone());
+            grads.register::<B>(node.id, dx);
+        }
+        if let Some(node) = node_weight {
+            grads.register::<B>(node.id, B::conv_transpose2d_weight_grad(x, weight, output_grad, options));
         }
     }
 }
@@ -274,6 +298,25 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
                 prep.finish((x_state, weight_state, options), y)
             }
             OpsKind::UnTracked(prep) => prep.finish(B::conv2d_no_bias(x.primitive, weight.primitive, options)),
+        }
+    }
+
+    fn conv_transpose2d_no_bias(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        options: ConvTransposeOptions<2>,
+    ) -> FloatTensor<Self> {
+        let parents = [x.node.clone(), weight.node.clone()];
+        match ConvTranspose2dNoBias.prepare::<C>(parents).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let x_state = prep.checkpoint(&x);
+                let weight_state = prep.checkpoint(&weight);
+                let y = B::conv_transpose2d_no_bias(x.primitive, weight.primitive, options.clone());
+                prep.finish((x_state, weight_state, options), y)
+            }
+            OpsKind::UnTracked(prep) => {
+                prep.finish(B::conv_transpose2d_no_bias(x.primitive, weight.primitive, options))
+            }
         }
     }
 }

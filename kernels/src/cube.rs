@@ -29,7 +29,7 @@
 
 use std::ops::Range;
 
-use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, ModuleOps};
+use burn::tensor::ops::{ConvOptions, ConvTransposeOptions, FloatTensor, IntTensor, ModuleOps};
 use burn::tensor::{DType, FloatDType, Shape, TensorMetadata};
 use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::tensor::CubeTensor;
@@ -819,6 +819,17 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Kerne
         match R::library_conv2d_weight_grad(&x, &weight, &output_grad, &options) {
             Some(dw) => dw,
             None => <Self as ModuleOps<Self>>::conv2d_weight_backward(x, weight, output_grad, options),
+        }
+    }
+
+    fn conv_transpose2d_no_bias(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        options: ConvTransposeOptions<2>,
+    ) -> FloatTensor<Self> {
+        match R::library_conv_transpose2d(&x, &weight, &options) {
+            Some(y) => y,
+            None => <Self as ModuleOps<Self>>::conv_transpose2d(x, weight, None, options),
         }
     }
 

@@ -1,17 +1,21 @@
 //! [`Kernels`] under burn's fusion (`gpu-fusion`): the backend is `Fusion<B>` over cubecl's, which
-//! records operations and runs them later, fused where it can. The convolutions (cuDNN on cuda
-//! with the `cudnn` feature), GroupNorm with its activation and FiLM, forward and backward, a
-//! channel bias's gradient, YUV 4:2:0 frames to RGB, the gradients'
+//! records operations and runs them later, fused where it can. The convolutions and the
+//! transposed ones (cuDNN on cuda with the `cudnn` feature), GroupNorm with its activation and
+//! FiLM, forward and backward, a channel bias's gradient, YUV 4:2:0 frames to RGB, the gradients'
 //! gather and the optimiser update are registered as fusion's custom operations that run the
 //! inner backend's own methods (for cubecl's backends, `cube.rs`: one launch per GroupNorm, many
-//! parameters a launch), so fusion keeps joining the elementwise chains around them. The other methods keep their portable versions, whose elementwise chains fusion compiles
-//! into few kernels.
+//! parameters a launch), so fusion keeps joining the elementwise chains around them. The other
+//! methods keep their portable versions, whose elementwise chains fusion compiles into few
+//! kernels.
 
 use std::marker::PhantomData;
 
 use burn::prelude::*;
 use burn::tensor::Shape;
-use burn::tensor::ops::{ConvOptions, FloatTensor, FloatTensorOps, IntTensor, conv::calculate_conv_output_sizes};
+use burn::tensor::ops::{
+    ConvOptions, ConvTransposeOptions, FloatTensor, FloatTensorOps, IntTensor, ModuleOps,
+    conv::calculate_conv_output_sizes,
+};
 use burn::tensor::{DType, FloatDType, TensorMetadata};
 use burn_fusion::stream::{Operation, OperationStreams};
 use burn_fusion::{Fusion, FusionBackend, FusionRuntime};
@@ -19,12 +23,15 @@ use burn_ir::{CustomOpIr, HandleContainer, InitOperationIr, OperationIr, Operati
 
 use crate::{Activation, AdamStep, FlatBuffers, Kernels, UpdatedWeights, Yuv420Terms};
 
-/// Which of the convolution's passes a custom operation runs.
-#[derive(Debug, Clone, Copy)]
+/// Which convolution pass a custom operation runs, with its options.
+#[derive(Debug, Clone)]
 enum Pass {
-    Output,
-    InputGrad,
-    WeightGrad,
+    Output(ConvOptions<2>),
+    InputGrad(ConvOptions<2>),
+    WeightGrad(ConvOptions<2>),
+    /// A transposed convolution's output (its gradients are the other passes of the
+    /// convolution it transposes).
+    Transposed(ConvTransposeOptions<2>),
 }
 
 /// One convolution pass as fusion's custom operation: inputs `[x, w]` or `[x, w, dy]`, one
@@ -33,20 +40,22 @@ enum Pass {
 struct ConvOp<B> {
     desc: CustomOpIr,
     pass: Pass,
-    options: ConvOptions<2>,
     backend: PhantomData<B>,
 }
 
 impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for ConvOp<B> {
     fn execute(&self, handles: &mut Handles<B>) {
         let inputs = inputs_of::<B>(&self.desc, handles);
-        let options = self.options.clone();
-        let output = match (self.pass, <[_; 3]>::try_from(inputs)) {
-            (Pass::InputGrad, Ok([x, w, dy])) => B::conv2d_input_grad(x, w, dy, options),
-            (Pass::WeightGrad, Ok([x, w, dy])) => B::conv2d_weight_grad(x, w, dy, options),
-            (Pass::Output, Err(inputs)) => {
+        let output = match (self.pass.clone(), <[_; 3]>::try_from(inputs)) {
+            (Pass::InputGrad(options), Ok([x, w, dy])) => B::conv2d_input_grad(x, w, dy, options),
+            (Pass::WeightGrad(options), Ok([x, w, dy])) => B::conv2d_weight_grad(x, w, dy, options),
+            (pass, Err(inputs)) => {
                 let [x, w] = <[_; 2]>::try_from(inputs).unwrap_or_else(|_| unreachable!("two inputs registered"));
-                B::conv2d_no_bias(x, w, options)
+                match pass {
+                    Pass::Output(options) => B::conv2d_no_bias(x, w, options),
+                    Pass::Transposed(options) => B::conv_transpose2d_no_bias(x, w, options),
+                    _ => unreachable!("the gradients are registered with three inputs"),
+                }
             }
             _ => unreachable!("each pass is registered with its own inputs"),
         };
@@ -96,16 +105,16 @@ fn register_custom<B: FusionBackend, O: Operation<B::FusionRuntime> + 'static>(
 fn register<B: FusionBackend + Kernels>(
     pass: Pass,
     inputs: Vec<FloatTensor<Fusion<B>>>,
-    options: ConvOptions<2>,
     shape: Shape,
     dtype: DType,
 ) -> FloatTensor<Fusion<B>> {
     let name = match pass {
-        Pass::Output => "lerobot_rs_conv2d",
-        Pass::InputGrad => "lerobot_rs_conv2d_input_grad",
-        Pass::WeightGrad => "lerobot_rs_conv2d_weight_grad",
+        Pass::Output(_) => "lerobot_rs_conv2d",
+        Pass::InputGrad(_) => "lerobot_rs_conv2d_input_grad",
+        Pass::WeightGrad(_) => "lerobot_rs_conv2d_weight_grad",
+        Pass::Transposed(_) => "lerobot_rs_conv_transpose2d",
     };
-    let make = |desc| ConvOp::<B> { desc, pass, options, backend: PhantomData };
+    let make = |desc| ConvOp::<B> { desc, pass, backend: PhantomData };
     register_custom::<B, _>(name, inputs, vec![(shape, dtype)], make).output()
 }
 
@@ -463,7 +472,7 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         );
         let shape = Shape::from(vec![x_shape[0], w_shape[0], sizes[0], sizes[1]]);
         let dtype = x.dtype;
-        register::<B>(Pass::Output, vec![x, weight], options, shape, dtype)
+        register::<B>(Pass::Output(options), vec![x, weight], shape, dtype)
     }
 
     fn conv2d_input_grad(
@@ -473,7 +482,7 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         options: ConvOptions<2>,
     ) -> FloatTensor<Self> {
         let (shape, dtype) = (x.shape.clone(), x.dtype);
-        register::<B>(Pass::InputGrad, vec![x, weight, output_grad], options, shape, dtype)
+        register::<B>(Pass::InputGrad(options), vec![x, weight, output_grad], shape, dtype)
     }
 
     fn conv2d_weight_grad(
@@ -483,7 +492,24 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         options: ConvOptions<2>,
     ) -> FloatTensor<Self> {
         let (shape, dtype) = (weight.shape.clone(), weight.dtype);
-        register::<B>(Pass::WeightGrad, vec![x, weight, output_grad], options, shape, dtype)
+        register::<B>(Pass::WeightGrad(options), vec![x, weight, output_grad], shape, dtype)
+    }
+
+    fn conv_transpose2d_no_bias(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        options: ConvTransposeOptions<2>,
+    ) -> FloatTensor<Self> {
+        let dims = |shape: &Shape| <[usize; 4]>::try_from(shape.as_slice()).ok();
+        let output = dims(&x.shape)
+            .zip(dims(&weight.shape))
+            .and_then(|(x_shape, weight_shape)| crate::conv_transpose2d_output_shape(x_shape, weight_shape, &options));
+        let Some(output) = output else {
+            // Shapes with no transposed convolution: burn's own operation says what is wrong.
+            return <Self as ModuleOps<Self>>::conv_transpose2d(x, weight, None, options);
+        };
+        let dtype = x.dtype;
+        register::<B>(Pass::Transposed(options), vec![x, weight], Shape::from(output.to_vec()), dtype)
     }
 }
 

@@ -53,6 +53,7 @@ pub mod portable;
 mod runtime_libraries;
 #[cfg(test)]
 mod test_support;
+mod transposed;
 mod yuv;
 
 pub use activation::Activation;
@@ -62,11 +63,12 @@ pub use device::{DeviceError, DeviceKind, DeviceTask, run_on};
 pub use launches::LaunchLog;
 #[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
 pub use runtime_libraries::RuntimeLibraries;
+pub use transposed::{conv_transpose2d_output_shape, transposed_convolution};
 pub use yuv::{FixedPointTerm, Yuv420Terms, yuv420_frame_len};
 
 use burn::prelude::*;
-use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndices, ModuleOps};
-use burn::tensor::{DType, FloatDType, TensorPrimitive};
+use burn::tensor::ops::{ConvOptions, ConvTransposeOptions, FloatTensor, IntTensor, MaxPool2dWithIndices, ModuleOps};
+use burn::tensor::{DType, FloatDType, TensorMetadata, TensorPrimitive};
 
 /// One fused optimiser update's numbers, for every parameter of the step: torch's `Adam` with
 /// L2 weight decay (`weight_decay`), as LeRobot trains with it, after clipping.
@@ -277,6 +279,53 @@ pub trait Kernels: Backend {
         options: ConvOptions<2>,
     ) -> FloatTensor<Self> {
         <Self as ModuleOps<Self>>::conv2d_weight_backward(x, weight, output_grad, options)
+    }
+
+    /// A 2-D transposed convolution without bias, `x` `[N, C_in, H, W]` by `weight`
+    /// `[C_in, C_out / groups, kh, kw]`, as burn's `conv_transpose2d` computes it, unless the
+    /// backend has a faster one (the input gradient of the convolution it transposes:
+    /// [`transposed_convolution`]).
+    fn conv_transpose2d_no_bias(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        options: ConvTransposeOptions<2>,
+    ) -> FloatTensor<Self> {
+        <Self as ModuleOps<Self>>::conv_transpose2d(x, weight, None, options)
+    }
+
+    /// The gradient of [`Kernels::conv_transpose2d_no_bias`] with respect to `x`, given the
+    /// output's: the convolution it transposes applied to `output_grad`, through
+    /// [`Kernels::conv2d_no_bias`] where the backend has its own convolution
+    /// ([`Kernels::has_conv2d_products`]), burn's otherwise.
+    fn conv_transpose2d_input_grad(
+        weight: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+        options: ConvTransposeOptions<2>,
+    ) -> FloatTensor<Self> {
+        match transposed_convolution(&options) {
+            Some(convolution) if Self::has_conv2d_products(output_grad.dtype()) => {
+                Self::conv2d_no_bias(output_grad, weight, convolution)
+            }
+            _ => <Self as ModuleOps<Self>>::conv_transpose2d_x_backward(weight, output_grad, options),
+        }
+    }
+
+    /// The gradient of [`Kernels::conv_transpose2d_no_bias`] with respect to `weight`, given the
+    /// output's: the transposed convolution's weight gradient, with `output_grad` as its input
+    /// and `x` as its output gradient, through [`Kernels::conv2d_weight_grad`] where the
+    /// backend has its own convolution, burn's otherwise.
+    fn conv_transpose2d_weight_grad(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+        options: ConvTransposeOptions<2>,
+    ) -> FloatTensor<Self> {
+        match transposed_convolution(&options) {
+            Some(convolution) if Self::has_conv2d_products(output_grad.dtype()) => {
+                Self::conv2d_weight_grad(output_grad, weight, x, convolution)
+            }
+            _ => <Self as ModuleOps<Self>>::conv_transpose2d_weight_backward(x, weight, output_grad, options),
+        }
     }
 
     /// `y` `[N, C, ..]` plus `bias` `[C]` along its second dimension (a convolution's bias).
@@ -618,6 +667,26 @@ pub fn conv2d<B: Kernels>(
     options: ConvOptions<2>,
 ) -> Tensor<B, 4> {
     let y = B::conv2d_no_bias(x.into_primitive().tensor(), weight.into_primitive().tensor(), options);
+    let y = Tensor::from_primitive(TensorPrimitive::Float(y));
+    match bias {
+        Some(bias) => add_channel_bias(y, bias),
+        None => y,
+    }
+}
+
+/// A 2-D transposed convolution, `x` `[N, C_in, H, W]` by `weight` `[C_in, C_out / groups, kh,
+/// kw]`, plus `bias` `[C_out]`: burn's `conv_transpose2d`, computed by the backend's
+/// [`Kernels::conv_transpose2d_no_bias`] and, under autodiff, its gradients by
+/// [`Kernels::conv_transpose2d_input_grad`] and [`Kernels::conv_transpose2d_weight_grad`]
+/// (where the backend has its own convolution, its passes: cuDNN's on cuda, the CPU's matrix
+/// products, instead of burn's direct kernels).
+pub fn conv_transpose2d<B: Kernels>(
+    x: Tensor<B, 4>,
+    weight: Tensor<B, 4>,
+    bias: Option<Tensor<B, 1>>,
+    options: ConvTransposeOptions<2>,
+) -> Tensor<B, 4> {
+    let y = B::conv_transpose2d_no_bias(x.into_primitive().tensor(), weight.into_primitive().tensor(), options);
     let y = Tensor::from_primitive(TensorPrimitive::Float(y));
     match bias {
         Some(bias) => add_channel_bias(y, bias),

@@ -2,7 +2,7 @@
 //! them (CUDA with the `cudnn` feature): the convolutions in cuDNN, and uploads of frames through
 //! page-locked memory ([`crate::pinned_upload`]); burn's own otherwise.
 
-use burn::tensor::ops::ConvOptions;
+use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{DType, Shape};
 use burn_cubecl::CubeRuntime;
 use burn_cubecl::tensor::CubeTensor;
@@ -45,6 +45,17 @@ pub trait RuntimeLibraries: CubeRuntime {
         options: &ConvOptions<2>,
     ) -> Option<CubeTensor<Self>> {
         let _ = (x, w, output_grad, options);
+        None
+    }
+
+    /// `x` `[N, C_in, H, W]` by `w` `[C_in, C_out / groups, kh, kw]` in a transposed
+    /// convolution, without bias (the input gradient of the convolution it transposes).
+    fn library_conv_transpose2d(
+        x: &CubeTensor<Self>,
+        w: &CubeTensor<Self>,
+        options: &ConvTransposeOptions<2>,
+    ) -> Option<CubeTensor<Self>> {
+        let _ = (x, w, options);
         None
     }
 
@@ -92,6 +103,14 @@ impl RuntimeLibraries for cubecl::cuda::CudaRuntime {
         options: &ConvOptions<2>,
     ) -> Option<CubeTensor<Self>> {
         crate::cudnn::conv2d_weight_grad(x, w, output_grad, options)
+    }
+
+    fn library_conv_transpose2d(
+        x: &CubeTensor<Self>,
+        w: &CubeTensor<Self>,
+        options: &ConvTransposeOptions<2>,
+    ) -> Option<CubeTensor<Self>> {
+        crate::cudnn::conv_transpose2d(x, w, options)
     }
 
     fn upload_u8(bytes: &[u8], shape: Shape, device: &Self::Device) -> Option<CubeTensor<Self>> {

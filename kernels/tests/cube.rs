@@ -57,6 +57,7 @@ tests_on_each_backend!(
     film_in_half_precision_equals_the_f32_kernels,
     the_film_kernels_equal_burns_operations_and_their_gradients,
     the_channel_bias_gradient_equals_burns_broadcast,
+    the_transposed_convolution_equals_the_cpus,
     the_channel_bias_gradient_in_half_precision_is_the_f32_sum_rounded_once,
     the_yuv_kernel_gives_the_decoders_bytes_for_every_value,
 );
@@ -550,6 +551,48 @@ fn the_channel_bias_gradient_equals_burns_broadcast<Gpu: WgpuKernels>() {
     check::<Gpu, 3>([3, 5, 7]);
     check::<Gpu, 3>([2, 512, 300]);
     check::<Gpu, 4>([4, 3, 2, 5]);
+}
+
+/// The U-Net's upsampling (`ConvTranspose1d(c, c, 4, stride 2, padding 1)` as a height-1 2-D
+/// one) and a 2-D transposed convolution with output padding, through `kernels::conv_transpose2d`
+/// under autodiff: on wgpu burn's transposed convolution (under fusion, as our custom
+/// operation), on the CPU the passes of the convolution it transposes. The output and both
+/// gradients agree to 1e-5 of the largest value.
+fn the_transposed_convolution_equals_the_cpus<Gpu: WgpuKernels>() {
+    use burn::backend::Autodiff;
+    use burn::tensor::ops::ConvTransposeOptions;
+
+    /// The output, and the gradients of `Σ y·dy` with respect to `x` and the weight.
+    fn run<B: Kernels>(
+        [x, w, dy]: [&TensorData; 3],
+        options: &ConvTransposeOptions<2>,
+        device: &B::Device,
+    ) -> [Vec<f32>; 3] {
+        let x = Tensor::<Autodiff<B>, 4>::from_data(x.clone(), device).require_grad();
+        let w = Tensor::<Autodiff<B>, 4>::from_data(w.clone(), device).require_grad();
+        let y = kernels::conv_transpose2d(x.clone(), w.clone(), None, options.clone());
+        let dy = Tensor::<Autodiff<B>, 4>::from_data(dy.clone(), device);
+        let grads = (y.clone() * dy).sum().backward();
+        let values = |t: Tensor<B, 4>| t.into_data().to_vec::<f32>().unwrap();
+        [values(y.inner()), values(x.grad(&grads).expect("x's gradient")), values(w.grad(&grads).expect("w's"))]
+    }
+
+    let cases = [
+        ([4, 16, 1, 8], [16, 16, 1, 4], ConvTransposeOptions::new([1, 2], [0, 1], [0, 0], [1, 1], 1)),
+        ([2, 6, 5, 7], [6, 4, 3, 3], ConvTransposeOptions::new([2, 2], [1, 1], [1, 1], [1, 1], 1)),
+    ];
+    for (input, weight, options) in cases {
+        let shape = kernels::conv_transpose2d_output_shape(input, weight, &options).expect("a transposed convolution");
+        let data = |shape: [usize; 4], seed| TensorData::new(values(shape.iter().product(), seed), shape);
+        let (x, w, dy) = (data(input, 1.0), data(weight, 2.0), data(shape, 3.0));
+        let on_gpu = run::<Gpu>([&x, &w, &dy], &options, &WgpuDevice::default());
+        let on_cpu = run::<Flex>([&x, &w, &dy], &options, &Default::default());
+        for (name, (got, expected)) in ["output", "dx", "dw"].into_iter().zip(on_gpu.iter().zip(&on_cpu)) {
+            assert_eq!(got.len(), expected.len(), "{input:?} by {weight:?}: {name}");
+            let error = max_error_relative_to_largest(got, expected);
+            assert!(error < 1e-5, "{input:?} by {weight:?}: {name} {error:e} apart");
+        }
+    }
 }
 
 /// A half-precision step's bias gradient (a bias added to f16 or bf16 activations): the kernel

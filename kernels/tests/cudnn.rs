@@ -1,5 +1,5 @@
-//! The cuDNN path's parts that need no GPU: burn's convolutions mapped to cuDNN's descriptors
-//! (output shapes against Flex's own convolution), the problems it refuses, and the fallback on
+//! The cuDNN path's parts that need no GPU: burn's convolutions and transposed ones mapped to
+//! cuDNN's descriptors (output shapes against Flex's own), the problems it refuses, and the fallback on
 //! a machine without cuDNN. The convolutions themselves are checked on a GPU by `bench
 //! gpu-check` (bench/src/cudnn_check.rs).
 
@@ -40,6 +40,46 @@ fn problems_have_burns_shapes_and_options() {
         assert_eq!(problem.dilation, options.dilation.map(|d| d as i32));
         assert_eq!(problem.groups, options.groups as i32);
     }
+}
+
+/// A transposed convolution is posed as the convolution it transposes: its input the
+/// transposed output, of the shape burn's `conv_transpose2d` gives (the U-Net's upsampling,
+/// strided, padded, dilated and grouped ones), its output the transposed input, its weight the
+/// same tensor. One whose output padding reaches the stride has no such convolution.
+#[test]
+fn transposed_problems_are_the_convolutions_they_transpose() {
+    use burn::tensor::module::conv_transpose2d;
+    use burn::tensor::ops::ConvTransposeOptions;
+    let device = Default::default();
+    let cases = [
+        ([64, 1024, 1, 4], [1024, 1024, 1, 4], ConvTransposeOptions::new([1, 2], [0, 1], [0, 0], [1, 1], 1)),
+        ([2, 6, 5, 7], [6, 3, 3, 3], ConvTransposeOptions::new([2, 2], [1, 1], [1, 1], [1, 1], 1)),
+        ([2, 4, 5, 6], [4, 3, 3, 2], ConvTransposeOptions::new([3, 2], [1, 0], [2, 1], [2, 1], 2)),
+        ([1, 3, 4, 4], [3, 2, 1, 1], ConvTransposeOptions::new([1, 1], [0, 0], [0, 0], [1, 1], 1)),
+    ];
+    for (input, weight, options) in cases {
+        let x = Tensor::<Flex, 4>::ones(input, &device);
+        let w = Tensor::<Flex, 4>::ones(weight, &device);
+        let expected = conv_transpose2d(x, w, None, options.clone()).dims();
+        let problem = ConvProblem::transposed(input, weight, &options, [DType::F32; 2]).unwrap();
+        assert_eq!(problem.input.map(|d| d as usize), expected, "{input:?} by {weight:?} with {options:?}");
+        assert_eq!(problem.output_shape(), input);
+        assert_eq!(problem.weight, weight.map(|d| d as i32));
+        assert_eq!(problem.stride, options.stride.map(|s| s as i32));
+        assert_eq!(problem.padding, options.padding.map(|p| p as i32));
+        assert_eq!(problem.dilation, options.dilation.map(|d| d as i32));
+        assert_eq!(problem.groups, options.groups as i32);
+    }
+    let refused = |input, weight, options: ConvTransposeOptions<2>| {
+        let error = ConvProblem::transposed(input, weight, &options, [DType::F32; 2]).unwrap_err();
+        assert!(matches!(error, ProblemError::Shapes { .. }), "{error}");
+    };
+    // Output padding 1 at stride 1 (allowed by the dilation of 2): longer than any convolution's.
+    refused([1, 4, 5, 5], [4, 4, 3, 3], ConvTransposeOptions::new([1, 1], [0, 0], [1, 1], [2, 2], 1));
+    // The weight's first dimension is the input's channels.
+    refused([1, 4, 5, 5], [3, 4, 3, 3], ConvTransposeOptions::new([1, 1], [0, 0], [0, 0], [1, 1], 1));
+    // Padding that leaves nothing.
+    refused([1, 4, 1, 1], [4, 4, 1, 1], ConvTransposeOptions::new([1, 1], [1, 1], [0, 0], [1, 1], 1));
 }
 
 #[test]

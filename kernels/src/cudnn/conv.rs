@@ -18,7 +18,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use burn::tensor::ops::ConvOptions;
+use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{DType, Shape, TensorMetadata};
 use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::tensor::CubeTensor;
@@ -615,6 +615,17 @@ pub fn conv2d_weight_grad(
     let problem = problem(x, w, options)?;
     (dims(dy)? == problem.output_shape() && dy.dtype == x.dtype).then_some(())?;
     attempt(Pass::WeightGrad, problem, [x.clone(), dy.clone()], w.dtype)
+}
+
+/// `x` `[N, C_in, H, W]` by `w` `[C_in, C_out / groups, kh, kw]` in a transposed convolution
+/// (no bias): the input-gradient pass of the convolution it transposes, or `None` where cuDNN
+/// is missing or does not take it. Its gradients are that convolution's other two passes
+/// ([`crate::Kernels::conv_transpose2d_input_grad`]).
+pub fn conv_transpose2d(x: &CudaTensor, w: &CudaTensor, options: &ConvTransposeOptions<2>) -> Option<CudaTensor> {
+    library::status().as_ref().ok()?;
+    let problem = ConvProblem::transposed(dims(x)?, dims(w)?, options, [x.dtype, w.dtype]);
+    let problem = problem.map_err(|e| tracing::debug!("burn's transposed convolution: {e}")).ok()?;
+    attempt(Pass::InputGrad, problem, [w.clone(), x.clone()], x.dtype)
 }
 
 /// Whether convolutions of `dtype` go to cuDNN (it loaded, and convolves that type).

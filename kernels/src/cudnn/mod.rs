@@ -1,5 +1,6 @@
-//! cuDNN under burn's untuned cuda backend (the `cudnn` feature): the convolutions of the step,
-//! forward and backward, in NVIDIA's library as PyTorch runs them, on burn's own CUDA stream.
+//! cuDNN under burn's untuned cuda backend (the `cudnn` feature): the convolutions of the step
+//! (the U-Net's transposed ones too), forward and backward, in NVIDIA's library as PyTorch runs
+//! them, on burn's own CUDA stream.
 //!
 //! cuDNN 9 is opened at run time ([`status`]); where it is missing, or a convolution is one it
 //! does not take, burn's own convolution runs, and the reason is logged once. [`ConvProblem`]
@@ -10,7 +11,7 @@ mod library;
 mod problem;
 
 pub use conv::{
-    CudaTensor, allow_tf32, calls, conv2d, conv2d_input_grad, conv2d_weight_grad, deterministic,
+    CudaTensor, allow_tf32, calls, conv_transpose2d, conv2d, conv2d_input_grad, conv2d_weight_grad, deterministic,
     synchronise_every_call, takes,
 };
 pub(crate) use conv::{driver, primary_context_current};

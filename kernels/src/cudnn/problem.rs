@@ -3,7 +3,7 @@
 //! any descriptor is made. Nothing here needs a GPU.
 
 use burn::tensor::DType;
-use burn::tensor::ops::ConvOptions;
+use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 
 /// The element types cuDNN convolves for us; every one accumulates in f32.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -146,6 +146,27 @@ impl ConvProblem {
             groups: small(groups)?,
             data_type,
         })
+    }
+
+    /// The problem whose input gradient is burn's `conv_transpose2d(x, weight, options)` of an
+    /// `x` of shape `input`: the convolution it transposes ([`crate::transposed_convolution`]),
+    /// whose input is the transposed convolution's output and whose output is `x`.
+    pub fn transposed(
+        input: [usize; 4],
+        weight: [usize; 4],
+        options: &ConvTransposeOptions<2>,
+        types: [DType; 2],
+    ) -> Result<Self, ProblemError> {
+        let shapes = |why| ProblemError::Shapes { input, weight, options: format!("{options:?}"), why };
+        let convolution = crate::transposed_convolution(options)
+            .ok_or_else(|| shapes("an output padding at or above the stride has no convolution to transpose"))?;
+        let output = crate::conv_transpose2d_output_shape(input, weight, options)
+            .ok_or_else(|| shapes("the channels, groups and sizes give no transposed convolution"))?;
+        let problem = Self::new(output, weight, &convolution, types)?;
+        if problem.output_shape() != input {
+            return Err(shapes("the convolution transposed does not give back the input's shape"));
+        }
+        Ok(problem)
     }
 
     /// The output's shape, `[N, O, H', W']`.

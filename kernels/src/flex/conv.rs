@@ -73,14 +73,14 @@ struct Geometry {
 }
 
 impl Geometry {
-    /// The geometry of `x` by `weight` under `options`, when this module computes it: f32,
-    /// one group, no dilation, nothing empty.
-    fn of(x: &FlexTensor, weight: &FlexTensor, options: &ConvOptions<2>) -> Option<Self> {
+    /// The geometry of an input of shape `input` by `weight` under `options`, when this module
+    /// computes it: an f32 weight, one group, no dilation, nothing empty.
+    fn of(input: [usize; 4], weight: &FlexTensor, options: &ConvOptions<2>) -> Option<Self> {
         let plain = options.groups == 1 && options.dilation == [1, 1] && !options.stride.contains(&0);
-        if x.dtype() != DType::F32 || weight.dtype() != DType::F32 || !plain {
+        if weight.dtype() != DType::F32 || !plain {
             return None;
         }
-        let [batch, channels, height, width] = dims4(x)?;
+        let [batch, channels, height, width] = input;
         let [outputs, weight_channels, kh, kw] = dims4(weight)?;
         if weight_channels != channels || [batch, channels, height, width, outputs, kh, kw].contains(&0) {
             return None;
@@ -224,6 +224,11 @@ pub(crate) fn output_size(size: usize, kernel: usize, stride: usize, padding: us
 /// A 4-D tensor's dimensions.
 pub(crate) fn dims4(t: &FlexTensor) -> Option<[usize; 4]> {
     t.layout().shape().as_slice().try_into().ok()
+}
+
+/// The shape of an f32 tensor of four dimensions.
+pub(crate) fn f32_dims4(t: &FlexTensor) -> Option<[usize; 4]> {
+    (t.dtype() == DType::F32).then(|| dims4(t)).flatten()
 }
 
 /// An f32 tensor's elements in row-major order (copied only if it is a view).
@@ -494,7 +499,7 @@ fn matmul(
 
 /// `conv2d(x, weight)` without bias, or `None` where burn's own operation must compute it.
 pub(crate) fn conv2d(x: &FlexTensor, weight: &FlexTensor, options: &ConvOptions<2>) -> Option<FlexTensor> {
-    let g = Geometry::of(x, weight, options)?;
+    let g = Geometry::of(f32_dims4(x)?, weight, options)?;
     let (x, weight) = (contiguous(x), contiguous(weight));
     let (rows, positions) = (g.rows(), g.positions());
     let fill = |y: &mut [MaybeUninit<f32>]| {
@@ -525,14 +530,16 @@ pub(crate) fn conv2d(x: &FlexTensor, weight: &FlexTensor, options: &ConvOptions<
     Some(tensor(y, [g.batch, g.outputs, g.out[0], g.out[1]]))
 }
 
-/// The gradient of `conv2d(x, weight)` with respect to `x`, or `None` (burn's).
+/// The gradient of `conv2d(x, weight)` with respect to an `x` of shape `input`, or `None`
+/// (burn's). Only the shape of `x` is read: this is also the transposed convolution of
+/// `output_grad` ([`crate::transposed_convolution`]).
 pub(crate) fn conv2d_input_grad(
-    x: &FlexTensor,
+    input: [usize; 4],
     weight: &FlexTensor,
     output_grad: &FlexTensor,
     options: &ConvOptions<2>,
 ) -> Option<FlexTensor> {
-    let g = Geometry::of(x, weight, options).filter(|g| g.is_output(output_grad))?;
+    let g = Geometry::of(input, weight, options).filter(|g| g.is_output(output_grad))?;
     let (dy, weight) = (contiguous(output_grad), contiguous(weight));
     let rows = g.rows();
     let mut dx = vec![0f32; g.batch * g.input_size()];
@@ -558,7 +565,7 @@ pub(crate) fn conv2d_weight_grad(
     output_grad: &FlexTensor,
     options: &ConvOptions<2>,
 ) -> Option<FlexTensor> {
-    let g = Geometry::of(x, weight, options).filter(|g| g.is_output(output_grad))?;
+    let g = Geometry::of(f32_dims4(x)?, weight, options).filter(|g| g.is_output(output_grad))?;
     let (x, dy) = (contiguous(x), contiguous(output_grad));
     let rows = g.rows();
     let partials: Vec<Vec<f32>> = (0..g.chunk_count())
@@ -670,10 +677,10 @@ mod tests {
         let values = |n: usize, seed: f32| (0..n).map(|i| (i as f32 * 0.618 + seed).sin()).collect::<Vec<f32>>();
         for (batch, cin, cout, height, width, k, stride, padding) in CASES {
             let x = values(batch * cin * height * width, 0.1);
-            let x_tensor = super::tensor(x.clone(), [batch, cin, height, width]);
             let w_tensor = super::tensor(values(cout * cin * k * k, 0.7), [cout, cin, k, k]);
             let options = ConvOptions::new([stride, stride], [padding, padding], [1, 1], 1);
-            let g = Geometry::of(&x_tensor, &w_tensor, &options).expect("a geometry this module computes");
+            let g = Geometry::of([batch, cin, height, width], &w_tensor, &options)
+                .expect("a geometry this module computes");
             let images = batch / 2..batch;
             let case = format!("case {batch}x{cin}x{height}x{width} k{k} s{stride} p{padding}");
             // The unfold starts from NaN in tests: a value either path missed fails the comparison.
@@ -692,6 +699,45 @@ mod tests {
             let by_runs = fold(false);
             assert!(by_runs.iter().any(|&v| v != 0.0), "{case}: something folded");
             assert_eq!(by_runs, fold(true), "{case}: folded");
+        }
+    }
+
+    /// A transposed convolution through this module's passes (its output the input gradient of
+    /// the convolution it transposes, its gradients that convolution's output and weight
+    /// gradient) equals burn's `conv_transpose2d` and its gradients: the U-Net's upsampling (a
+    /// 1-D one as height 1), strided 2-D ones with and without output padding.
+    #[test]
+    fn transposed_convolutions_match_burns_and_their_gradients() {
+        use burn::tensor::module::conv_transpose2d as burn_conv_transpose2d;
+        use burn::tensor::ops::ConvTransposeOptions;
+        let device = Default::default();
+        let options = |stride, padding, padding_out| ConvTransposeOptions::new(stride, padding, padding_out, [1, 1], 1);
+        let cases = [
+            ([2, 8, 1, 4], [8, 8, 1, 4], options([1, 2], [0, 1], [0, 0])),
+            ([3, 6, 1, 9], [6, 6, 1, 4], options([1, 2], [0, 1], [0, 0])),
+            ([2, 4, 5, 6], [4, 3, 3, 3], options([2, 2], [1, 1], [1, 1])),
+            ([1, 3, 4, 3], [3, 5, 5, 3], options([3, 2], [2, 0], [2, 1])),
+            ([2, 2, 3, 3], [2, 2, 1, 1], options([1, 1], [0, 0], [0, 0])),
+        ];
+        for (input, weight, options) in cases {
+            let case = format!("{input:?} by {weight:?} {options:?}");
+            let x = Tensor::<Ad, 4>::random(input, Distribution::Default, &device).require_grad();
+            let w = Tensor::<Ad, 4>::random(weight, Distribution::Default, &device).require_grad();
+            let reference = burn_conv_transpose2d(x.clone(), w.clone(), None, options.clone());
+            // The passes are this module's, not burn's fallback.
+            let convolution = crate::transposed_convolution(&options).expect("a convolution transposed");
+            let g = Geometry::of(reference.dims(), &w.clone().inner().into_primitive().tensor(), &convolution);
+            assert!(g.is_some_and(|g| g.out == [input[2], input[3]]), "{case}: this module's geometry");
+            let ours = crate::conv_transpose2d(x.clone(), w.clone(), None, options);
+            let probe = Tensor::<Ad, 4>::random(reference.dims(), Distribution::Default, &device);
+            let grads_ref = (reference.clone() * probe.clone()).sum().backward();
+            let grads_ours = (ours.clone() * probe).sum().backward();
+            assert_eq!(ours.dims(), reference.dims(), "{case}");
+            assert!(max_relative(ours.inner(), reference.inner()) < 1e-5, "{case}: output");
+            let dx = |g: &<Ad as burn::tensor::backend::AutodiffBackend>::Gradients| x.grad(g).expect("x grad");
+            let dw = |g: &<Ad as burn::tensor::backend::AutodiffBackend>::Gradients| w.grad(g).expect("w grad");
+            assert!(max_relative(dx(&grads_ours), dx(&grads_ref)) < 1e-5, "{case}: input gradient");
+            assert!(max_relative(dw(&grads_ours), dw(&grads_ref)) < 1e-5, "{case}: weight gradient");
         }
     }
 

@@ -8,10 +8,13 @@
 use burn::backend::Flex;
 use burn::backend::flex::FlexTensor;
 use burn::tensor::DType;
-use burn::tensor::ops::{ConvOptions, FloatTensor, IntTensor, MaxPool2dWithIndices, ModuleOps};
+use burn::tensor::ops::{ConvOptions, ConvTransposeOptions, FloatTensor, IntTensor, MaxPool2dWithIndices, ModuleOps};
 use rayon::prelude::*;
 
-use crate::{Activation, AdamConstants, AdamStep, FlatBuffers, Kernels, portable};
+use crate::{
+    Activation, AdamConstants, AdamStep, FlatBuffers, Kernels, conv_transpose2d_output_shape, portable,
+    transposed_convolution,
+};
 
 mod batch_norm;
 mod conv;
@@ -117,9 +120,26 @@ impl Kernels for Flex {
         output_grad: FloatTensor<Self>,
         options: ConvOptions<2>,
     ) -> FloatTensor<Self> {
-        match conv::conv2d_input_grad(&x, &weight, &output_grad, &options) {
+        let dx = conv::f32_dims4(&x).and_then(|input| conv::conv2d_input_grad(input, &weight, &output_grad, &options));
+        match dx {
             Some(dx) => dx,
             None => <Self as ModuleOps<Self>>::conv2d_x_backward(x, weight, output_grad, options),
+        }
+    }
+
+    fn conv_transpose2d_no_bias(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        options: ConvTransposeOptions<2>,
+    ) -> FloatTensor<Self> {
+        // The input gradient of the convolution transposed, with `x` as its output gradient.
+        let y = conv::f32_dims4(&x).zip(conv::dims4(&weight)).and_then(|(x_shape, weight_shape)| {
+            let output = conv_transpose2d_output_shape(x_shape, weight_shape, &options)?;
+            conv::conv2d_input_grad(output, &weight, &x, &transposed_convolution(&options)?)
+        });
+        match y {
+            Some(y) => y,
+            None => <Self as ModuleOps<Self>>::conv_transpose2d(x, weight, None, options),
         }
     }
 

@@ -15,8 +15,9 @@
 
 use burn::module::{Param, ParamId};
 use burn::nn::Initializer;
+use burn::nn::conv::ConvTranspose1d;
 use burn::prelude::*;
-use burn::tensor::ops::ConvOptions;
+use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use kernels::Kernels;
 
 /// `Conv1d(in, out, kernel, stride, padding)` with PyTorch's default initialisation.
@@ -126,6 +127,30 @@ impl<B: Kernels> GemmConv1d<B> {
     }
 }
 
+/// burn's `ConvTranspose1d` `layer` applied to `x` `[B, in, L]`, as a 2-D transposed
+/// convolution of height 1 through the backend's own convolution passes
+/// ([`kernels::conv_transpose2d`]: cuDNN on cuda, the CPU's matrix products), where burn's
+/// layer would run its direct kernels. The layer keeps its weights and names.
+pub fn conv_transpose1d<B: Kernels>(layer: &ConvTranspose1d<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {
+    let [batch, channels, length] = x.dims();
+    let [weight_in, weight_out, kernel] = layer.weight.dims();
+    let weight = layer.weight.val().reshape([weight_in, weight_out, 1, kernel]);
+    let options = ConvTransposeOptions::new(
+        [1, layer.stride],
+        [0, layer.padding],
+        [0, layer.padding_out],
+        [1, layer.dilation],
+        layer.groups,
+    );
+    let y = kernels::conv_transpose2d(x.reshape([batch, channels, 1, length]), weight, None, options);
+    let [_, out, _, out_length] = y.dims();
+    let y = y.reshape([batch, out, out_length]);
+    match &layer.bias {
+        Some(bias) => kernels::add_channel_bias(y, bias.val()),
+        None => y,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use burn::backend::{Autodiff, Flex};
@@ -179,6 +204,38 @@ mod tests {
             assert!(max_diff(x.grad(&g_ours).unwrap(), x.grad(&g_ref).unwrap()) < 1e-4, "dx");
             assert!(max_diff(w.grad(&g_ours).unwrap(), w.grad(&g_ref).unwrap()) < 1e-4, "dw");
             assert!(max_diff(b.grad(&g_ours).unwrap(), b.grad(&g_ref).unwrap()) < 1e-4, "db");
+        }
+    }
+
+    /// The U-Net's upsampling layer (`ConvTranspose1d(c, c, 4, stride 2, padding 1)`, with
+    /// bias) and others with an output padding, through the backend's convolution passes (the
+    /// CPU's in f32), give burn's layer's output and gradients.
+    #[test]
+    fn transposed_matches_burns_layer_and_its_gradients() {
+        use burn::nn::conv::ConvTranspose1dConfig;
+        let device = Default::default();
+        // (channels in, out, kernel, stride, padding, padding out, length)
+        let cases = [(6, 6, 4, 2, 1, 0, 4), (6, 6, 4, 2, 1, 0, 9), (5, 3, 3, 2, 1, 1, 7), (4, 4, 5, 3, 2, 2, 5)];
+        for (cin, cout, kernel, stride, padding, padding_out, length) in cases {
+            let layer = ConvTranspose1dConfig::new([cin, cout], kernel)
+                .with_stride(stride)
+                .with_padding(padding)
+                .with_padding_out(padding_out)
+                .init::<Ad>(&device);
+            let x = Tensor::<Ad, 3>::random([3, cin, length], Distribution::Default, &device).require_grad();
+            let reference = layer.forward(x.clone());
+            let ours = conv_transpose1d(&layer, x.clone());
+            let case = format!("{cin}→{cout} k{kernel} s{stride} p{padding} op{padding_out} over {length}");
+            assert_eq!(ours.dims(), reference.dims(), "{case}");
+            assert!(max_diff(ours.clone().inner(), reference.clone().inner()) < 1e-5, "{case}: output");
+            let probe = Tensor::<Ad, 3>::random(ours.dims(), Distribution::Default, &device);
+            let g_ref = (reference * probe.clone()).sum().backward();
+            let g_ours = (ours * probe).sum().backward();
+            let weight = layer.weight.val();
+            let bias = layer.bias.as_ref().expect("a bias").val();
+            assert!(max_diff(x.grad(&g_ours).unwrap(), x.grad(&g_ref).unwrap()) < 1e-4, "{case}: dx");
+            assert!(max_diff(weight.grad(&g_ours).unwrap(), weight.grad(&g_ref).unwrap()) < 1e-4, "{case}: dw");
+            assert!(max_diff(bias.grad(&g_ours).unwrap(), bias.grad(&g_ref).unwrap()) < 1e-4, "{case}: db");
         }
     }
 }

@@ -7,7 +7,7 @@ use burn::prelude::*;
 use burn::tensor::FloatDType;
 use kernels::{Activation, Kernels};
 
-use super::conv1d::GemmConv1d;
+use super::conv1d::{GemmConv1d, conv_transpose1d};
 
 /// Mish, `x · tanh(softplus(x))`, with softplus written as `relu(x) + ln(1 + e^(−|x|))`
 /// ([`kernels::portable::activate`]): the same function as burn's `mish`, whose `ln(eˣ + 1)`
@@ -227,7 +227,7 @@ impl<B: Kernels> ConditionalUnet1d<B> {
             x = Tensor::cat(vec![x, skip], 1);
             x = stage.res2.forward(stage.res1.forward(x, cond.clone()), cond.clone());
             if let Some(up) = &stage.up {
-                x = up.forward(x);
+                x = conv_transpose1d(up, x);
             }
         }
         let x = self.final_conv.forward(self.final_block.forward(x));

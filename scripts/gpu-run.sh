@@ -19,7 +19,9 @@
 #                                ordering), then the PushT classic step on pusht_images with cuDNN,
 #                                untuned and with fusion (f32 at batch 64 and 256, the real loop
 #                                after fusion's; bf16 at 64), its launches counted in runs of
-#                                their own, and with BASELINE=1 without cuDNN (f32, 64);
+#                                their own; fusion's f32 and bf16 steps again with cuDNN's graph
+#                                API competing in the search (LEROBOT_RS_CUDNN_GRAPH=1); with
+#                                BASELINE=1 without cuDNN (f32, 64);
 #                                BUILDS=fusion skips the untuned runs (a list, by spaces or commas)
 #   scripts/gpu-run.sh profile   each kernel's GPU time (Nsight Compute) in fusion's PushT step,
 #                                f32 and bf16 at batch 64, and cuDNN's chosen algorithms
@@ -150,12 +152,16 @@ case "$stage" in
       (cd "$work" && timeout -k 10 "$seconds" "$bin/bench-$build" train-step --root "$fixture" --device cuda "$@") 2>&1 \
         | tee -a "$out/steps.txt" || echo "stopped: $label" | tee -a "$out/steps.txt"
     }
-    (cd "$work" && RUST_LOG=kernels=info timeout -k 10 "${CHECK_SECONDS:-170}" "$bin/bench-untuned" gpu-check --devices cuda \
+    (cd "$work" && RUST_LOG=kernels=info timeout -k 10 "${CHECK_SECONDS:-240}" "$bin/bench-untuned" gpu-check --devices cuda \
       --work "$work/check") 2>&1 | tee "$out/checks.txt" || echo "the checks failed or stopped" | tee -a "$out/checks.txt"
     # Timed, then counted: cubecl's launch log costs host time, so a counted step is not timed.
     step untuned "cuDNN, f32" 120 --batch 64,256 --warmup 2 --steps 5
     step fusion "cuDNN, f32, then the real loop" 200 --batch 64,256 --warmup 2 --steps 5 --loop-steps 20 --num-workers 4
     step fusion "cuDNN, bf16" 80 --batch 64 --warmup 2 --steps 5 --precision bf16
+    # cuDNN's graph API's plans timed beside the legacy algorithms (kernels/src/cudnn/graph.rs).
+    LEROBOT_RS_CUDNN_GRAPH=1 step fusion "cuDNN with its graph API, f32" 120 --batch 64,256 --warmup 2 --steps 5
+    LEROBOT_RS_CUDNN_GRAPH=1 step fusion "cuDNN with its graph API, bf16" 80 --batch 64 --warmup 2 --steps 5 \
+      --precision bf16
     step untuned "cuDNN, f32, launches counted" 60 --batch 64 --warmup 1 --steps 1 --count-launches
     step fusion "cuDNN, f32, launches counted" 60 --batch 64 --warmup 1 --steps 1 --count-launches
     step fusion "cuDNN, bf16, launches counted" 60 --batch 64 --warmup 1 --steps 1 --precision bf16 --count-launches

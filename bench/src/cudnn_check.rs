@@ -125,6 +125,7 @@ pub fn check_convolutions(dtype: DType, tf32: bool) -> Result<String> {
         _ => 2e-2,
     };
     let cuda = Default::default();
+    let graph_calls = kernels::cudnn::graph_calls();
     let (mut worst, mut worst_transposed) = (Worst::default(), Worst::default());
     for (input, weight, options) in cases() {
         let [x, w] = operands(input, weight, weight[1] * weight[2] * weight[3]);
@@ -180,13 +181,15 @@ pub fn check_convolutions(dtype: DType, tf32: bool) -> Result<String> {
         worst_transposed.add(&case, [ours, reference, burns], tolerance)?;
     }
     kernels::cudnn::allow_tf32(true);
+    let passes = 3 * (cases().len() + transposed_cases().len());
     Ok(format!(
         "cuDNN {dtype:?}{} (tolerance {tolerance:.0e} vs Flex; output, input grad, weight grad): {} convolutions, {}; \
-         {} transposed, {}",
+         {} transposed, {}; {} of the {passes} passes by the graph API's plans",
         if dtype == DType::F32 { if tf32 { " (TF32)" } else { " (exact)" } } else { "" },
         cases().len(),
         worst.said(),
         transposed_cases().len(),
         worst_transposed.said(),
+        kernels::cudnn::graph_calls() - graph_calls,
     ))
 }

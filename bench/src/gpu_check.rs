@@ -74,6 +74,12 @@ pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
             record("cudnn exact f32".into(), check_convolutions(burn::tensor::DType::F32, false));
             record("cudnn tf32".into(), check_convolutions(burn::tensor::DType::F32, true));
             record("cudnn bf16".into(), check_convolutions(burn::tensor::DType::BF16, true));
+            // The graph API's plans wherever one builds (kernels/src/cudnn/graph.rs).
+            kernels::cudnn::use_graph(kernels::cudnn::GraphUse::Only);
+            record("cudnn graph exact f32".into(), check_convolutions(burn::tensor::DType::F32, false));
+            record("cudnn graph tf32".into(), check_convolutions(burn::tensor::DType::F32, true));
+            record("cudnn graph bf16".into(), check_convolutions(burn::tensor::DType::BF16, true));
+            kernels::cudnn::use_graph(kernels::cudnn::GraphUse::Off);
             record("cudnn stream ordering".into(), check_stream_ordering(&plain));
         }
     }

@@ -7,7 +7,8 @@
 //! algorithm at its first call, by cuDNN's own timing of every algorithm on the real buffers
 //! (`cudnnFind*AlgorithmEx`, as torch's `cudnn.benchmark` does). f32 may use TF32 tensor cores,
 //! as torch's convolutions do by default; `LEROBOT_RS_CUDNN_TF32=0` ([`allow_tf32`]) keeps exact
-//! f32 (FMA kernels only). `LEROBOT_RS_CUDA_SYNC=1` ([`synchronise_every_call`]) synchronises
+//! f32 (FMA kernels only). `LEROBOT_RS_CUDNN_GRAPH` adds the plans of cuDNN's graph API to the
+//! search ([`super::graph`]). `LEROBOT_RS_CUDA_SYNC=1` ([`synchronise_every_call`]) synchronises
 //! the device around every call, to check the stream ordering against.
 
 #![expect(unsafe_code, reason = "cuDNN is a C library: raw handles, descriptors and device pointers")]
@@ -26,6 +27,7 @@ use cubecl::cuda::CudaRuntime;
 use cudarc::cudnn::result::CudnnError;
 use cudarc::cudnn::sys;
 
+use super::graph::{self, GraphPass, GraphPlan, GraphUse};
 use super::library;
 use super::problem::{ConvDataType, ConvProblem};
 
@@ -43,18 +45,21 @@ enum Pass {
     WeightGrad,
 }
 
-/// The algorithm found for one pass.
-#[derive(Debug, Clone, Copy)]
+/// The algorithm found for one pass: one of the legacy API's, with its workspace, or a plan of
+/// the graph API's.
+#[derive(Debug, Clone)]
 enum Algorithm {
     Output(sys::cudnnConvolutionFwdAlgo_t, usize),
     InputGrad(sys::cudnnConvolutionBwdDataAlgo_t, usize),
     WeightGrad(sys::cudnnConvolutionBwdFilterAlgo_t, usize),
+    Graph(Arc<GraphPlan>),
 }
 
 impl Algorithm {
-    fn workspace(self) -> usize {
+    fn workspace(&self) -> usize {
         match self {
-            Self::Output(_, bytes) | Self::InputGrad(_, bytes) | Self::WeightGrad(_, bytes) => bytes,
+            Self::Output(_, bytes) | Self::InputGrad(_, bytes) | Self::WeightGrad(_, bytes) => *bytes,
+            Self::Graph(plan) => plan.workspace,
         }
     }
 }
@@ -106,6 +111,14 @@ pub fn synchronise_every_call(synchronise: bool) {
 /// Convolution passes cuDNN has run in this process.
 static CALLS: AtomicU64 = AtomicU64::new(0);
 
+/// Those of them run by a plan of the graph API.
+static GRAPH_CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// How many convolution passes a plan of cuDNN's graph API has run in this process.
+pub fn graph_calls() -> u64 {
+    GRAPH_CALLS.load(Ordering::Relaxed)
+}
+
 /// How many convolution passes cuDNN has enqueued in this process (the checks tell by it that
 /// cuDNN ran, not burn's convolution).
 pub fn calls() -> u64 {
@@ -135,6 +148,8 @@ struct Plan {
     problem: ConvProblem,
     exact: bool,
     deterministic: bool,
+    /// Whether the search times the graph API's plans too, or takes them first.
+    graph: GraphUse,
     input: sys::cudnnTensorDescriptor_t,
     weight: sys::cudnnFilterDescriptor_t,
     output: sys::cudnnTensorDescriptor_t,
@@ -153,7 +168,7 @@ unsafe impl Send for Plan {}
 unsafe impl Sync for Plan {}
 
 impl Plan {
-    fn new(problem: ConvProblem, exact: bool, deterministic: bool) -> Result<Self, CudnnError> {
+    fn new(problem: ConvProblem, ([exact, deterministic], graph): ([bool; 2], GraphUse)) -> Result<Self, CudnnError> {
         use cudarc::cudnn::result as cudnn;
         let element = data_type(problem.data_type);
         let format = sys::cudnnTensorFormat_t::CUDNN_TENSOR_NCHW;
@@ -190,11 +205,12 @@ impl Plan {
                 problem,
                 exact,
                 deterministic,
+                graph,
                 input,
                 weight,
                 output,
                 convolution,
-                algorithms: Mutex::new([None; 3]),
+                algorithms: Mutex::new([const { None }; 3]),
                 no_algorithm: Default::default(),
             })
         }
@@ -202,17 +218,18 @@ impl Plan {
 
     /// The plan of `problem`, made at its first use.
     fn of(problem: ConvProblem) -> Result<Arc<Plan>, CudnnError> {
-        /// The plans made, by problem, exactness and determinism.
-        type Plans = HashMap<(ConvProblem, bool, bool), Arc<Plan>>;
+        /// The plans made, by problem, exactness, determinism and whether the graph API is on.
+        type Plans = HashMap<(ConvProblem, ([bool; 2], GraphUse)), Arc<Plan>>;
         static PLANS: OnceLock<Mutex<Plans>> = OnceLock::new();
         let exact = !tf32().load(Ordering::Relaxed);
         let deterministic = deterministic_only().load(Ordering::Relaxed);
+        let settings = ([exact, deterministic], graph::graph_use());
         let mut plans = PLANS.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(plan) = plans.get(&(problem, exact, deterministic)) {
+        if let Some(plan) = plans.get(&(problem, settings)) {
             return Ok(plan.clone());
         }
-        let plan = Arc::new(Plan::new(problem, exact, deterministic)?);
-        plans.insert((problem, exact, deterministic), plan.clone());
+        let plan = Arc::new(Plan::new(problem, settings)?);
+        plans.insert((problem, settings), plan.clone());
         Ok(plan)
     }
 }
@@ -339,7 +356,7 @@ fn run(pass: Pass, problem: ConvProblem, inputs: [&CudaTensor; 2], dtype: DType)
     if plan.no_algorithm[pass as usize].load(Ordering::Relaxed) {
         return Err(format!("{pass:?}: no algorithm was found for this problem"));
     }
-    let known = plan.algorithms.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[pass as usize];
+    let known = plan.algorithms.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[pass as usize].clone();
     let algorithm = match known {
         Some(algorithm) => algorithm,
         None => {
@@ -347,7 +364,7 @@ fn run(pass: Pass, problem: ConvProblem, inputs: [&CudaTensor; 2], dtype: DType)
             let held = buffers(&[inputs[0], inputs[1], &output], Some(&workspace))?;
             let algorithm = with_handle(device, held.stream, |handle| {
                 let [a, b, out, ws] = held.pointers[..] else { unreachable!("four buffers") };
-                search(&plan, pass, handle, [a, b], out, ws)
+                search(&plan, pass, (handle, held.stream), [a, b], out, ws)
             })
             .inspect_err(|_| plan.no_algorithm[pass as usize].store(true, Ordering::Relaxed))?;
             drop(held);
@@ -366,12 +383,15 @@ fn run(pass: Pass, problem: ConvProblem, inputs: [&CudaTensor; 2], dtype: DType)
         // SAFETY: the pointers are live buffers of the sizes the descriptors give (contiguous,
         // shapes checked by ConvProblem and the callers), held until the call is enqueued; the
         // workspace is as large as the algorithm asked.
-        unsafe { enqueue(&plan, handle, algorithm, [a, b], out, (ws, algorithm.workspace())) }
+        unsafe { enqueue(&plan, handle, &algorithm, [a, b], out, (ws, algorithm.workspace())) }
             .map_err(|e| format!("{pass:?}: {e}"))?;
         if sync {
             cudarc::driver::result::ctx::synchronize().map_err(|e| format!("synchronise: {e:?}"))?;
         }
         CALLS.fetch_add(1, Ordering::Relaxed);
+        if matches!(algorithm, Algorithm::Graph(_)) {
+            GRAPH_CALLS.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(())
     })?;
     Ok(output)
@@ -388,16 +408,17 @@ fn ptr(address: u64) -> *mut c_void {
 unsafe fn enqueue(
     plan: &Plan,
     handle: sys::cudnnHandle_t,
-    algorithm: Algorithm,
+    algorithm: &Algorithm,
     [a, b]: [u64; 2],
     out: u64,
     (workspace, workspace_size): (u64, usize),
-) -> Result<(), CudnnError> {
+) -> Result<(), String> {
     let (one, zero) = (1f32, 0f32);
     let (one, zero) = (&one as *const f32 as *const c_void, &zero as *const f32 as *const c_void);
     // SAFETY: as the function says.
     unsafe {
-        match algorithm {
+        match *algorithm {
+            Algorithm::Graph(ref graph_plan) => return graph_plan.execute(handle, [a, b], out, workspace),
             Algorithm::Output(algo, _) => sys::cudnnConvolutionForward(
                 handle,
                 one,
@@ -445,24 +466,25 @@ unsafe fn enqueue(
             ),
         }
         .result()
+        .map_err(|e| e.to_string())
     }
 }
 
 /// Times every algorithm of `pass` on the real buffers (cuDNN's search, which waits for the
 /// device) and keeps the fastest that ran, with exact f32 only the FMA ones, when asked only
-/// deterministic ones; sets the pass's
-/// convolution descriptor to its math.
+/// deterministic ones; sets the pass's convolution descriptor to its math. Where the graph API
+/// is on ([`graph::use_graph`]), its heuristics' plans are timed too, and the fastest of all kept.
 fn search(
     plan: &Plan,
     pass: Pass,
-    handle: sys::cudnnHandle_t,
+    (handle, stream): (sys::cudnnHandle_t, cudarc::driver::sys::CUstream),
     [a, b]: [u64; 2],
     out: u64,
     workspace: u64,
 ) -> Result<Algorithm, String> {
     let mut algorithms = plan.algorithms.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(algorithm) = algorithms[pass as usize] {
-        return Ok(algorithm);
+    if let Some(algorithm) = &algorithms[pass as usize] {
+        return Ok(algorithm.clone());
     }
     let convolution = plan.convolution[pass as usize];
     let allowed = |math: sys::cudnnMathType_t, determinism: sys::cudnnDeterminism_t| {
@@ -498,7 +520,7 @@ fn search(
                     results[..count as usize]
                         .iter()
                         .find(|r| r.status == ok && allowed(r.mathType, r.determinism))
-                        .map(|r| (Algorithm::Output(r.algo, r.memory), r.mathType))
+                        .map(|r| (Algorithm::Output(r.algo, r.memory), r.mathType, r.time))
                 })
             }
             Pass::InputGrad => {
@@ -523,7 +545,7 @@ fn search(
                     results[..count as usize]
                         .iter()
                         .find(|r| r.status == ok && allowed(r.mathType, r.determinism))
-                        .map(|r| (Algorithm::InputGrad(r.algo, r.memory), r.mathType))
+                        .map(|r| (Algorithm::InputGrad(r.algo, r.memory), r.mathType, r.time))
                 })
             }
             Pass::WeightGrad => {
@@ -548,19 +570,51 @@ fn search(
                     results[..count as usize]
                         .iter()
                         .find(|r| r.status == ok && allowed(r.mathType, r.determinism))
-                        .map(|r| (Algorithm::WeightGrad(r.algo, r.memory), r.mathType))
+                        .map(|r| (Algorithm::WeightGrad(r.algo, r.memory), r.mathType, r.time))
                 })
             }
         }
     };
-    let (algorithm, math) = found
-        .map_err(|e| format!("{pass:?} algorithm search: {e}"))?
-        .ok_or_else(|| format!("{pass:?}: no algorithm ran for {:?}", plan.problem))?;
-    // SAFETY: the descriptor is live; no call reads it while the lock is held.
-    unsafe { cudarc::cudnn::result::set_convolution_math_type(convolution, math) }
-        .map_err(|e| format!("cudnnSetConvolutionMathType: {e}"))?;
-    tracing::debug!("cuDNN {pass:?} of {:?}: {algorithm:?}, {math:?}", plan.problem);
-    algorithms[pass as usize] = Some(algorithm);
+    let legacy = found.map_err(|e| format!("{pass:?} algorithm search: {e}"))?;
+    let graph = if plan.graph != GraphUse::Off {
+        let buffers = [a, b, out];
+        let settings = [plan.exact, plan.deterministic];
+        let graph_pass = match pass {
+            Pass::Output => GraphPass::Output,
+            Pass::InputGrad => GraphPass::InputGrad,
+            Pass::WeightGrad => GraphPass::WeightGrad,
+        };
+        let workspace = (workspace, SEARCH_WORKSPACE);
+        graph::fastest_plan(handle, stream, &plan.problem, graph_pass, settings, buffers, workspace)
+            .inspect_err(|why| tracing::warn!("cuDNN's graph API on {:?}: {why}", plan.problem))
+            .ok()
+            .flatten()
+    } else {
+        None
+    };
+    let algorithm = match (legacy, graph) {
+        (legacy, Some((graph_plan, graph_ms)))
+            if plan.graph == GraphUse::Only
+                || legacy.as_ref().is_none_or(|(_, _, legacy_ms)| graph_ms < *legacy_ms) =>
+        {
+            let legacy_ms = legacy.map(|(_, _, ms)| ms);
+            tracing::debug!(
+                "cuDNN {pass:?} of {:?}: {graph_plan:?}, {graph_ms:.3} ms (legacy's best {legacy_ms:?} ms)",
+                plan.problem
+            );
+            Algorithm::Graph(Arc::new(graph_plan))
+        }
+        (Some((algorithm, math, legacy_ms)), _) => {
+            // SAFETY: the descriptor is live; no call reads it while the lock is held.
+            unsafe { cudarc::cudnn::result::set_convolution_math_type(convolution, math) }
+                .map_err(|e| format!("cudnnSetConvolutionMathType: {e}"))?;
+            tracing::debug!("cuDNN {pass:?} of {:?}: {algorithm:?}, {math:?}, {legacy_ms:.3} ms", plan.problem);
+            algorithm
+        }
+        // The graph's plan is taken wherever the legacy search found none: never here.
+        _ => return Err(format!("{pass:?}: no algorithm ran for {:?}", plan.problem)),
+    };
+    algorithms[pass as usize] = Some(algorithm.clone());
     Ok(algorithm)
 }
 

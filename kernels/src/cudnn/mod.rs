@@ -7,13 +7,15 @@
 //! maps burn's shapes and options to cuDNN's descriptors and is checked without a GPU.
 
 mod conv;
+mod graph;
 mod library;
 mod problem;
 
 pub use conv::{
     CudaTensor, allow_tf32, calls, conv_transpose2d, conv2d, conv2d_input_grad, conv2d_weight_grad, deterministic,
-    synchronise_every_call, takes,
+    graph_calls, synchronise_every_call, takes,
 };
 pub(crate) use conv::{driver, primary_context_current};
+pub use graph::{GraphUse, use_graph};
 pub use library::status;
 pub use problem::{ConvDataType, ConvProblem, ProblemError};

@@ -1,0 +1,470 @@
+//! One convolution pass through cuDNN's graph API, the backend descriptors torch reaches through
+//! cudnn_frontend: a graph of one operation, the engine configurations cuDNN's heuristics
+//! (mode A) propose for it, each made an execution plan and timed on the real buffers, the
+//! fastest kept. The legacy API's algorithms are a subset of these engines; on an H200 its search
+//! gave most of the step's convolutions kernels without tensor cores (bench/RESULTS.md, "Seventh
+//! contact").
+//!
+//! Off unless `LEROBOT_RS_CUDNN_GRAPH` says otherwise ([`use_graph`]): it has not yet run on a
+//! GPU. With `1`, [`super::conv`]'s search times these plans beside the legacy algorithms and
+//! keeps the fastest; with `only`, it takes the fastest plan wherever one builds (the checks'
+//! way to test the plans themselves).
+
+#![expect(unsafe_code, reason = "cuDNN's backend API is C: raw descriptors, handles and device pointers")]
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use cudarc::cudnn::result::CudnnError;
+use cudarc::cudnn::sys;
+use sys::cudnnBackendAttributeName_t as Attribute;
+use sys::cudnnBackendAttributeType_t as Type;
+use sys::cudnnBackendDescriptorType_t as Kind;
+
+use super::problem::{ConvDataType, ConvProblem};
+
+/// Plans timed per pass at most (the heuristics' first ones that build and fit).
+const CANDIDATES: usize = 8;
+
+/// Timed runs of each candidate, after one untimed.
+const TIMED_RUNS: usize = 3;
+
+/// The byte alignment every buffer is declared with (cubecl's allocations are aligned beyond
+/// it; [`GraphPlan::execute`] checks).
+const ALIGNMENT: u64 = 16;
+
+/// How the algorithm search uses the graph API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GraphUse {
+    /// The legacy API's algorithms only (the default until the graph API has run on a GPU).
+    Off,
+    /// The graph API's plans timed beside the legacy algorithms, the fastest kept.
+    Compete,
+    /// The graph API's fastest plan wherever one builds, the legacy algorithms elsewhere.
+    Only,
+}
+
+static GRAPH: OnceLock<AtomicU8> = OnceLock::new();
+
+fn graph() -> &'static AtomicU8 {
+    GRAPH.get_or_init(|| {
+        let wanted = match std::env::var("LEROBOT_RS_CUDNN_GRAPH").as_deref() {
+            Ok("1") => GraphUse::Compete,
+            Ok("only") => GraphUse::Only,
+            _ => GraphUse::Off,
+        };
+        AtomicU8::new(wanted as u8)
+    })
+}
+
+/// How the search uses the graph API: `LEROBOT_RS_CUDNN_GRAPH` (`1`: compete, `only`; off
+/// otherwise) until [`use_graph`] says otherwise.
+pub(super) fn graph_use() -> GraphUse {
+    match graph().load(Ordering::Relaxed) {
+        1 => GraphUse::Compete,
+        2 => GraphUse::Only,
+        _ => GraphUse::Off,
+    }
+}
+
+/// Sets how the algorithm search uses cuDNN's graph API, for the problems it has not searched
+/// yet in this mode.
+pub fn use_graph(how: GraphUse) {
+    graph().store(how as u8, Ordering::Relaxed);
+}
+
+/// The tensor ids of a convolution's variant pack: the input-shaped tensor, the weight, the
+/// output-shaped tensor.
+const IDS: [i64; 3] = [1, 2, 3];
+
+/// Which of the convolution's passes; the same order as `conv::Pass`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum GraphPass {
+    /// `[x, w]` to `y`.
+    Output,
+    /// `[w, dy]` to `dx`.
+    InputGrad,
+    /// `[x, dy]` to `dw`.
+    WeightGrad,
+}
+
+impl GraphPass {
+    /// The ids of the pass's two inputs and its output, in the order the pointers come.
+    fn ids(self) -> [i64; 3] {
+        let [input, weight, output] = IDS;
+        match self {
+            Self::Output => [input, weight, output],
+            Self::InputGrad => [weight, output, input],
+            Self::WeightGrad => [input, output, weight],
+        }
+    }
+}
+
+/// A backend descriptor, destroyed when dropped.
+struct Descriptor(sys::cudnnBackendDescriptor_t);
+
+impl Drop for Descriptor {
+    fn drop(&mut self) {
+        // SAFETY: created by `Descriptor::new`, destroyed once.
+        unsafe {
+            let _ = sys::cudnnBackendDestroyDescriptor(self.0);
+        }
+    }
+}
+
+// SAFETY: a descriptor is a host-side parameter block; those shared between threads (a plan's)
+// are finalized and only read from then on, and cuDNN lets one plan run from several threads on
+// handles of its device.
+unsafe impl Send for Descriptor {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Descriptor {}
+
+impl Descriptor {
+    fn new(kind: Kind) -> Result<Self, CudnnError> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: `raw` receives the new descriptor.
+        unsafe { sys::cudnnBackendCreateDescriptor(kind, &mut raw) }.result()?;
+        Ok(Self(raw))
+    }
+
+    /// Sets `name` to `values`, each of cuDNN's type `kind` (their Rust layout must be its).
+    fn set<T>(&self, name: Attribute, kind: Type, values: &[T]) -> Result<(), CudnnError> {
+        // SAFETY: `values` holds `len` elements of the layout `kind` names.
+        unsafe {
+            sys::cudnnBackendSetAttribute(self.0, name, kind, values.len() as i64, values.as_ptr() as *const c_void)
+        }
+        .result()
+    }
+
+    /// Sets `name` to the descriptors `values`.
+    fn set_descriptors(&self, name: Attribute, values: &[&Descriptor]) -> Result<(), CudnnError> {
+        let raw: Vec<sys::cudnnBackendDescriptor_t> = values.iter().map(|d| d.0).collect();
+        self.set(name, Type::CUDNN_TYPE_BACKEND_DESCRIPTOR, &raw)
+    }
+
+    fn finalize(self) -> Result<Self, CudnnError> {
+        // SAFETY: a live descriptor whose attributes are set.
+        unsafe { sys::cudnnBackendFinalize(self.0) }.result()?;
+        Ok(self)
+    }
+
+    /// Up to `out.len()` values of `name`, of cuDNN's type `kind`; how many there are (all of
+    /// them where `out` is empty).
+    fn get<T>(&self, name: Attribute, kind: Type, out: &mut [T]) -> Result<usize, CudnnError> {
+        let mut count = 0i64;
+        let values = if out.is_empty() { std::ptr::null_mut() } else { out.as_mut_ptr() as *mut c_void };
+        // SAFETY: `out` has room for the count asked for, of the layout `kind` names.
+        unsafe { sys::cudnnBackendGetAttribute(self.0, name, kind, out.len() as i64, &mut count, values) }.result()?;
+        Ok(count as usize)
+    }
+}
+
+fn data_type(data_type: ConvDataType) -> sys::cudnnDataType_t {
+    match data_type {
+        ConvDataType::F32 => sys::cudnnDataType_t::CUDNN_DATA_FLOAT,
+        ConvDataType::F16 => sys::cudnnDataType_t::CUDNN_DATA_HALF,
+        ConvDataType::Bf16 => sys::cudnnDataType_t::CUDNN_DATA_BFLOAT16,
+    }
+}
+
+/// A contiguous NCHW tensor of `dims` (a weight is `[O, C / groups, kh, kw]`: cuDNN reads the
+/// groups from the channels).
+fn tensor(id: i64, dims: [i32; 4], element: ConvDataType) -> Result<Descriptor, CudnnError> {
+    let dims = dims.map(i64::from);
+    let strides = [dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1];
+    let tensor = Descriptor::new(Kind::CUDNN_BACKEND_TENSOR_DESCRIPTOR)?;
+    tensor.set(Attribute::CUDNN_ATTR_TENSOR_DATA_TYPE, Type::CUDNN_TYPE_DATA_TYPE, &[data_type(element)])?;
+    tensor.set(Attribute::CUDNN_ATTR_TENSOR_DIMENSIONS, Type::CUDNN_TYPE_INT64, &dims)?;
+    tensor.set(Attribute::CUDNN_ATTR_TENSOR_STRIDES, Type::CUDNN_TYPE_INT64, &strides)?;
+    tensor.set(Attribute::CUDNN_ATTR_TENSOR_UNIQUE_ID, Type::CUDNN_TYPE_INT64, &[id])?;
+    tensor.set(Attribute::CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, Type::CUDNN_TYPE_INT64, &[ALIGNMENT as i64])?;
+    tensor.finalize()
+}
+
+/// The convolution: cross-correlation accumulated in f32, with the problem's padding, strides
+/// and dilation.
+fn convolution(problem: &ConvProblem) -> Result<Descriptor, CudnnError> {
+    let two = |values: [i32; 2]| values.map(i64::from);
+    let conv = Descriptor::new(Kind::CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR)?;
+    let float = [sys::cudnnDataType_t::CUDNN_DATA_FLOAT];
+    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_COMP_TYPE, Type::CUDNN_TYPE_DATA_TYPE, &float)?;
+    let mode = [sys::cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION];
+    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_CONV_MODE, Type::CUDNN_TYPE_CONVOLUTION_MODE, &mode)?;
+    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, Type::CUDNN_TYPE_INT64, &[2i64])?;
+    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_DILATIONS, Type::CUDNN_TYPE_INT64, &two(problem.dilation))?;
+    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, Type::CUDNN_TYPE_INT64, &two(problem.stride))?;
+    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, Type::CUDNN_TYPE_INT64, &two(problem.padding))?;
+    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, Type::CUDNN_TYPE_INT64, &two(problem.padding))?;
+    conv.finalize()
+}
+
+/// The graph of `pass` over `problem`: its one operation, `y = 1·conv + 0·y`.
+fn operation_graph(
+    handle: sys::cudnnHandle_t,
+    problem: &ConvProblem,
+    pass: GraphPass,
+) -> Result<[Descriptor; 6], CudnnError> {
+    let [input_id, weight_id, output_id] = IDS;
+    let input = tensor(input_id, problem.input, problem.data_type)?;
+    let weight = tensor(weight_id, problem.weight, problem.data_type)?;
+    let output = tensor(output_id, problem.output, problem.data_type)?;
+    let conv = convolution(problem)?;
+    use Attribute::*;
+    let (kind, [alpha, beta, conv_name], names) = match pass {
+        GraphPass::Output => (
+            Kind::CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+            [
+                CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+                CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+            ],
+            [
+                CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+                CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+                CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+            ],
+        ),
+        GraphPass::InputGrad => (
+            Kind::CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+            [
+                CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+                CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+                CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+            ],
+            [
+                CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+                CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+                CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+            ],
+        ),
+        GraphPass::WeightGrad => (
+            Kind::CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+            [
+                CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+                CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA,
+                CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+            ],
+            [
+                CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+                CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+                CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+            ],
+        ),
+    };
+    let operation = Descriptor::new(kind)?;
+    // The input-shaped, weight and output-shaped tensors, in the roles `names` gives them.
+    for (name, tensor) in names.into_iter().zip([&input, &weight, &output]) {
+        operation.set_descriptors(name, &[tensor])?;
+    }
+    operation.set_descriptors(conv_name, &[&conv])?;
+    operation.set(alpha, Type::CUDNN_TYPE_FLOAT, &[1f32])?;
+    operation.set(beta, Type::CUDNN_TYPE_FLOAT, &[0f32])?;
+    let operation = operation.finalize()?;
+    let graph = Descriptor::new(Kind::CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR)?;
+    graph.set_descriptors(CUDNN_ATTR_OPERATIONGRAPH_OPS, &[&operation])?;
+    graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, Type::CUDNN_TYPE_HANDLE, &[handle])?;
+    let graph = graph.finalize()?;
+    Ok([graph, operation, conv, input, weight, output])
+}
+
+/// An execution plan of one pass, with what it was built from.
+pub(super) struct GraphPlan {
+    plan: Descriptor,
+    _config: Descriptor,
+    /// The graph the plan was built from, its operation and tensors.
+    _graph: Arc<[Descriptor; 6]>,
+    pass: GraphPass,
+    /// The workspace it needs, in bytes.
+    pub workspace: usize,
+    /// cuDNN's number for its engine (for the log).
+    pub engine: i64,
+}
+
+impl std::fmt::Debug for GraphPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "graph engine {} ({} bytes of workspace)", self.engine, self.workspace)
+    }
+}
+
+impl GraphPlan {
+    /// The variant pack of one call: `[a, b]` in, `out` out, as `conv::enqueue` takes them, and
+    /// `workspace` (at least [`GraphPlan::workspace`] bytes, or 0 where none).
+    fn variant_pack(&self, [a, b]: [u64; 2], out: u64, workspace: u64) -> Result<Descriptor, String> {
+        let pointers = [a, b, out];
+        if let Some(unaligned) = pointers.iter().find(|&&p| p % ALIGNMENT != 0) {
+            return Err(format!("a buffer at {unaligned:#x} is not aligned to {ALIGNMENT} bytes"));
+        }
+        let described = || -> Result<Descriptor, CudnnError> {
+            let pack = Descriptor::new(Kind::CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)?;
+            let data: Vec<*mut c_void> = pointers.iter().map(|&p| p as usize as *mut c_void).collect();
+            pack.set(Attribute::CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, Type::CUDNN_TYPE_INT64, &self.pass.ids())?;
+            pack.set(Attribute::CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, Type::CUDNN_TYPE_VOID_PTR, &data)?;
+            let workspace = [workspace as usize as *mut c_void];
+            pack.set(Attribute::CUDNN_ATTR_VARIANT_PACK_WORKSPACE, Type::CUDNN_TYPE_VOID_PTR, &workspace)?;
+            pack.finalize()
+        };
+        described().map_err(|e| format!("variant pack: {e}"))
+    }
+
+    /// Enqueues the call `pack` describes on `handle`'s stream.
+    ///
+    /// # Safety
+    /// The pack's pointers must be live device buffers as large as the problem's shapes say.
+    unsafe fn run(&self, handle: sys::cudnnHandle_t, pack: &Descriptor) -> Result<(), String> {
+        // SAFETY: as the function says; the plan and pack are finalized.
+        unsafe { sys::cudnnBackendExecute(handle, self.plan.0, pack.0) }
+            .result()
+            .map_err(|e| format!("cudnnBackendExecute: {e}"))
+    }
+
+    /// Enqueues the pass on `handle`'s stream: `[a, b]` in, `out` out, as `conv::enqueue` takes
+    /// them, with `workspace` (at least [`GraphPlan::workspace`] bytes, or 0 where none).
+    ///
+    /// # Safety
+    /// The pointers must be live device buffers as large as the problem's shapes say.
+    pub(super) unsafe fn execute(
+        &self,
+        handle: sys::cudnnHandle_t,
+        inputs: [u64; 2],
+        out: u64,
+        workspace: u64,
+    ) -> Result<(), String> {
+        let pack = self.variant_pack(inputs, out, workspace)?;
+        // SAFETY: as the function says.
+        unsafe { self.run(handle, &pack) }
+    }
+}
+
+/// What an engine's numerical notes (cuDNN's numbers, read as such: a newer cuDNN may have notes
+/// this build does not name) allow, as torch filters them: never inputs converted down to a
+/// narrower type; with `exact`, no tensor cores (exact f32); with `deterministic`, no run-to-run
+/// variation.
+fn notes_allow(notes: &[u32], exact: bool, deterministic: bool) -> bool {
+    use sys::cudnnBackendNumericalNote_t as Note;
+    notes.iter().all(|&note| {
+        note != Note::CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS as u32
+            && !(exact && note == Note::CUDNN_NUMERICAL_NOTE_TENSOR_CORE as u32)
+            && !(deterministic && note == Note::CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC as u32)
+    })
+}
+
+/// The plan of one engine configuration, if it builds, the notes allow it and its workspace
+/// fits in `max_workspace`.
+fn plan_of(
+    handle: sys::cudnnHandle_t,
+    config: Descriptor,
+    [exact, deterministic]: [bool; 2],
+    max_workspace: usize,
+) -> Result<Option<(Descriptor, Descriptor, usize, i64)>, CudnnError> {
+    let engine = Descriptor::new(Kind::CUDNN_BACKEND_ENGINE_DESCRIPTOR)?;
+    let mut raw = [engine.0];
+    config.get(Attribute::CUDNN_ATTR_ENGINECFG_ENGINE, Type::CUDNN_TYPE_BACKEND_DESCRIPTOR, &mut raw)?;
+    let mut notes = [0u32; 16];
+    let count = engine.get(Attribute::CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, Type::CUDNN_TYPE_NUMERICAL_NOTE, &mut notes)?;
+    if !notes_allow(&notes[..count.min(notes.len())], exact, deterministic) {
+        return Ok(None);
+    }
+    let mut index = [0i64];
+    engine.get(Attribute::CUDNN_ATTR_ENGINE_GLOBAL_INDEX, Type::CUDNN_TYPE_INT64, &mut index)?;
+    let plan = Descriptor::new(Kind::CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)?;
+    plan.set(Attribute::CUDNN_ATTR_EXECUTION_PLAN_HANDLE, Type::CUDNN_TYPE_HANDLE, &[handle])?;
+    plan.set_descriptors(Attribute::CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, &[&config])?;
+    // An engine the heuristics propose may still not build for this problem: passed over.
+    let Ok(plan) = plan.finalize() else { return Ok(None) };
+    let mut workspace = [0i64];
+    plan.get(Attribute::CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, Type::CUDNN_TYPE_INT64, &mut workspace)?;
+    let workspace = usize::try_from(workspace[0]).unwrap_or(usize::MAX);
+    Ok((workspace <= max_workspace).then_some((plan, config, workspace, index[0])))
+}
+
+/// The engine configurations cuDNN's heuristics (mode A) propose for `graph`, best first.
+fn configurations(graph: &Descriptor) -> Result<Vec<Descriptor>, CudnnError> {
+    let heuristics = Descriptor::new(Kind::CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR)?;
+    heuristics.set_descriptors(Attribute::CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, &[graph])?;
+    let mode = [sys::cudnnBackendHeurMode_t::CUDNN_HEUR_MODE_A];
+    heuristics.set(Attribute::CUDNN_ATTR_ENGINEHEUR_MODE, Type::CUDNN_TYPE_HEUR_MODE, &mode)?;
+    let heuristics = heuristics.finalize()?;
+    let mut none: [sys::cudnnBackendDescriptor_t; 0] = [];
+    let available =
+        heuristics.get(Attribute::CUDNN_ATTR_ENGINEHEUR_RESULTS, Type::CUDNN_TYPE_BACKEND_DESCRIPTOR, &mut none)?;
+    let configs: Vec<Descriptor> =
+        (0..available).map(|_| Descriptor::new(Kind::CUDNN_BACKEND_ENGINECFG_DESCRIPTOR)).collect::<Result<_, _>>()?;
+    let mut raw: Vec<sys::cudnnBackendDescriptor_t> = configs.iter().map(|c| c.0).collect();
+    let filled =
+        heuristics.get(Attribute::CUDNN_ATTR_ENGINEHEUR_RESULTS, Type::CUDNN_TYPE_BACKEND_DESCRIPTOR, &mut raw)?;
+    Ok(configs.into_iter().take(filled).collect())
+}
+
+/// Milliseconds one run of `plan` takes on `stream`, the mean of [`TIMED_RUNS`] after one
+/// untimed.
+fn time(
+    plan: &GraphPlan,
+    handle: sys::cudnnHandle_t,
+    stream: cudarc::driver::sys::CUstream,
+    [a, b, out, workspace]: [u64; 4],
+) -> Result<f32, String> {
+    use cudarc::driver::result::event;
+    let driver = super::conv::driver;
+    let pack = plan.variant_pack([a, b], out, workspace)?;
+    let flags = cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
+    let (start, end) = (event::create(flags).map_err(driver)?, event::create(flags).map_err(driver)?);
+    // SAFETY: the buffers are the search's, live and as large as the problem says; the events
+    // are created above, recorded on the handle's stream and destroyed below.
+    let timed = unsafe {
+        (|| {
+            plan.run(handle, &pack)?;
+            event::record(start, stream).map_err(driver)?;
+            for _ in 0..TIMED_RUNS {
+                plan.run(handle, &pack)?;
+            }
+            event::record(end, stream).map_err(driver)?;
+            event::synchronize(end).map_err(driver)?;
+            event::elapsed(start, end).map_err(driver)
+        })()
+    };
+    // SAFETY: created above; nothing waits on them now.
+    unsafe {
+        let _ = event::destroy(start);
+        let _ = event::destroy(end);
+    }
+    Ok(timed? / TIMED_RUNS as f32)
+}
+
+/// The fastest of the plans cuDNN's heuristics propose for `pass` over `problem`, timed on the
+/// search's buffers (`[a, b, out]` as `conv::enqueue` takes them, and a workspace of
+/// `max_workspace` bytes), with its time in milliseconds; `None` where none builds.
+#[allow(clippy::too_many_arguments, reason = "the search's buffers and settings, passed through")]
+pub(super) fn fastest_plan(
+    handle: sys::cudnnHandle_t,
+    stream: cudarc::driver::sys::CUstream,
+    problem: &ConvProblem,
+    pass: GraphPass,
+    [exact, deterministic]: [bool; 2],
+    [a, b, out]: [u64; 3],
+    (workspace, max_workspace): (u64, usize),
+) -> Result<Option<(GraphPlan, f32)>, String> {
+    let exact = exact && problem.data_type == ConvDataType::F32;
+    let said = |what: &'static str| move |e: CudnnError| format!("{what}: {e}");
+    let graph = Arc::new(operation_graph(handle, problem, pass).map_err(said("graph"))?);
+    let mut best: Option<(GraphPlan, f32)> = None;
+    let mut tried = 0;
+    for config in configurations(&graph[0]).map_err(said("heuristics"))? {
+        if tried == CANDIDATES {
+            break;
+        }
+        let Some((plan, config, workspace_size, engine)) =
+            plan_of(handle, config, [exact, deterministic], max_workspace).map_err(said("plan"))?
+        else {
+            continue;
+        };
+        tried += 1;
+        let plan = GraphPlan { plan, _config: config, _graph: graph.clone(), pass, workspace: workspace_size, engine };
+        match time(&plan, handle, stream, [a, b, out, workspace]) {
+            Ok(ms) if best.as_ref().is_none_or(|(_, fastest)| ms < *fastest) => best = Some((plan, ms)),
+            Ok(_) => {}
+            Err(why) => tracing::debug!("cuDNN {plan:?} for {pass:?} of {problem:?} did not run: {why}"),
+        }
+    }
+    Ok(best)
+}

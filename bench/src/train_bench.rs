@@ -123,6 +123,18 @@ pub struct LoopFigures {
     pub data_wait_share: f64,
 }
 
+/// What a run pays before its steps reach their pace.
+#[derive(Debug, Clone, Serialize)]
+pub struct StartUp {
+    /// From the task's start to its first step: the dataset opened, the model initialised on
+    /// the device (its kernels compiled, where they are not in the kernel cache), the first
+    /// batch loaded and the uploads timed, ms.
+    pub setup_ms: f64,
+    /// The first step, warm-up included in the figure: the step's kernels compiled where the
+    /// cache does not have them, and cuDNN's algorithms searched, ms.
+    pub first_step_ms: f64,
+}
+
 /// One batch size's measurement.
 #[derive(Debug, Clone, Serialize)]
 pub struct TrainStepReport {
@@ -148,6 +160,8 @@ pub struct TrainStepReport {
     pub step_ms_min: f64,
     /// Samples per second on the fixed batch.
     pub samples_per_s: f64,
+    /// The time to the first step and the first step's.
+    pub start_up: StartUp,
     /// The losses of every step (warm-up included).
     pub losses: Vec<f64>,
     /// The real loop, when run.
@@ -187,6 +201,7 @@ impl DeviceTask for Task {
     type Output = Result<TrainStepReport>;
 
     fn run<B: Kernels>(self, device: B::Device) -> Result<TrainStepReport> {
+        let task_started = Instant::now();
         let config = self.config()?;
         let policy = &config.policy.config;
         let data = TrainData::open(&config)?;
@@ -233,6 +248,8 @@ impl DeviceTask for Task {
         // Launches so far, read after a synchronisation (each phase's count is the difference).
         let launched = || self.launch_log.as_ref().map_or(0, LaunchLog::settled_count);
         let mut launches = None;
+        let setup_ms = 1e3 * task_started.elapsed().as_secs_f64();
+        let mut first_step_ms = 0.0;
         for step in 0..self.args.warmup + self.args.steps {
             // Each phase timed from its start to the device's synchronisation after it; the
             // launches counted between phases, outside the times.
@@ -261,6 +278,9 @@ impl DeviceTask for Task {
             runner.update(grads, &clipping, step);
             phase(4, started)?;
             times[5] = times[..5].iter().sum();
+            if step == 0 {
+                first_step_ms = times[5];
+            }
             if let Some(log) = &self.launch_log {
                 launches = Some(step_launches(&counts, log.by_kernel(counts[0])));
             }
@@ -332,6 +352,7 @@ impl DeviceTask for Task {
             step_ms_median: totals.get(totals.len() / 2).copied().unwrap_or(0.0),
             step_ms_min: totals.first().copied().unwrap_or(0.0),
             samples_per_s: self.batch as f64 * 1e3 / phases_mean.total.max(1e-9),
+            start_up: StartUp { setup_ms, first_step_ms },
             phases: phases_mean,
             launches,
             losses,
@@ -374,6 +395,8 @@ pub fn run(args: &TrainStepArgs) -> Result<Vec<TrainStepReport>> {
             let report = run_on(args.device, Task { args: args.clone(), batch, launch_log: launch_log.clone() })??;
             // Each cell as it ends: a sweep cut short by a time limit keeps what it measured.
             eprintln!("{}", render(&report));
+            let StartUp { setup_ms, first_step_ms } = report.start_up;
+            eprintln!("start-up: {setup_ms:.0} ms to the first step, which took {first_step_ms:.0} ms");
             if let Some(launches) = &report.launches {
                 eprintln!("{}", render_launches(launches));
                 if let Some(budget) = args.max_launches.filter(|&budget| launches.total > budget) {

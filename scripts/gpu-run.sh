@@ -22,7 +22,8 @@
 #                                their own; fusion's f32 and bf16 steps again with cuDNN's graph
 #                                API competing in the search (LEROBOT_RS_CUDNN_GRAPH=1); with
 #                                BASELINE=1 without cuDNN (f32, 64);
-#                                BUILDS=fusion skips the untuned runs (a list, by spaces or commas)
+#                                BUILDS=fusion skips the untuned runs (a list, by spaces or commas),
+#                                CHECK_ONLY=cudnn (or graph) runs only those checks
 #   scripts/gpu-run.sh profile   each kernel's GPU time (Nsight Compute) in fusion's PushT step,
 #                                f32 and bf16 at batch 64, and cuDNN's chosen algorithms
 #
@@ -153,12 +154,15 @@ case "$stage" in
         | tee -a "$out/steps.txt" || echo "stopped: $label" | tee -a "$out/steps.txt"
     }
     (cd "$work" && RUST_LOG=kernels=info timeout -k 10 "${CHECK_SECONDS:-240}" "$bin/bench-untuned" gpu-check --devices cuda \
-      --work "$work/check") 2>&1 | tee "$out/checks.txt" || echo "the checks failed or stopped" | tee -a "$out/checks.txt"
+      --work "$work/check" ${CHECK_ONLY:+--only "$CHECK_ONLY"}) 2>&1 | tee "$out/checks.txt" \
+      || echo "the checks failed or stopped" | tee -a "$out/checks.txt"
     # Timed, then counted: cubecl's launch log costs host time, so a counted step is not timed.
     step untuned "cuDNN, f32" 120 --batch 64,256 --warmup 2 --steps 5
     step fusion "cuDNN, f32, then the real loop" 200 --batch 64,256 --warmup 2 --steps 5 --loop-steps 20 --num-workers 4
     step fusion "cuDNN, bf16" 80 --batch 64 --warmup 2 --steps 5 --precision bf16
-    # cuDNN's graph API's plans timed beside the legacy algorithms (kernels/src/cudnn/graph.rs).
+    # cuDNN's graph API's plans timed beside the legacy algorithms (kernels/src/cudnn/graph.rs),
+    # each pass's choice logged with both times.
+    export RUST_LOG=${RUST_LOG:-kernels::cudnn=debug}
     LEROBOT_RS_CUDNN_GRAPH=1 step fusion "cuDNN with its graph API, f32" 120 --batch 64,256 --warmup 2 --steps 5
     LEROBOT_RS_CUDNN_GRAPH=1 step fusion "cuDNN with its graph API, bf16" 80 --batch 64 --warmup 2 --steps 5 \
       --precision bf16

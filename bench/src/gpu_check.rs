@@ -40,51 +40,75 @@ pub struct GpuCheckArgs {
     /// Where the small images-in-parquet dataset and the runs are written.
     #[arg(long, default_value = "target/bench/gpu-check")]
     pub work: PathBuf,
+    /// Only the checks whose name holds this text (`cudnn`: cuDNN's; `graph`: its graph API's);
+    /// every check where absent.
+    #[arg(long)]
+    pub only: Option<String>,
 }
 
-/// Runs every check for every device; each line says what was compared and how far apart. An
-/// error names the first check that failed (the others still run and print).
+/// The checks run so far: their lines, and the names of those that failed.
+struct Checks<'a> {
+    only: Option<&'a str>,
+    lines: Vec<String>,
+    failures: Vec<String>,
+}
+
+impl Checks<'_> {
+    /// Runs `check`, named `what`, unless `--only` leaves it out, and prints its line.
+    fn run(&mut self, what: String, check: impl FnOnce() -> Result<String>) {
+        if self.only.is_some_and(|only| !what.contains(only)) {
+            return;
+        }
+        let line = check().unwrap_or_else(|e| {
+            self.failures.push(what.clone());
+            format!("FAILED {what}: {e:#}")
+        });
+        println!("{line}");
+        self.lines.push(line);
+    }
+}
+
+/// Runs every check (or those `--only` names) for every device; each line says what was
+/// compared and how far apart. An error names the checks that failed (the others still run and
+/// print).
 pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
     let root = small_dataset(&args.work)?;
     let plain = inputs(&root, false)?;
     let augmented = inputs(&root, true)?;
-    let mut lines = Vec::new();
-    let mut failures = Vec::new();
-    let mut record = |what: String, result: Result<String>| {
-        let line = result.unwrap_or_else(|e| {
-            failures.push(what.clone());
-            format!("FAILED {what}: {e:#}")
-        });
-        println!("{line}");
-        lines.push(line);
-    };
+    let mut checks = Checks { only: args.only.as_deref(), lines: Vec::new(), failures: Vec::new() };
     for &device in &args.devices {
-        record(format!("{device} step"), check_step(device, &plain, false));
-        record(format!("{device} half-precision copies"), check_half_precision_copies(device, &plain));
-        record(format!("{device} inputs"), check_pipeline(device, &augmented, false));
-        record(format!("{device} yuv frames"), check_yuv_frames(device));
+        checks.run(format!("{device} step"), || check_step(device, &plain, false));
+        checks.run(format!("{device} half-precision copies"), || check_half_precision_copies(device, &plain));
+        checks.run(format!("{device} inputs"), || check_pipeline(device, &augmented, false));
+        checks.run(format!("{device} yuv frames"), || check_yuv_frames(device));
         if device == DeviceKind::Cuda {
-            record(format!("{device} yuv frames timed"), time_yuv_frames(device));
+            checks.run(format!("{device} yuv frames timed"), || time_yuv_frames(device));
         }
-        record(format!("{device} to cpu"), check_resume(device, DeviceKind::Cpu, &root, false));
-        record(format!("cpu to {device}"), check_resume(DeviceKind::Cpu, device, &root, false));
+        checks.run(format!("{device} to cpu"), || check_resume(device, DeviceKind::Cpu, &root, false));
+        checks.run(format!("cpu to {device}"), || check_resume(DeviceKind::Cpu, device, &root, false));
         #[cfg(feature = "cudnn")]
         if device == DeviceKind::Cuda {
             use crate::cudnn_check::check_convolutions;
-            record("cudnn exact f32".into(), check_convolutions(burn::tensor::DType::F32, false));
-            record("cudnn tf32".into(), check_convolutions(burn::tensor::DType::F32, true));
-            record("cudnn bf16".into(), check_convolutions(burn::tensor::DType::BF16, true));
+            use burn::tensor::DType;
+            use kernels::cudnn::{GraphUse, use_graph};
+            checks.run("cudnn exact f32".into(), || check_convolutions(DType::F32, false));
+            checks.run("cudnn tf32".into(), || check_convolutions(DType::F32, true));
+            checks.run("cudnn bf16".into(), || check_convolutions(DType::BF16, true));
             // The graph API's plans wherever one builds (kernels/src/cudnn/graph.rs).
-            kernels::cudnn::use_graph(kernels::cudnn::GraphUse::Only);
-            record("cudnn graph exact f32".into(), check_convolutions(burn::tensor::DType::F32, false));
-            record("cudnn graph tf32".into(), check_convolutions(burn::tensor::DType::F32, true));
-            record("cudnn graph bf16".into(), check_convolutions(burn::tensor::DType::BF16, true));
-            kernels::cudnn::use_graph(kernels::cudnn::GraphUse::Off);
-            record("cudnn stream ordering".into(), check_stream_ordering(&plain));
+            let on_graph = |dtype, tf32| {
+                use_graph(GraphUse::Only);
+                let checked = check_convolutions(dtype, tf32);
+                use_graph(GraphUse::Off);
+                checked
+            };
+            checks.run("cudnn graph exact f32".into(), || on_graph(DType::F32, false));
+            checks.run("cudnn graph tf32".into(), || on_graph(DType::F32, true));
+            checks.run("cudnn graph bf16".into(), || on_graph(DType::BF16, true));
+            checks.run("cudnn stream ordering".into(), || check_stream_ordering(&plain));
         }
     }
-    ensure!(failures.is_empty(), "checks failed: {}", failures.join(", "));
-    Ok(lines)
+    ensure!(checks.failures.is_empty(), "checks failed: {}", checks.failures.join(", "));
+    Ok(checks.lines)
 }
 
 /// A small images-in-parquet dataset (no FFmpeg needed), written once under `work`.

@@ -37,7 +37,8 @@ fn the_checks_find_the_cpu_equal_to_itself() {
 fn a_gpu_matches_the_cpu() {
     let dir = work("gpu");
     let devices = std::env::var("GPU_CHECK_DEVICES").unwrap_or_else(|_| "cuda".into());
-    let args = GpuCheckArgs { devices: devices.split(',').map(|d| d.parse().unwrap()).collect(), work: dir };
+    let devices = devices.split(',').map(|d| d.parse().unwrap()).collect();
+    let args = GpuCheckArgs { devices, work: dir, only: std::env::var("GPU_CHECK_ONLY").ok() };
     run(&args).unwrap();
 }
 

@@ -115,8 +115,9 @@ fn operands(input: [usize; 4], weight: [usize; 4], fan_in: usize) -> [Tensor<Fle
 
 /// Each case's three passes through cuDNN (`dtype`, TF32 allowed or not) against Flex's f32 and
 /// burn's own cuda convolution, then the U-Net's transposed convolutions the same way; the
-/// worst relative error of each pass.
-pub fn check_convolutions(dtype: DType, tf32: bool) -> Result<String> {
+/// worst relative error of each pass. With `all_by_graph` (the search set to the graph API
+/// only), every pass must have run a plan of cuDNN's graph API.
+pub fn check_convolutions(dtype: DType, tf32: bool, all_by_graph: bool) -> Result<String> {
     kernels::cudnn::status().as_ref().map_err(|why| anyhow::anyhow!("{why}"))?;
     kernels::cudnn::allow_tf32(tf32);
     let tolerance = match (dtype, tf32) {
@@ -182,6 +183,11 @@ pub fn check_convolutions(dtype: DType, tf32: bool) -> Result<String> {
     }
     kernels::cudnn::allow_tf32(true);
     let passes = 3 * (cases().len() + transposed_cases().len());
+    let by_graph = kernels::cudnn::graph_calls() - graph_calls;
+    ensure!(
+        !all_by_graph || by_graph == passes as u64,
+        "the graph API's plans ran {by_graph} of the {passes} passes (the log says why not the others)"
+    );
     Ok(format!(
         "cuDNN {dtype:?}{} (tolerance {tolerance:.0e} vs Flex; output, input grad, weight grad): {} convolutions, {}; \
          {} transposed, {}; {} of the {passes} passes by the graph API's plans",
@@ -190,6 +196,6 @@ pub fn check_convolutions(dtype: DType, tf32: bool) -> Result<String> {
         worst.said(),
         transposed_cases().len(),
         worst_transposed.said(),
-        kernels::cudnn::graph_calls() - graph_calls,
+        by_graph,
     ))
 }

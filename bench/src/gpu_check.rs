@@ -91,13 +91,13 @@ pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
             use crate::cudnn_check::check_convolutions;
             use burn::tensor::DType;
             use kernels::cudnn::{GraphUse, use_graph};
-            checks.run("cudnn exact f32".into(), || check_convolutions(DType::F32, false));
-            checks.run("cudnn tf32".into(), || check_convolutions(DType::F32, true));
-            checks.run("cudnn bf16".into(), || check_convolutions(DType::BF16, true));
+            checks.run("cudnn exact f32".into(), || check_convolutions(DType::F32, false, false));
+            checks.run("cudnn tf32".into(), || check_convolutions(DType::F32, true, false));
+            checks.run("cudnn bf16".into(), || check_convolutions(DType::BF16, true, false));
             // The graph API's plans wherever one builds (kernels/src/cudnn/graph.rs).
             let on_graph = |dtype, tf32| {
                 use_graph(GraphUse::Only);
-                let checked = check_convolutions(dtype, tf32);
+                let checked = check_convolutions(dtype, tf32, true);
                 use_graph(GraphUse::Off);
                 checked
             };

@@ -52,14 +52,16 @@ enum Algorithm {
     Output(sys::cudnnConvolutionFwdAlgo_t, usize),
     InputGrad(sys::cudnnConvolutionBwdDataAlgo_t, usize),
     WeightGrad(sys::cudnnConvolutionBwdFilterAlgo_t, usize),
-    Graph(Arc<GraphPlan>),
+    /// A graph plan, and the legacy search's algorithm for calls it cannot take (buffers not
+    /// aligned as the plan declares them).
+    Graph(Arc<GraphPlan>, Option<Box<Algorithm>>),
 }
 
 impl Algorithm {
     fn workspace(&self) -> usize {
         match self {
             Self::Output(_, bytes) | Self::InputGrad(_, bytes) | Self::WeightGrad(_, bytes) => *bytes,
-            Self::Graph(plan) => plan.workspace,
+            Self::Graph(plan, legacy) => plan.workspace.max(legacy.as_ref().map_or(0, |l| l.workspace())),
         }
     }
 }
@@ -249,17 +251,10 @@ impl Drop for Plan {
     }
 }
 
-/// A cuDNN handle of this thread for one device.
+/// A cuDNN handle of this thread for one device. Never destroyed: the graph API's plans, kept
+/// for the process, hold the handle they were built with (torch keeps its pooled handles for
+/// the same reason); a thread that ends leaves its few kilobytes behind.
 struct Handle(sys::cudnnHandle_t);
-
-impl Drop for Handle {
-    fn drop(&mut self) {
-        // SAFETY: created by `with_handle`, destroyed once.
-        unsafe {
-            let _ = cudarc::cudnn::result::destroy_handle(self.0);
-        }
-    }
-}
 
 /// A CUDA driver call's error, said.
 pub(crate) fn driver(e: cudarc::driver::DriverError) -> String {
@@ -389,7 +384,7 @@ fn run(pass: Pass, problem: ConvProblem, inputs: [&CudaTensor; 2], dtype: DType)
             cudarc::driver::result::ctx::synchronize().map_err(|e| format!("synchronise: {e:?}"))?;
         }
         CALLS.fetch_add(1, Ordering::Relaxed);
-        if matches!(algorithm, Algorithm::Graph(_)) {
+        if matches!(algorithm, Algorithm::Graph(..)) {
             GRAPH_CALLS.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
@@ -418,7 +413,14 @@ unsafe fn enqueue(
     // SAFETY: as the function says.
     unsafe {
         match *algorithm {
-            Algorithm::Graph(ref graph_plan) => return graph_plan.execute(handle, [a, b], out, workspace),
+            Algorithm::Graph(ref graph_plan, ref legacy) => {
+                return match legacy {
+                    Some(legacy) if !graph_plan.takes([a, b, out]) => {
+                        enqueue(plan, handle, legacy, [a, b], out, (workspace, workspace_size))
+                    }
+                    _ => graph_plan.execute(handle, [a, b], out, workspace),
+                };
+            }
             Algorithm::Output(algo, _) => sys::cudnnConvolutionForward(
                 handle,
                 one,
@@ -575,7 +577,14 @@ fn search(
             }
         }
     };
-    let legacy = found.map_err(|e| format!("{pass:?} algorithm search: {e}"))?;
+    let legacy = match found {
+        Ok(legacy) => legacy,
+        Err(e) if plan.graph == GraphUse::Off => return Err(format!("{pass:?} algorithm search: {e}")),
+        Err(e) => {
+            tracing::debug!("cuDNN's legacy search on {:?} failed ({e}): its graph API alone", plan.problem);
+            None
+        }
+    };
     let graph = if plan.graph != GraphUse::Off {
         let buffers = [a, b, out];
         let settings = [plan.exact, plan.deterministic];
@@ -592,27 +601,35 @@ fn search(
     } else {
         None
     };
+    // The legacy algorithm's math on the pass's descriptor, for it or as the graph plan's
+    // fallback.
+    if let Some((_, math, _)) = &legacy {
+        // SAFETY: the descriptor is live; no call reads it while the lock is held.
+        unsafe { cudarc::cudnn::result::set_convolution_math_type(convolution, *math) }
+            .map_err(|e| format!("cudnnSetConvolutionMathType: {e}"))?;
+    }
     let algorithm = match (legacy, graph) {
         (legacy, Some((graph_plan, graph_ms)))
             if plan.graph == GraphUse::Only
                 || legacy.as_ref().is_none_or(|(_, _, legacy_ms)| graph_ms < *legacy_ms) =>
         {
-            let legacy_ms = legacy.map(|(_, _, ms)| ms);
+            let legacy_ms = legacy.as_ref().map(|(_, _, ms)| *ms);
             tracing::debug!(
                 "cuDNN {pass:?} of {:?}: {graph_plan:?}, {graph_ms:.3} ms (legacy's best {legacy_ms:?} ms)",
                 plan.problem
             );
-            Algorithm::Graph(Arc::new(graph_plan))
+            Algorithm::Graph(Arc::new(graph_plan), legacy.map(|(algorithm, _, _)| Box::new(algorithm)))
         }
-        (Some((algorithm, math, legacy_ms)), _) => {
-            // SAFETY: the descriptor is live; no call reads it while the lock is held.
-            unsafe { cudarc::cudnn::result::set_convolution_math_type(convolution, math) }
-                .map_err(|e| format!("cudnnSetConvolutionMathType: {e}"))?;
-            tracing::debug!("cuDNN {pass:?} of {:?}: {algorithm:?}, {math:?}, {legacy_ms:.3} ms", plan.problem);
+        (Some((algorithm, math, legacy_ms)), graph) => {
+            let graph_ms = graph.map(|(_, ms)| ms);
+            tracing::debug!(
+                "cuDNN {pass:?} of {:?}: {algorithm:?}, {math:?}, {legacy_ms:.3} ms (the graph's best {graph_ms:?} ms)",
+                plan.problem
+            );
             algorithm
         }
-        // The graph's plan is taken wherever the legacy search found none: never here.
-        _ => return Err(format!("{pass:?}: no algorithm ran for {:?}", plan.problem)),
+        (None, None) => return Err(format!("{pass:?}: no algorithm ran for {:?}", plan.problem)),
+        (None, Some(_)) => unreachable!("a graph plan without a legacy algorithm is taken above"),
     };
     algorithms[pass as usize] = Some(algorithm.clone());
     Ok(algorithm)
@@ -625,13 +642,14 @@ fn problem(x: &CudaTensor, w: &CudaTensor, options: &ConvOptions<2>) -> Option<C
     problem.map_err(|e| tracing::debug!("burn's convolution: {e}")).ok()
 }
 
-/// Says once per problem and pass why cuDNN failed (burn's convolution runs instead).
+/// Says once per problem and pass why cuDNN failed (burn's own convolution or transposed
+/// convolution runs instead).
 fn fell_back(problem: ConvProblem, pass: Pass, why: String) {
     static SAID: OnceLock<Mutex<Vec<(ConvProblem, Pass)>>> = OnceLock::new();
     let mut said = SAID.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if !said.contains(&(problem, pass)) {
         said.push((problem, pass));
-        tracing::warn!("cuDNN failed on {problem:?} ({why}): burn's convolution instead");
+        tracing::warn!("cuDNN failed on {problem:?} ({why}): burn's own operation instead");
     }
 }
 

@@ -113,9 +113,10 @@ impl Drop for Descriptor {
     }
 }
 
-// SAFETY: a descriptor is a host-side parameter block; those shared between threads (a plan's)
-// are finalized and only read from then on, and cuDNN lets one plan run from several threads on
-// handles of its device.
+// SAFETY: a descriptor is a host-side parameter block. The only ones shared between threads
+// are a kept plan's, finalized and only read from then on (by `cudnnBackendExecute`, on the
+// calling thread's own handle, never destroyed: `conv::Handle`), as torch runs its cached
+// cuDNN plans from any thread; the others live on the thread that made them.
 unsafe impl Send for Descriptor {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for Descriptor {}
@@ -288,6 +289,11 @@ impl std::fmt::Debug for GraphPlan {
 }
 
 impl GraphPlan {
+    /// Whether the buffers `pointers` are aligned as the plan declares them.
+    pub(super) fn takes(&self, pointers: [u64; 3]) -> bool {
+        pointers.iter().all(|&p| p % ALIGNMENT == 0)
+    }
+
     /// The variant pack of one call: `[a, b]` in, `out` out, as `conv::enqueue` takes them, and
     /// `workspace` (at least [`GraphPlan::workspace`] bytes, or 0 where none).
     fn variant_pack(&self, [a, b]: [u64; 2], out: u64, workspace: u64) -> Result<Descriptor, String> {
@@ -350,8 +356,21 @@ fn notes_allow(notes: &[u32], exact: bool, deterministic: bool) -> bool {
 }
 
 /// The plan of one engine configuration, if it builds, the notes allow it and its workspace
-/// fits in `max_workspace`.
+/// fits in `max_workspace`: the plan, the configuration, its workspace and its engine's
+/// number. A configuration cuDNN fails to describe is passed over, said in the debug log.
 fn plan_of(
+    handle: sys::cudnnHandle_t,
+    config: Descriptor,
+    settings: [bool; 2],
+    max_workspace: usize,
+) -> Option<(Descriptor, Descriptor, usize, i64)> {
+    try_plan_of(handle, config, settings, max_workspace)
+        .inspect_err(|e| tracing::debug!("cuDNN's graph API: an engine configuration passed over: {e}"))
+        .ok()
+        .flatten()
+}
+
+fn try_plan_of(
     handle: sys::cudnnHandle_t,
     config: Descriptor,
     [exact, deterministic]: [bool; 2],
@@ -408,7 +427,15 @@ fn time(
     let driver = super::conv::driver;
     let pack = plan.variant_pack([a, b], out, workspace)?;
     let flags = cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
-    let (start, end) = (event::create(flags).map_err(driver)?, event::create(flags).map_err(driver)?);
+    let start = event::create(flags).map_err(driver)?;
+    let end = match event::create(flags) {
+        Ok(end) => end,
+        Err(e) => {
+            // SAFETY: created above; nothing waits on it.
+            let _ = unsafe { event::destroy(start) };
+            return Err(driver(e));
+        }
+    };
     // SAFETY: the buffers are the search's, live and as large as the problem says; the events
     // are created above, recorded on the handle's stream and destroyed below.
     let timed = unsafe {
@@ -434,7 +461,6 @@ fn time(
 /// The fastest of the plans cuDNN's heuristics propose for `pass` over `problem`, timed on the
 /// search's buffers (`[a, b, out]` as `conv::enqueue` takes them, and a workspace of
 /// `max_workspace` bytes), with its time in milliseconds; `None` where none builds.
-#[allow(clippy::too_many_arguments, reason = "the search's buffers and settings, passed through")]
 pub(super) fn fastest_plan(
     handle: sys::cudnnHandle_t,
     stream: cudarc::driver::sys::CUstream,
@@ -454,7 +480,7 @@ pub(super) fn fastest_plan(
             break;
         }
         let Some((plan, config, workspace_size, engine)) =
-            plan_of(handle, config, [exact, deterministic], max_workspace).map_err(said("plan"))?
+            plan_of(handle, config, [exact, deterministic], max_workspace)
         else {
             continue;
         };

@@ -311,9 +311,10 @@ pub trait Kernels: Backend {
     }
 
     /// The gradient of [`Kernels::conv_transpose2d_no_bias`] with respect to `weight`, given the
-    /// output's: the transposed convolution's weight gradient, with `output_grad` as its input
-    /// and `x` as its output gradient, through [`Kernels::conv2d_weight_grad`] where the
-    /// backend has its own convolution, burn's otherwise.
+    /// output's: the weight gradient of the convolution it transposes, with `output_grad` as
+    /// that convolution's input and `x` as its output gradient, through
+    /// [`Kernels::conv2d_weight_grad`] where the backend has its own convolution, burn's
+    /// otherwise.
     fn conv_transpose2d_weight_grad(
         x: FloatTensor<Self>,
         weight: FloatTensor<Self>,

@@ -129,19 +129,17 @@ impl Descriptor {
         Ok(Self(raw))
     }
 
-    /// Sets `name` to `values`, each of cuDNN's type `kind` (their Rust layout must be its).
-    fn set<T>(&self, name: Attribute, kind: Type, values: &[T]) -> Result<(), CudnnError> {
-        // SAFETY: `values` holds `len` elements of the layout `kind` names.
-        unsafe {
-            sys::cudnnBackendSetAttribute(self.0, name, kind, values.len() as i64, values.as_ptr() as *const c_void)
-        }
-        .result()
+    /// Sets `name` to `values`, of the cuDNN type their Rust type has.
+    fn set<T: AttributeValue>(&self, name: Attribute, values: &[T]) -> Result<(), CudnnError> {
+        let (len, values) = (values.len() as i64, values.as_ptr() as *const c_void);
+        // SAFETY: `values` holds `len` elements with the layout of `T::TYPE` (`AttributeValue`).
+        unsafe { sys::cudnnBackendSetAttribute(self.0, name, T::TYPE, len, values) }.result()
     }
 
     /// Sets `name` to the descriptors `values`.
     fn set_descriptors(&self, name: Attribute, values: &[&Descriptor]) -> Result<(), CudnnError> {
-        let raw: Vec<sys::cudnnBackendDescriptor_t> = values.iter().map(|d| d.0).collect();
-        self.set(name, Type::CUDNN_TYPE_BACKEND_DESCRIPTOR, &raw)
+        let raw: Vec<Raw> = values.iter().map(|d| Raw(d.0)).collect();
+        self.set(name, &raw)
     }
 
     fn finalize(self) -> Result<Self, CudnnError> {
@@ -150,15 +148,70 @@ impl Descriptor {
         Ok(self)
     }
 
-    /// Up to `out.len()` values of `name`, of cuDNN's type `kind`; how many there are (all of
-    /// them where `out` is empty).
-    fn get<T>(&self, name: Attribute, kind: Type, out: &mut [T]) -> Result<usize, CudnnError> {
+    /// Up to `out.len()` values of `name`, of the cuDNN type their Rust type has; how many there
+    /// are (all of them where `out` is empty).
+    fn get<T: AttributeValue>(&self, name: Attribute, out: &mut [T]) -> Result<usize, CudnnError> {
         let mut count = 0i64;
-        let values = if out.is_empty() { std::ptr::null_mut() } else { out.as_mut_ptr() as *mut c_void };
-        // SAFETY: `out` has room for the count asked for, of the layout `kind` names.
-        unsafe { sys::cudnnBackendGetAttribute(self.0, name, kind, out.len() as i64, &mut count, values) }.result()?;
+        let (len, values) =
+            (out.len() as i64, if out.is_empty() { std::ptr::null_mut() } else { out.as_mut_ptr() as *mut c_void });
+        // SAFETY: `out` has room for `len` elements with the layout of `T::TYPE`.
+        unsafe { sys::cudnnBackendGetAttribute(self.0, name, T::TYPE, len, &mut count, values) }.result()?;
         Ok(count as usize)
     }
+}
+
+/// A Rust type laid out as one of cuDNN's attribute types, `TYPE`: what [`Descriptor::set`] and
+/// [`Descriptor::get`] pass, so no call can name one type and hand over another.
+///
+/// # Safety
+/// `Self` must have the layout of the C type `TYPE` names.
+unsafe trait AttributeValue: Copy {
+    const TYPE: Type;
+}
+
+/// A backend descriptor as an attribute's value (a plain pointer is a `VOID_PTR`).
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+struct Raw(sys::cudnnBackendDescriptor_t);
+
+// Each implementation below is the C type of the attribute type it names, or a transparent
+// wrapper of it; cuDNN's enums are C `int`s, laid out as cudarc's `repr(u32)` enums and `u32` are.
+// SAFETY: as above.
+unsafe impl AttributeValue for i64 {
+    const TYPE: Type = Type::CUDNN_TYPE_INT64;
+}
+// SAFETY: as above.
+unsafe impl AttributeValue for f32 {
+    const TYPE: Type = Type::CUDNN_TYPE_FLOAT;
+}
+// SAFETY: as above.
+unsafe impl AttributeValue for *mut c_void {
+    const TYPE: Type = Type::CUDNN_TYPE_VOID_PTR;
+}
+// SAFETY: as above.
+unsafe impl AttributeValue for Raw {
+    const TYPE: Type = Type::CUDNN_TYPE_BACKEND_DESCRIPTOR;
+}
+// SAFETY: as above.
+unsafe impl AttributeValue for sys::cudnnHandle_t {
+    const TYPE: Type = Type::CUDNN_TYPE_HANDLE;
+}
+// SAFETY: as above.
+unsafe impl AttributeValue for sys::cudnnDataType_t {
+    const TYPE: Type = Type::CUDNN_TYPE_DATA_TYPE;
+}
+// SAFETY: as above.
+unsafe impl AttributeValue for sys::cudnnConvolutionMode_t {
+    const TYPE: Type = Type::CUDNN_TYPE_CONVOLUTION_MODE;
+}
+// SAFETY: as above.
+unsafe impl AttributeValue for sys::cudnnBackendHeurMode_t {
+    const TYPE: Type = Type::CUDNN_TYPE_HEUR_MODE;
+}
+/// A numerical note read as its number (a newer cuDNN may have notes this build does not name).
+// SAFETY: as above.
+unsafe impl AttributeValue for u32 {
+    const TYPE: Type = Type::CUDNN_TYPE_NUMERICAL_NOTE;
 }
 
 fn data_type(data_type: ConvDataType) -> sys::cudnnDataType_t {
@@ -175,11 +228,11 @@ fn tensor(id: i64, dims: [i32; 4], element: ConvDataType) -> Result<Descriptor, 
     let dims = dims.map(i64::from);
     let strides = [dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1];
     let tensor = Descriptor::new(Kind::CUDNN_BACKEND_TENSOR_DESCRIPTOR)?;
-    tensor.set(Attribute::CUDNN_ATTR_TENSOR_DATA_TYPE, Type::CUDNN_TYPE_DATA_TYPE, &[data_type(element)])?;
-    tensor.set(Attribute::CUDNN_ATTR_TENSOR_DIMENSIONS, Type::CUDNN_TYPE_INT64, &dims)?;
-    tensor.set(Attribute::CUDNN_ATTR_TENSOR_STRIDES, Type::CUDNN_TYPE_INT64, &strides)?;
-    tensor.set(Attribute::CUDNN_ATTR_TENSOR_UNIQUE_ID, Type::CUDNN_TYPE_INT64, &[id])?;
-    tensor.set(Attribute::CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, Type::CUDNN_TYPE_INT64, &[ALIGNMENT as i64])?;
+    tensor.set(Attribute::CUDNN_ATTR_TENSOR_DATA_TYPE, &[data_type(element)])?;
+    tensor.set(Attribute::CUDNN_ATTR_TENSOR_DIMENSIONS, &dims)?;
+    tensor.set(Attribute::CUDNN_ATTR_TENSOR_STRIDES, &strides)?;
+    tensor.set(Attribute::CUDNN_ATTR_TENSOR_UNIQUE_ID, &[id])?;
+    tensor.set(Attribute::CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, &[ALIGNMENT as i64])?;
     tensor.finalize()
 }
 
@@ -189,14 +242,14 @@ fn convolution(problem: &ConvProblem) -> Result<Descriptor, CudnnError> {
     let two = |values: [i32; 2]| values.map(i64::from);
     let conv = Descriptor::new(Kind::CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR)?;
     let float = [sys::cudnnDataType_t::CUDNN_DATA_FLOAT];
-    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_COMP_TYPE, Type::CUDNN_TYPE_DATA_TYPE, &float)?;
+    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_COMP_TYPE, &float)?;
     let mode = [sys::cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION];
-    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_CONV_MODE, Type::CUDNN_TYPE_CONVOLUTION_MODE, &mode)?;
-    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, Type::CUDNN_TYPE_INT64, &[2i64])?;
-    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_DILATIONS, Type::CUDNN_TYPE_INT64, &two(problem.dilation))?;
-    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, Type::CUDNN_TYPE_INT64, &two(problem.stride))?;
-    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, Type::CUDNN_TYPE_INT64, &two(problem.padding))?;
-    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, Type::CUDNN_TYPE_INT64, &two(problem.padding))?;
+    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_CONV_MODE, &mode)?;
+    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, &[2i64])?;
+    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_DILATIONS, &two(problem.dilation))?;
+    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, &two(problem.stride))?;
+    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, &two(problem.padding))?;
+    conv.set(Attribute::CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, &two(problem.padding))?;
     conv.finalize()
 }
 
@@ -259,12 +312,12 @@ fn operation_graph(
         operation.set_descriptors(name, &[tensor])?;
     }
     operation.set_descriptors(conv_name, &[&conv])?;
-    operation.set(alpha, Type::CUDNN_TYPE_FLOAT, &[1f32])?;
-    operation.set(beta, Type::CUDNN_TYPE_FLOAT, &[0f32])?;
+    operation.set(alpha, &[1f32])?;
+    operation.set(beta, &[0f32])?;
     let operation = operation.finalize()?;
     let graph = Descriptor::new(Kind::CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR)?;
     graph.set_descriptors(CUDNN_ATTR_OPERATIONGRAPH_OPS, &[&operation])?;
-    graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, Type::CUDNN_TYPE_HANDLE, &[handle])?;
+    graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, &[handle])?;
     let graph = graph.finalize()?;
     Ok([graph, operation, conv, input, weight, output])
 }
@@ -304,10 +357,10 @@ impl GraphPlan {
         let described = || -> Result<Descriptor, CudnnError> {
             let pack = Descriptor::new(Kind::CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)?;
             let data: Vec<*mut c_void> = pointers.iter().map(|&p| p as usize as *mut c_void).collect();
-            pack.set(Attribute::CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, Type::CUDNN_TYPE_INT64, &self.pass.ids())?;
-            pack.set(Attribute::CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, Type::CUDNN_TYPE_VOID_PTR, &data)?;
+            pack.set(Attribute::CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, &self.pass.ids())?;
+            pack.set(Attribute::CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, &data)?;
             let workspace = [workspace as usize as *mut c_void];
-            pack.set(Attribute::CUDNN_ATTR_VARIANT_PACK_WORKSPACE, Type::CUDNN_TYPE_VOID_PTR, &workspace)?;
+            pack.set(Attribute::CUDNN_ATTR_VARIANT_PACK_WORKSPACE, &workspace)?;
             pack.finalize()
         };
         described().map_err(|e| format!("variant pack: {e}"))
@@ -377,22 +430,22 @@ fn try_plan_of(
     max_workspace: usize,
 ) -> Result<Option<(Descriptor, Descriptor, usize, i64)>, CudnnError> {
     let engine = Descriptor::new(Kind::CUDNN_BACKEND_ENGINE_DESCRIPTOR)?;
-    let mut raw = [engine.0];
-    config.get(Attribute::CUDNN_ATTR_ENGINECFG_ENGINE, Type::CUDNN_TYPE_BACKEND_DESCRIPTOR, &mut raw)?;
+    let mut raw = [Raw(engine.0)];
+    config.get(Attribute::CUDNN_ATTR_ENGINECFG_ENGINE, &mut raw)?;
     let mut notes = [0u32; 16];
-    let count = engine.get(Attribute::CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, Type::CUDNN_TYPE_NUMERICAL_NOTE, &mut notes)?;
+    let count = engine.get(Attribute::CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, &mut notes)?;
     if !notes_allow(&notes[..count.min(notes.len())], exact, deterministic) {
         return Ok(None);
     }
     let mut index = [0i64];
-    engine.get(Attribute::CUDNN_ATTR_ENGINE_GLOBAL_INDEX, Type::CUDNN_TYPE_INT64, &mut index)?;
+    engine.get(Attribute::CUDNN_ATTR_ENGINE_GLOBAL_INDEX, &mut index)?;
     let plan = Descriptor::new(Kind::CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)?;
-    plan.set(Attribute::CUDNN_ATTR_EXECUTION_PLAN_HANDLE, Type::CUDNN_TYPE_HANDLE, &[handle])?;
+    plan.set(Attribute::CUDNN_ATTR_EXECUTION_PLAN_HANDLE, &[handle])?;
     plan.set_descriptors(Attribute::CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, &[&config])?;
     // An engine the heuristics propose may still not build for this problem: passed over.
     let Ok(plan) = plan.finalize() else { return Ok(None) };
     let mut workspace = [0i64];
-    plan.get(Attribute::CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, Type::CUDNN_TYPE_INT64, &mut workspace)?;
+    plan.get(Attribute::CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, &mut workspace)?;
     let workspace = usize::try_from(workspace[0]).unwrap_or(usize::MAX);
     Ok((workspace <= max_workspace).then_some((plan, config, workspace, index[0])))
 }
@@ -402,16 +455,14 @@ fn configurations(graph: &Descriptor) -> Result<Vec<Descriptor>, CudnnError> {
     let heuristics = Descriptor::new(Kind::CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR)?;
     heuristics.set_descriptors(Attribute::CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, &[graph])?;
     let mode = [sys::cudnnBackendHeurMode_t::CUDNN_HEUR_MODE_A];
-    heuristics.set(Attribute::CUDNN_ATTR_ENGINEHEUR_MODE, Type::CUDNN_TYPE_HEUR_MODE, &mode)?;
+    heuristics.set(Attribute::CUDNN_ATTR_ENGINEHEUR_MODE, &mode)?;
     let heuristics = heuristics.finalize()?;
-    let mut none: [sys::cudnnBackendDescriptor_t; 0] = [];
-    let available =
-        heuristics.get(Attribute::CUDNN_ATTR_ENGINEHEUR_RESULTS, Type::CUDNN_TYPE_BACKEND_DESCRIPTOR, &mut none)?;
+    let mut none: [Raw; 0] = [];
+    let available = heuristics.get(Attribute::CUDNN_ATTR_ENGINEHEUR_RESULTS, &mut none)?;
     let configs: Vec<Descriptor> =
         (0..available).map(|_| Descriptor::new(Kind::CUDNN_BACKEND_ENGINECFG_DESCRIPTOR)).collect::<Result<_, _>>()?;
-    let mut raw: Vec<sys::cudnnBackendDescriptor_t> = configs.iter().map(|c| c.0).collect();
-    let filled =
-        heuristics.get(Attribute::CUDNN_ATTR_ENGINEHEUR_RESULTS, Type::CUDNN_TYPE_BACKEND_DESCRIPTOR, &mut raw)?;
+    let mut raw: Vec<Raw> = configs.iter().map(|c| Raw(c.0)).collect();
+    let filled = heuristics.get(Attribute::CUDNN_ATTR_ENGINEHEUR_RESULTS, &mut raw)?;
     Ok(configs.into_iter().take(filled).collect())
 }
 

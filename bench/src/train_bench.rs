@@ -130,7 +130,7 @@ pub struct StartUp {
     /// the device (its kernels compiled, where they are not in the kernel cache), the first
     /// batch loaded and the uploads timed, ms.
     pub setup_ms: f64,
-    /// The first step, warm-up included in the figure: the step's kernels compiled where the
+    /// The first step (a warm-up step, outside the timed ones): its kernels compiled where the
     /// cache does not have them, and cuDNN's algorithms searched, ms.
     pub first_step_ms: f64,
 }

@@ -27,7 +27,7 @@ use cubecl::cuda::CudaRuntime;
 use cudarc::cudnn::result::CudnnError;
 use cudarc::cudnn::sys;
 
-use super::graph::{self, GraphPass, GraphPlan, GraphUse};
+use super::graph::{self, GraphPlan, GraphUse};
 use super::library;
 use super::problem::{ConvDataType, ConvProblem};
 
@@ -37,11 +37,14 @@ pub type CudaTensor = CubeTensor<CudaRuntime>;
 /// The workspace the algorithm search offers each algorithm; ones needing more are passed over.
 const SEARCH_WORKSPACE: usize = 256 << 20;
 
-/// One of the convolution's passes.
+/// One of the convolution's passes (the legacy API's and the graph API's alike).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Pass {
+pub(super) enum Pass {
+    /// `[x, w]` to `y`.
     Output,
+    /// `[w, dy]` to `dx`.
     InputGrad,
+    /// `[x, dy]` to `dw`.
     WeightGrad,
 }
 
@@ -113,7 +116,7 @@ pub fn synchronise_every_call(synchronise: bool) {
 /// Convolution passes cuDNN has run in this process.
 static CALLS: AtomicU64 = AtomicU64::new(0);
 
-/// Those of them run by a plan of the graph API.
+/// Those of them run by a plan of the graph API (not by the legacy algorithm kept beside it).
 static GRAPH_CALLS: AtomicU64 = AtomicU64::new(0);
 
 /// How many convolution passes a plan of cuDNN's graph API has run in this process.
@@ -144,14 +147,22 @@ fn math(data_type: ConvDataType, tf32: bool) -> sys::cudnnMathType_t {
     }
 }
 
+/// What a plan's search may take, as the switches stood when the plan was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Settings {
+    /// Exact f32: FMA algorithms only.
+    exact: bool,
+    /// Only algorithms that give the same bits every run.
+    deterministic: bool,
+    /// Whether the search times the graph API's plans too, or takes them first.
+    graph: GraphUse,
+}
+
 /// A problem's cuDNN descriptors (one convolution descriptor per pass, each set to the math of
 /// its pass's algorithm) and the algorithms found for it.
 struct Plan {
     problem: ConvProblem,
-    exact: bool,
-    deterministic: bool,
-    /// Whether the search times the graph API's plans too, or takes them first.
-    graph: GraphUse,
+    settings: Settings,
     input: sys::cudnnTensorDescriptor_t,
     weight: sys::cudnnFilterDescriptor_t,
     output: sys::cudnnTensorDescriptor_t,
@@ -170,7 +181,7 @@ unsafe impl Send for Plan {}
 unsafe impl Sync for Plan {}
 
 impl Plan {
-    fn new(problem: ConvProblem, ([exact, deterministic], graph): ([bool; 2], GraphUse)) -> Result<Self, CudnnError> {
+    fn new(problem: ConvProblem, settings: Settings) -> Result<Self, CudnnError> {
         use cudarc::cudnn::result as cudnn;
         let element = data_type(problem.data_type);
         let format = sys::cudnnTensorFormat_t::CUDNN_TENSOR_NCHW;
@@ -201,13 +212,11 @@ impl Plan {
                     sys::cudnnDataType_t::CUDNN_DATA_FLOAT,
                 )?;
                 cudnn::set_convolution_group_count(*descriptor, problem.groups)?;
-                cudnn::set_convolution_math_type(*descriptor, math(problem.data_type, !exact))?;
+                cudnn::set_convolution_math_type(*descriptor, math(problem.data_type, !settings.exact))?;
             }
             Ok(Self {
                 problem,
-                exact,
-                deterministic,
-                graph,
+                settings,
                 input,
                 weight,
                 output,
@@ -220,12 +229,14 @@ impl Plan {
 
     /// The plan of `problem`, made at its first use.
     fn of(problem: ConvProblem) -> Result<Arc<Plan>, CudnnError> {
-        /// The plans made, by problem, exactness, determinism and whether the graph API is on.
-        type Plans = HashMap<(ConvProblem, ([bool; 2], GraphUse)), Arc<Plan>>;
+        /// The plans made, by problem and settings.
+        type Plans = HashMap<(ConvProblem, Settings), Arc<Plan>>;
         static PLANS: OnceLock<Mutex<Plans>> = OnceLock::new();
-        let exact = !tf32().load(Ordering::Relaxed);
-        let deterministic = deterministic_only().load(Ordering::Relaxed);
-        let settings = ([exact, deterministic], graph::graph_use());
+        let settings = Settings {
+            exact: !tf32().load(Ordering::Relaxed),
+            deterministic: deterministic_only().load(Ordering::Relaxed),
+            graph: graph::graph_use(),
+        };
         let mut plans = PLANS.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(plan) = plans.get(&(problem, settings)) {
             return Ok(plan.clone());
@@ -384,9 +395,6 @@ fn run(pass: Pass, problem: ConvProblem, inputs: [&CudaTensor; 2], dtype: DType)
             cudarc::driver::result::ctx::synchronize().map_err(|e| format!("synchronise: {e:?}"))?;
         }
         CALLS.fetch_add(1, Ordering::Relaxed);
-        if matches!(algorithm, Algorithm::Graph(..)) {
-            GRAPH_CALLS.fetch_add(1, Ordering::Relaxed);
-        }
         Ok(())
     })?;
     Ok(output)
@@ -418,7 +426,9 @@ unsafe fn enqueue(
                     Some(legacy) if !graph_plan.takes([a, b, out]) => {
                         enqueue(plan, handle, legacy, [a, b], out, (workspace, workspace_size))
                     }
-                    _ => graph_plan.execute(handle, [a, b], out, workspace),
+                    _ => graph_plan
+                        .execute(handle, [a, b], out, workspace)
+                        .inspect(|()| _ = GRAPH_CALLS.fetch_add(1, Ordering::Relaxed)),
                 };
             }
             Algorithm::Output(algo, _) => sys::cudnnConvolutionForward(
@@ -490,8 +500,9 @@ fn search(
     }
     let convolution = plan.convolution[pass as usize];
     let allowed = |math: sys::cudnnMathType_t, determinism: sys::cudnnDeterminism_t| {
-        (!(plan.exact && plan.problem.data_type == ConvDataType::F32) || math == sys::cudnnMathType_t::CUDNN_FMA_MATH)
-            && (!plan.deterministic || determinism == sys::cudnnDeterminism_t::CUDNN_DETERMINISTIC)
+        (!(plan.settings.exact && plan.problem.data_type == ConvDataType::F32)
+            || math == sys::cudnnMathType_t::CUDNN_FMA_MATH)
+            && (!plan.settings.deterministic || determinism == sys::cudnnDeterminism_t::CUDNN_DETERMINISTIC)
     };
     let ok = sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS;
     let mut count = 0;
@@ -579,22 +590,17 @@ fn search(
     };
     let legacy = match found {
         Ok(legacy) => legacy,
-        Err(e) if plan.graph == GraphUse::Off => return Err(format!("{pass:?} algorithm search: {e}")),
+        Err(e) if plan.settings.graph == GraphUse::Off => return Err(format!("{pass:?} algorithm search: {e}")),
         Err(e) => {
             tracing::debug!("cuDNN's legacy search on {:?} failed ({e}): its graph API alone", plan.problem);
             None
         }
     };
-    let graph = if plan.graph != GraphUse::Off {
+    let graph = if plan.settings.graph != GraphUse::Off {
         let buffers = [a, b, out];
-        let settings = [plan.exact, plan.deterministic];
-        let graph_pass = match pass {
-            Pass::Output => GraphPass::Output,
-            Pass::InputGrad => GraphPass::InputGrad,
-            Pass::WeightGrad => GraphPass::WeightGrad,
-        };
+        let settings = [plan.settings.exact, plan.settings.deterministic];
         let workspace = (workspace, SEARCH_WORKSPACE);
-        graph::fastest_plan(handle, stream, &plan.problem, graph_pass, settings, buffers, workspace)
+        graph::fastest_plan(handle, stream, &plan.problem, pass, settings, buffers, workspace)
             .inspect_err(|why| tracing::warn!("cuDNN's graph API on {:?}: {why}", plan.problem))
             .ok()
             .flatten()
@@ -610,7 +616,7 @@ fn search(
     }
     let algorithm = match (legacy, graph) {
         (legacy, Some((graph_plan, graph_ms)))
-            if plan.graph == GraphUse::Only
+            if plan.settings.graph == GraphUse::Only
                 || legacy.as_ref().is_none_or(|(_, _, legacy_ms)| graph_ms < *legacy_ms) =>
         {
             let legacy_ms = legacy.as_ref().map(|(_, _, ms)| *ms);

@@ -22,6 +22,7 @@ use sys::cudnnBackendAttributeName_t as Attribute;
 use sys::cudnnBackendAttributeType_t as Type;
 use sys::cudnnBackendDescriptorType_t as Kind;
 
+use super::conv::Pass;
 use super::problem::{ConvDataType, ConvProblem};
 
 /// Plans timed per pass at most (the heuristics' first ones that build and fit).
@@ -78,18 +79,7 @@ pub fn use_graph(how: GraphUse) {
 /// output-shaped tensor.
 const IDS: [i64; 3] = [1, 2, 3];
 
-/// Which of the convolution's passes; the same order as `conv::Pass`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum GraphPass {
-    /// `[x, w]` to `y`.
-    Output,
-    /// `[w, dy]` to `dx`.
-    InputGrad,
-    /// `[x, dy]` to `dw`.
-    WeightGrad,
-}
-
-impl GraphPass {
+impl Pass {
     /// The ids of the pass's two inputs and its output, in the order the pointers come.
     fn ids(self) -> [i64; 3] {
         let [input, weight, output] = IDS;
@@ -257,7 +247,7 @@ fn convolution(problem: &ConvProblem) -> Result<Descriptor, CudnnError> {
 fn operation_graph(
     handle: sys::cudnnHandle_t,
     problem: &ConvProblem,
-    pass: GraphPass,
+    pass: Pass,
 ) -> Result<[Descriptor; 6], CudnnError> {
     let [input_id, weight_id, output_id] = IDS;
     let input = tensor(input_id, problem.input, problem.data_type)?;
@@ -266,7 +256,7 @@ fn operation_graph(
     let conv = convolution(problem)?;
     use Attribute::*;
     let (kind, [alpha, beta, conv_name], names) = match pass {
-        GraphPass::Output => (
+        Pass::Output => (
             Kind::CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
             [
                 CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
@@ -279,7 +269,7 @@ fn operation_graph(
                 CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
             ],
         ),
-        GraphPass::InputGrad => (
+        Pass::InputGrad => (
             Kind::CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
             [
                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
@@ -292,7 +282,7 @@ fn operation_graph(
                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
             ],
         ),
-        GraphPass::WeightGrad => (
+        Pass::WeightGrad => (
             Kind::CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
             [
                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
@@ -328,7 +318,7 @@ pub(super) struct GraphPlan {
     _config: Descriptor,
     /// The graph the plan was built from, its operation and tensors.
     _graph: Arc<[Descriptor; 6]>,
-    pass: GraphPass,
+    pass: Pass,
     /// The workspace it needs, in bytes.
     pub workspace: usize,
     /// cuDNN's number for its engine (for the log).
@@ -516,7 +506,7 @@ pub(super) fn fastest_plan(
     handle: sys::cudnnHandle_t,
     stream: cudarc::driver::sys::CUstream,
     problem: &ConvProblem,
-    pass: GraphPass,
+    pass: Pass,
     [exact, deterministic]: [bool; 2],
     [a, b, out]: [u64; 3],
     (workspace, max_workspace): (u64, usize),

@@ -157,8 +157,14 @@ case "$stage" in
       --work "$work/check" ${CHECK_ONLY:+--only "$CHECK_ONLY"}) 2>&1 | tee "$out/checks.txt" \
       || echo "the checks failed or stopped" | tee -a "$out/checks.txt"
     # Timed, then counted: cubecl's launch log costs host time, so a counted step is not timed.
+    # The algorithms the checks and earlier calls kept (they travel in the cache) are forgotten
+    # first: the first f32 step searches, and the steps after it take what it kept
+    # (kernels/src/cudnn/kept.rs). With BUILDS=fusion, the fusion step's repetition below shows
+    # what that saves at start-up (its `start_up` line against the first's).
+    rm -f "$cache"/compilation/cudnn/algorithms-*.json
     step untuned "cuDNN, f32" 120 --batch 64,256 --warmup 2 --steps 5
     step fusion "cuDNN, f32, then the real loop" 200 --batch 64,256 --warmup 2 --steps 5 --loop-steps 20 --num-workers 4
+    step fusion "cuDNN, f32, algorithms kept by the steps above" 80 --batch 64,256 --warmup 2 --steps 5
     step fusion "cuDNN, bf16" 80 --batch 64 --warmup 2 --steps 5 --precision bf16
     # cuDNN's graph API's plans timed beside the legacy algorithms (kernels/src/cudnn/graph.rs),
     # each pass's choice logged with both times.
@@ -184,6 +190,9 @@ case "$stage" in
     # own: PROFILE_SKIP_F32 and PROFILE_SKIP_BF16 launches, whose defaults fit the build of
     # 2026-11-27 (its last step began at launch 1,797 in f32 and 2,059 in bf16, run unprofiled).
     # A window of fixed counts is fragile: bench/ncu_summary.py says when it misses the step.
+    # The algorithms earlier stages chose are forgotten, so that the search runs as it did when
+    # those defaults were counted (kernels/src/cudnn/kept.rs).
+    rm -f "$cache"/compilation/cudnn/algorithms-*.json
     fixture=$PWD/tests/fixtures/lerobot-0.6.1/pusht_images
     ncu=$(command -v ncu || compgen -G "/opt/nvidia/nsight-compute/*/ncu" | sort -V | tail -1 || true)
     [ -n "$ncu" ] || { echo "no ncu on this machine" | tee "$out/steps.txt"; exit 1; }

@@ -1,14 +1,14 @@
 //! The cuDNN path's parts that need no GPU: burn's convolutions and transposed ones mapped to
-//! cuDNN's descriptors (output shapes against Flex's own), the problems it refuses, and the fallback on
-//! a machine without cuDNN. The convolutions themselves are checked on a GPU by `bench
-//! gpu-check` (bench/src/cudnn_check.rs).
+//! cuDNN's descriptors (output shapes against Flex's own), the problems it refuses, the fallback
+//! on a machine without cuDNN, and the file that keeps the algorithms chosen for later runs. The
+//! convolutions themselves are checked on a GPU by `bench gpu-check` (bench/src/cudnn_check.rs).
 
 use burn::backend::Flex;
 use burn::prelude::*;
 use burn::tensor::DType;
 use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
-use kernels::cudnn::{ConvDataType, ConvProblem, ProblemError};
+use kernels::cudnn::{ConvDataType, ConvProblem, KEPT_ALGORITHMS_FILE, KeptAlgorithm, KeptAlgorithms, ProblemError};
 
 fn options(stride: usize, padding: usize, dilation: usize, groups: usize) -> ConvOptions<2> {
     ConvOptions::new([stride; 2], [padding; 2], [dilation; 2], groups)
@@ -121,5 +121,78 @@ fn without_cudnn_the_status_says_what_to_install() {
             assert!(!why.contains('\n'), "one line: {why}");
             assert!(!kernels::cudnn::takes(DType::F32));
         }
+    }
+}
+
+fn algorithm(name: &str, workspace: usize) -> KeptAlgorithm {
+    KeptAlgorithm { algorithm: name.into(), math: "CUDNN_DEFAULT_MATH".into(), workspace }
+}
+
+/// The files in `path`'s folder, by name.
+fn files_beside(path: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+/// What one run keeps, the next reads. Two runs that read the file before either wrote keep
+/// both their algorithms; a run's later choice under a key replaces an earlier one, and an older
+/// run's later writes do not undo it; a forgotten one is gone from the file.
+#[test]
+fn kept_algorithms_reach_the_next_run_and_concurrent_ones_merge() {
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join(KEPT_ALGORITHMS_FILE);
+    let (gemm, data_1) =
+        (algorithm("CUDNN_CONVOLUTION_FWD_ALGO_GEMM", 0), algorithm("CUDNN_CONVOLUTION_BWD_DATA_ALGO_1", 1 << 20));
+    let first = KeptAlgorithms::load(path.clone());
+    assert!(first.is_empty(), "no file yet: none kept");
+    let second = KeptAlgorithms::load(path.clone());
+    first.keep("a".into(), gemm.clone()).unwrap();
+    second.keep("b".into(), data_1.clone()).unwrap();
+    let next = KeptAlgorithms::load(path.clone());
+    assert_eq!(
+        (next.len(), next.get("a"), next.get("b"), next.get("c")),
+        (2, Some(gemm.clone()), Some(data_1.clone()), None)
+    );
+
+    // `second` searched "a" again (its kept one failed); `first`, which read the old "a", then
+    // keeps another key.
+    let direct = algorithm("CUDNN_CONVOLUTION_FWD_ALGO_DIRECT", 64);
+    second.keep("a".into(), direct.clone()).unwrap();
+    first.keep("c".into(), gemm.clone()).unwrap();
+    let next = KeptAlgorithms::load(path.clone());
+    assert_eq!(next.get("a"), Some(direct), "the later choice stays");
+    assert_eq!(next.len(), 3);
+
+    next.forget("b").unwrap();
+    let after = KeptAlgorithms::load(path.clone());
+    assert_eq!((after.len(), after.get("b")), (2, None), "forgotten");
+    let file = path.file_name().unwrap().to_str().unwrap();
+    assert_eq!(files_beside(&path), [file.to_owned(), format!("{file}.lock")], "nothing else left beside it");
+}
+
+/// A file cut short, of another format, or not JSON, is read as none kept (the run searches)
+/// and replaced by the next addition; the temporary file a killed run left beside it is removed.
+#[test]
+fn a_damaged_kept_file_is_searched_past_and_replaced() {
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join(KEPT_ALGORITHMS_FILE);
+    let good = KeptAlgorithms::load(path.clone());
+    good.keep("a".into(), algorithm("CUDNN_CONVOLUTION_FWD_ALGO_GEMM", 0)).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let left_by_a_killed_run = path.with_file_name(format!("{}.tmp", path.file_name().unwrap().to_str().unwrap()));
+    let filter_1 = algorithm("CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1", 8);
+    for damaged in [&text[..text.len() / 2], &text.replace("\"format\": 1", "\"format\": 99"), "not json"] {
+        std::fs::write(&path, damaged).unwrap();
+        std::fs::write(&left_by_a_killed_run, "{").unwrap();
+        let kept = KeptAlgorithms::load(path.clone());
+        assert!(kept.is_empty(), "{damaged:?} is read as none kept");
+        assert!(!left_by_a_killed_run.exists(), "the killed run's temporary file is removed");
+        kept.keep("b".into(), filter_1.clone()).unwrap();
+        let next = KeptAlgorithms::load(path.clone());
+        assert_eq!((next.len(), next.get("b")), (1, Some(filter_1.clone())), "after {damaged:?}");
     }
 }

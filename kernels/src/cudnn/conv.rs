@@ -5,7 +5,8 @@
 //!
 //! Each problem (shapes, options, element type) gets its descriptors once, and each pass its
 //! algorithm at its first call, by cuDNN's own timing of every algorithm on the real buffers
-//! (`cudnnFind*AlgorithmEx`, as torch's `cudnn.benchmark` does). f32 may use TF32 tensor cores,
+//! (`cudnnFind*AlgorithmEx`, as torch's `cudnn.benchmark` does), or, where an earlier run on this
+//! GPU model and cuDNN chose one, that run's ([`super::kept`]). f32 may use TF32 tensor cores,
 //! as torch's convolutions do by default; `LEROBOT_RS_CUDNN_TF32=0` ([`allow_tf32`]) keeps exact
 //! f32 (FMA kernels only). `LEROBOT_RS_CUDNN_GRAPH` adds the plans of cuDNN's graph API to the
 //! search ([`super::graph`]). `LEROBOT_RS_CUDA_SYNC=1` ([`synchronise_every_call`]) synchronises
@@ -28,6 +29,7 @@ use cudarc::cudnn::result::CudnnError;
 use cudarc::cudnn::sys;
 
 use super::graph::{self, GraphPlan, GraphUse};
+use super::kept::{KEPT_ALGORITHMS_FILE, KeptAlgorithm, KeptAlgorithms};
 use super::library;
 use super::problem::{ConvDataType, ConvProblem};
 
@@ -61,6 +63,32 @@ enum Algorithm {
 }
 
 impl Algorithm {
+    /// The legacy algorithm `kept` names for `pass`, if it names one of that pass, with a
+    /// workspace the search could have given it.
+    fn from_kept(pass: Pass, kept: &KeptAlgorithm) -> Option<(Self, sys::cudnnMathType_t)> {
+        let math = named(&MATH_TYPES, &kept.math)?;
+        if kept.workspace > SEARCH_WORKSPACE {
+            return None;
+        }
+        let algorithm = match pass {
+            Pass::Output => Self::Output(named(&OUTPUT_ALGORITHMS, &kept.algorithm)?, kept.workspace),
+            Pass::InputGrad => Self::InputGrad(named(&INPUT_GRAD_ALGORITHMS, &kept.algorithm)?, kept.workspace),
+            Pass::WeightGrad => Self::WeightGrad(named(&WEIGHT_GRAD_ALGORITHMS, &kept.algorithm)?, kept.workspace),
+        };
+        Some((algorithm, math))
+    }
+
+    /// This legacy algorithm with `math`, as a file keeps it (none for a graph plan).
+    fn to_kept(&self, math: sys::cudnnMathType_t) -> Option<KeptAlgorithm> {
+        let (algorithm, workspace) = match self {
+            Self::Output(algo, bytes) => (format!("{algo:?}"), *bytes),
+            Self::InputGrad(algo, bytes) => (format!("{algo:?}"), *bytes),
+            Self::WeightGrad(algo, bytes) => (format!("{algo:?}"), *bytes),
+            Self::Graph(..) => return None,
+        };
+        Some(KeptAlgorithm { algorithm, math: format!("{math:?}"), workspace })
+    }
+
     fn workspace(&self) -> usize {
         match self {
             Self::Output(_, bytes) | Self::InputGrad(_, bytes) | Self::WeightGrad(_, bytes) => *bytes,
@@ -138,6 +166,81 @@ fn data_type(data_type: ConvDataType) -> sys::cudnnDataType_t {
     }
 }
 
+/// The legacy API's algorithms and math types, to read their kept names back.
+const OUTPUT_ALGORITHMS: [sys::cudnnConvolutionFwdAlgo_t; 8] = {
+    use sys::cudnnConvolutionFwdAlgo_t::*;
+    [
+        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+        CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
+        CUDNN_CONVOLUTION_FWD_ALGO_DIRECT,
+        CUDNN_CONVOLUTION_FWD_ALGO_FFT,
+        CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING,
+        CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD,
+        CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED,
+    ]
+};
+const INPUT_GRAD_ALGORITHMS: [sys::cudnnConvolutionBwdDataAlgo_t; 6] = {
+    use sys::cudnnConvolutionBwdDataAlgo_t::*;
+    [
+        CUDNN_CONVOLUTION_BWD_DATA_ALGO_0,
+        CUDNN_CONVOLUTION_BWD_DATA_ALGO_1,
+        CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT,
+        CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING,
+        CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD,
+        CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED,
+    ]
+};
+const WEIGHT_GRAD_ALGORITHMS: [sys::cudnnConvolutionBwdFilterAlgo_t; 7] = {
+    use sys::cudnnConvolutionBwdFilterAlgo_t::*;
+    [
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0,
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT,
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3,
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD,
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED,
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING,
+    ]
+};
+const MATH_TYPES: [sys::cudnnMathType_t; 4] = {
+    use sys::cudnnMathType_t::*;
+    [CUDNN_DEFAULT_MATH, CUDNN_TENSOR_OP_MATH, CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, CUDNN_FMA_MATH]
+};
+
+/// The member of `all` whose name (its `Debug`) is `name`.
+fn named<T: Copy + std::fmt::Debug>(all: &[T], name: &str) -> Option<T> {
+    all.iter().copied().find(|member| format!("{member:?}") == name)
+}
+
+/// The algorithms earlier runs chose, kept beside the compiled kernels; none where those are
+/// not kept.
+fn kept_algorithms() -> Option<&'static KeptAlgorithms> {
+    static KEPT: OnceLock<Option<KeptAlgorithms>> = OnceLock::new();
+    KEPT.get_or_init(|| {
+        crate::kernel_cache::configure().map(|folder| KeptAlgorithms::load(folder.join(KEPT_ALGORITHMS_FILE)))
+    })
+    .as_ref()
+}
+
+/// What the legacy algorithm of `pass` of `plan` on `device` is kept under: the GPU's model,
+/// cuDNN's version, the problem, the search's constraints and the pass. None where the graph
+/// API takes part in the search (its plans are not kept) or the GPU cannot be named.
+fn kept_key(plan: &Plan, pass: Pass, device: usize) -> Option<String> {
+    if plan.settings.graph != GraphUse::Off {
+        return None;
+    }
+    let version = library::status().as_ref().ok()?;
+    let gpu = cudarc::driver::result::device::get(device as std::ffi::c_int)
+        .and_then(cudarc::driver::result::device::get_name)
+        .ok()?;
+    let Settings { exact, deterministic, .. } = plan.settings;
+    Some(format!(
+        "{gpu} | cuDNN {version} | {:?} | exact f32 {exact}, deterministic {deterministic} | {pass:?}",
+        plan.problem
+    ))
+}
+
 /// The math torch's convolutions allow: TF32 for f32 unless exact, tensor cores for halves.
 fn math(data_type: ConvDataType, tf32: bool) -> sys::cudnnMathType_t {
     match (data_type, tf32) {
@@ -171,6 +274,10 @@ struct Plan {
     /// The passes whose search found no algorithm: burn's convolution from then on, without
     /// searching again.
     no_algorithm: [AtomicBool; 3],
+    /// The passes running an algorithm an earlier run chose ([`earlier_runs_choice`]).
+    from_earlier_run: [AtomicBool; 3],
+    /// The passes whose earlier run's algorithm failed: searched again, and the choice replaced.
+    earlier_run_failed: [AtomicBool; 3],
 }
 
 // SAFETY: descriptors are host-side parameter blocks; after `Plan::new` only a pass's
@@ -223,8 +330,16 @@ impl Plan {
                 convolution,
                 algorithms: Mutex::new([const { None }; 3]),
                 no_algorithm: Default::default(),
+                from_earlier_run: Default::default(),
+                earlier_run_failed: Default::default(),
             })
         }
+    }
+
+    /// Whether the search may take an algorithm of `math`: with exact f32, FMA only.
+    fn allows(&self, math: sys::cudnnMathType_t) -> bool {
+        !(self.settings.exact && self.problem.data_type == ConvDataType::F32)
+            || math == sys::cudnnMathType_t::CUDNN_FMA_MATH
     }
 
     /// The plan of `problem`, made at its first use.
@@ -363,18 +478,21 @@ fn run(pass: Pass, problem: ConvProblem, inputs: [&CudaTensor; 2], dtype: DType)
         return Err(format!("{pass:?}: no algorithm was found for this problem"));
     }
     let known = plan.algorithms.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[pass as usize].clone();
-    let algorithm = match known {
+    let algorithm = match known.or_else(|| earlier_runs_choice(&plan, pass, device)) {
         Some(algorithm) => algorithm,
         None => {
             let workspace = inputs[0].client.empty(SEARCH_WORKSPACE);
             let held = buffers(&[inputs[0], inputs[1], &output], Some(&workspace))?;
-            let algorithm = with_handle(device, held.stream, |handle| {
+            let searched = with_handle(device, held.stream, |handle| {
                 let [a, b, out, ws] = held.pointers[..] else { unreachable!("four buffers") };
                 search(&plan, pass, (handle, held.stream), [a, b], out, ws)
             })
             .inspect_err(|_| plan.no_algorithm[pass as usize].store(true, Ordering::Relaxed))?;
             drop(held);
-            algorithm
+            if let Some(math) = searched.legacy_math {
+                keep(&plan, pass, device, &searched.algorithm, math);
+            }
+            searched.algorithm
         }
     };
     let workspace = (algorithm.workspace() > 0).then(|| inputs[0].client.empty(algorithm.workspace()));
@@ -390,6 +508,7 @@ fn run(pass: Pass, problem: ConvProblem, inputs: [&CudaTensor; 2], dtype: DType)
         // shapes checked by ConvProblem and the callers), held until the call is enqueued; the
         // workspace is as large as the algorithm asked.
         unsafe { enqueue(&plan, handle, &algorithm, [a, b], out, (ws, algorithm.workspace())) }
+            .inspect_err(|_| distrust_earlier_run(&plan, pass, device))
             .map_err(|e| format!("{pass:?}: {e}"))?;
         if sync {
             cudarc::driver::result::ctx::synchronize().map_err(|e| format!("synchronise: {e:?}"))?;
@@ -398,6 +517,61 @@ fn run(pass: Pass, problem: ConvProblem, inputs: [&CudaTensor; 2], dtype: DType)
         Ok(())
     })?;
     Ok(output)
+}
+
+/// The algorithm an earlier run chose for `pass` of `plan`, if one is kept and the plan's
+/// settings allow its math: set on the pass's convolution descriptor with its math, and taken
+/// for the rest of the run.
+fn earlier_runs_choice(plan: &Plan, pass: Pass, device: usize) -> Option<Algorithm> {
+    if plan.earlier_run_failed[pass as usize].load(Ordering::Relaxed) {
+        return None;
+    }
+    let key = kept_key(plan, pass, device)?;
+    let kept = kept_algorithms()?.get(&key)?;
+    let Some((algorithm, math)) = Algorithm::from_kept(pass, &kept).filter(|(_, math)| plan.allows(*math)) else {
+        tracing::warn!("cuDNN: the kept {kept:?} is not one this build takes for {pass:?}: searching again");
+        return None;
+    };
+    let mut algorithms = plan.algorithms.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(found) = &algorithms[pass as usize] {
+        return Some(found.clone());
+    }
+    // SAFETY: the descriptor is live; no call reads it while the lock is held.
+    unsafe { cudarc::cudnn::result::set_convolution_math_type(plan.convolution[pass as usize], math) }
+        .inspect_err(|e| tracing::warn!("cudnnSetConvolutionMathType: {e}: searching again"))
+        .ok()?;
+    tracing::debug!("cuDNN {pass:?} of {:?}: {algorithm:?}, {math:?}, kept", plan.problem);
+    algorithms[pass as usize] = Some(algorithm.clone());
+    plan.from_earlier_run[pass as usize].store(true, Ordering::Relaxed);
+    Some(algorithm)
+}
+
+/// After a failed call: where `pass` ran an earlier run's algorithm, it is taken out of the
+/// file and the pass's next call searches (its choice then kept instead); this call takes burn's
+/// operation.
+fn distrust_earlier_run(plan: &Plan, pass: Pass, device: usize) {
+    let mut algorithms = plan.algorithms.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if plan.from_earlier_run[pass as usize].swap(false, Ordering::Relaxed) {
+        tracing::warn!("cuDNN: an earlier run's algorithm for {pass:?} of {:?} failed: searching again", plan.problem);
+        plan.earlier_run_failed[pass as usize].store(true, Ordering::Relaxed);
+        algorithms[pass as usize] = None;
+        if let (Some(key), Some(kept_algorithms)) = (kept_key(plan, pass, device), kept_algorithms()) {
+            _ = kept_algorithms.forget(&key).inspect_err(|why| tracing::warn!("cuDNN: {why}"));
+        }
+    }
+}
+
+/// Keeps the legacy algorithm the search found for `pass` of `plan`, of `math`, for later runs;
+/// a file that cannot be written is said once.
+fn keep(plan: &Plan, pass: Pass, device: usize, algorithm: &Algorithm, math: sys::cudnnMathType_t) {
+    let (Some(key), Some(kept_algorithms)) = (kept_key(plan, pass, device), kept_algorithms()) else { return };
+    let Some(kept) = algorithm.to_kept(math) else { return };
+    if let Err(why) = kept_algorithms.keep(key, kept) {
+        static SAID: AtomicBool = AtomicBool::new(false);
+        if !SAID.swap(true, Ordering::Relaxed) {
+            tracing::warn!("cuDNN's algorithms not kept for later runs: {why}");
+        }
+    }
 }
 
 fn ptr(address: u64) -> *mut c_void {
@@ -493,15 +667,14 @@ fn search(
     [a, b]: [u64; 2],
     out: u64,
     workspace: u64,
-) -> Result<Algorithm, String> {
+) -> Result<Searched, String> {
     let mut algorithms = plan.algorithms.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(algorithm) = &algorithms[pass as usize] {
-        return Ok(algorithm.clone());
+        return Ok(Searched { algorithm: algorithm.clone(), legacy_math: None });
     }
     let convolution = plan.convolution[pass as usize];
     let allowed = |math: sys::cudnnMathType_t, determinism: sys::cudnnDeterminism_t| {
-        (!(plan.settings.exact && plan.problem.data_type == ConvDataType::F32)
-            || math == sys::cudnnMathType_t::CUDNN_FMA_MATH)
+        plan.allows(math)
             && (!plan.settings.deterministic || determinism == sys::cudnnDeterminism_t::CUDNN_DETERMINISTIC)
     };
     let ok = sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS;
@@ -614,7 +787,7 @@ fn search(
         unsafe { cudarc::cudnn::result::set_convolution_math_type(convolution, *math) }
             .map_err(|e| format!("cudnnSetConvolutionMathType: {e}"))?;
     }
-    let algorithm = match (legacy, graph) {
+    let (algorithm, legacy_math) = match (legacy, graph) {
         (legacy, Some((graph_plan, graph_ms)))
             if plan.settings.graph == GraphUse::Only
                 || legacy.as_ref().is_none_or(|(_, _, legacy_ms)| graph_ms < *legacy_ms) =>
@@ -624,7 +797,7 @@ fn search(
                 "cuDNN {pass:?} of {:?}: {graph_plan:?}, {graph_ms:.3} ms (legacy's best {legacy_ms:?} ms)",
                 plan.problem
             );
-            Algorithm::Graph(Arc::new(graph_plan), legacy.map(|(algorithm, _, _)| Box::new(algorithm)))
+            (Algorithm::Graph(Arc::new(graph_plan), legacy.map(|(algorithm, _, _)| Box::new(algorithm))), None)
         }
         (Some((algorithm, math, legacy_ms)), graph) => {
             let graph_ms = graph.map(|(_, ms)| ms);
@@ -632,13 +805,19 @@ fn search(
                 "cuDNN {pass:?} of {:?}: {algorithm:?}, {math:?}, {legacy_ms:.3} ms (the graph's best {graph_ms:?} ms)",
                 plan.problem
             );
-            algorithm
+            (algorithm, Some(math))
         }
         (None, None) => return Err(format!("{pass:?}: no algorithm ran for {:?}", plan.problem)),
         (None, Some(_)) => unreachable!("a graph plan without a legacy algorithm is taken above"),
     };
     algorithms[pass as usize] = Some(algorithm.clone());
-    Ok(algorithm)
+    Ok(Searched { algorithm, legacy_math })
+}
+
+/// What a search found: the algorithm, and where it is the legacy API's, its math.
+struct Searched {
+    algorithm: Algorithm,
+    legacy_math: Option<sys::cudnnMathType_t>,
 }
 
 /// The problem of `x` by `w` with `options`, if cuDNN is here and takes it.

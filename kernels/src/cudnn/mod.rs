@@ -8,6 +8,7 @@
 
 mod conv;
 mod graph;
+mod kept;
 mod library;
 mod problem;
 
@@ -17,5 +18,6 @@ pub use conv::{
 };
 pub(crate) use conv::{driver, primary_context_current};
 pub use graph::{GraphUse, use_graph};
+pub use kept::{KEPT_ALGORITHMS_FILE, KeptAlgorithm, KeptAlgorithms};
 pub use library::status;
 pub use problem::{ConvDataType, ConvProblem, ProblemError};

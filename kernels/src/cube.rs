@@ -58,16 +58,16 @@ struct AdamScalars {
     ema_weight: f32,
 }
 
-/// The units of cube row `t` stride over parameter `t`'s elements `i`: `updated[t][i]` from its
-/// weight and the flat buffers' element `j = starts[t] + i`, in [`AdamStep`]'s (torch's) order of
-/// operations, the decay added only where there is one (as the CPU's pass and the portable
-/// operations do); the moments and, when `has_average`, the average are updated in place. With
-/// `has_copies`, `copies[t][i]` is the new weight cast to `H`, as burn's cast kernel casts it.
+/// The units of cube row `t` stride over parameter `t`'s elements `i`: `weights[t][i]` updated in
+/// place (each unit reads its element, then writes it) from itself and the flat buffers' element
+/// `j = starts[t] + i`, in [`AdamStep`]'s (torch's) order of operations, the decay added only
+/// where there is one (as the CPU's pass and the portable operations do); the moments and, when
+/// `has_average`, the average are updated in place too. With `has_copies`, `copies[t][i]` is the
+/// new weight cast to `H`, as burn's cast kernel casts it.
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
 fn adam_kernel<F: Float, H: Float>(
-    weights: &Sequence<Tensor<F>>,
-    updated: &mut Sequence<Tensor<F>>,
+    weights: &mut Sequence<Tensor<F>>,
     copies: &mut Sequence<Tensor<H>>,
     starts: Sequence<usize>,
     lens: Sequence<usize>,
@@ -103,7 +103,7 @@ fn adam_kernel<F: Float, H: Float>(
                 let w = w + m / denominator * -F::cast_from(scalars.step_size);
                 moment_1[j] = m;
                 moment_2[j] = v;
-                let out = updated.index_mut(t);
+                let out = weights.index_mut(t);
                 out[i] = w;
                 if has_copies {
                     let copy = copies.index_mut(t);
@@ -1267,8 +1267,9 @@ unsafe fn update_all<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: Bo
     };
     let grads = into_contiguous(flat.grads.clone());
     let scale = into_contiguous(scale.clone());
-    let weights: Vec<CubeTensor<R>> = weights.into_iter().map(into_contiguous).collect();
-    let updated: Vec<CubeTensor<R>> = weights.iter().map(|w| empty_f32(w, w.shape())).collect();
+    // Written in place: the trainer hands over the model's only handles (a shared one is copied
+    // first), so a step allocates no new weights.
+    let weights: Vec<CubeTensor<R>> = weights.into_iter().map(|w| writable(into_contiguous(w))).collect();
     // Every parameter gets its copy (the norm layers' too, which the forward leaves in f32:
     // a few kilobytes, where leaving them out would split the launches).
     let copy_dtype = copy.unwrap_or(DType::F32);
@@ -1278,7 +1279,7 @@ unsafe fn update_all<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: Bo
     };
     let client = grads.client.clone();
     let c = step.constants();
-    let bindings_per_part = if copy.is_some() { 3 } else { 2 };
+    let bindings_per_part = if copy.is_some() { 2 } else { 1 };
     for range in launches(&client, weights.len(), bindings_per_part) {
         let starts = &offsets[range.clone()];
         let lens: Vec<usize> = weights[range.clone()].iter().map(|w| w.meta.num_elements()).collect();
@@ -1306,19 +1307,18 @@ unsafe fn update_all<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: Bo
             copies_sequence.push(tensor.clone().into_tensor_arg());
         }
         // SAFETY: the units of row `t` read and write parameter `t` below `lens[t]`, its
-        // element count (`weights`, `updated` and, with copies, `copies` are contiguous, of the
-        // same shapes), and the flat buffers in that parameter's range, which each holds, and
-        // `scale` at 0 (the caller checked both: `kernel_updates`); `moment_2` standing in for a
-        // missing average is never read; the buffers written are uniquely held ([`writable`],
-        // `updated` and `copies` new) and contiguous, and no two units write one element (the
-        // ranges are apart, `kernel_updates`).
+        // element count (`weights` and, with copies, `copies` are contiguous, of the same
+        // shapes), and the flat buffers in that parameter's range, which each holds, and `scale`
+        // at 0 (the caller checked both: `kernel_updates`); `moment_2` standing in for a missing
+        // average is never read; the buffers written are uniquely held ([`writable`], `copies`
+        // new) and contiguous, no two units write one element (the ranges are apart,
+        // `kernel_updates`), and each unit reads a weight before it writes it.
         unsafe {
             adam_kernel::launch_unchecked::<R>(
                 &client,
                 cube_count,
                 cube_dim,
                 tensors(&weights),
-                tensors(&updated),
                 copies_sequence,
                 starts.iter().copied().collect(),
                 lens.into_iter().collect(),
@@ -1340,5 +1340,5 @@ unsafe fn update_all<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: Bo
     if has_average {
         flat.average = Some(average);
     }
-    UpdatedWeights { weights: updated, copies }
+    UpdatedWeights { weights, copies }
 }

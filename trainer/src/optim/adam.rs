@@ -114,8 +114,9 @@ impl<B: Kernels> FlatAdam<B> {
             moment_2: take(&mut self.moment_2),
             average: average.as_mut().map(|slot| take(slot)),
         };
-        // The weights are taken out of the model (so that the CPU's pass holds their only
-        // handle and writes in place), updated all at once, and put back.
+        // The weights are taken out of the model (so that the update, on the CPU or in the
+        // cubecl kernel, holds their only handles and writes in place), updated all at once,
+        // and put back.
         let (model, taken) = map_trainable(model, TakeWeights::<B>::new(&self.layout));
         let scale = scale.clone().into_primitive().tensor();
         let UpdatedWeights { weights: updated, copies } =

@@ -65,9 +65,16 @@ fi
 # - the kernels one training step of the tiny policy launches without fusion, against budgets
 #   (trainer/tests/launch_budget.rs), compiled into a kernel cache of the test's own;
 # - with cuDNN's convolutions built in (no GPU here): burn's convolutions mapped to cuDNN's
-#   descriptors, and the one-line fallback where cuDNN is missing (kernels/tests/cudnn.rs).
+#   descriptors, the one-line fallback where cuDNN is missing, and the file that keeps cuDNN's
+#   algorithms for later runs (kernels/tests/cudnn.rs).
+# Our crates' code and burn's CPU backend (the tests' reference) are compiled there at opt-level
+# 1: the two test binaries that instantiate every kernel for wgpu, and the step for it, are most
+# of the build, and what the tests run is lavapipe's code, not theirs. The crates below
+# burn-flex stay the release build's, shared with the build above where their features match.
+light=(--config 'profile.release.package.kernels.opt-level=1' --config 'profile.release.package.trainer.opt-level=1'
+  --config 'profile.release.package.burn-flex.opt-level=1')
 kernel_cache=$(mktemp -d)
-LEROBOT_RS_KERNEL_CACHE="$kernel_cache" cargo test --release --locked -p datasets -p kernels -p trainer \
+LEROBOT_RS_KERNEL_CACHE="$kernel_cache" cargo test --release "${light[@]}" --locked -p datasets -p kernels -p trainer \
   --no-default-features --features datasets/cli,trainer/wgpu-untuned,kernels/cudnn,kernels/gpu-fusion \
   --test no_video --test cube --test launch_budget --test cudnn
 rm -rf "$kernel_cache"

@@ -8,7 +8,8 @@
 //! where burn's fusion compiles each method's elementwise chain into few kernels), and the CPU
 //! backend (Flex) overrides them with single passes over the buffers, in place (`flex/`). On wgpu
 //! and CUDA without burn's fusion, the gradients' gather and the optimiser update are cubecl
-//! kernels that take many parameters per launch (`cube.rs`).
+//! kernels that take many parameters per launch (`cube.rs`); the update writes the weights in
+//! place wherever it holds their only handles, as the CPU's pass does.
 //!
 //! The optimiser's state is flat: one contiguous buffer per quantity (gradients, Adam's two
 //! moments, the weights' moving average) in which each trainable parameter owns a range
@@ -219,7 +220,8 @@ pub trait Kernels: Backend {
     }
 
     /// Updates every trainable parameter of a step: `weights[k]` (1-D, f32) owns the ranges of
-    /// `flat` that start at `offsets[k]`; returns the new weights in the same order. The same
+    /// `flat` that start at `offsets[k]`; returns the new weights in the same order (written over
+    /// the given ones where the backend can, and no other handle shares them). The same
     /// numbers as [`Kernels::adam_update`] on each in turn, which is what it does unless the
     /// backend updates many parameters in one launch.
     fn adam_update_all(

@@ -160,7 +160,8 @@ case "$stage" in
     # The algorithms the checks and earlier calls kept (they travel in the cache) are forgotten
     # first: the first f32 step searches, and the steps after it take what it kept
     # (kernels/src/cudnn/kept.rs). With BUILDS=fusion, the fusion step's repetition below shows
-    # what that saves at start-up (its `start_up` line against the first's).
+    # what that saves at start-up (its `start-up` line against the first's; each step's
+    # `cuDNN so far` line counts its searches and the passes on kept algorithms).
     rm -f "$cache"/compilation/cudnn/algorithms-*.json
     step untuned "cuDNN, f32" 120 --batch 64,256 --warmup 2 --steps 5
     step fusion "cuDNN, f32, then the real loop" 200 --batch 64,256 --warmup 2 --steps 5 --loop-steps 20 --num-workers 4

@@ -397,6 +397,14 @@ pub fn run(args: &TrainStepArgs) -> Result<Vec<TrainStepReport>> {
             eprintln!("{}", render(&report));
             let StartUp { setup_ms, first_step_ms } = report.start_up;
             eprintln!("start-up: {setup_ms:.0} ms to the first step, which took {first_step_ms:.0} ms");
+            #[cfg(feature = "cudnn")]
+            if args.device == DeviceKind::Cuda {
+                eprintln!(
+                    "cuDNN so far: {} algorithm searches, {} passes on algorithms earlier runs kept",
+                    kernels::cudnn::searches(),
+                    kernels::cudnn::earlier_runs_choices()
+                );
+            }
             if let Some(launches) = &report.launches {
                 eprintln!("{}", render_launches(launches));
                 if let Some(budget) = args.max_launches.filter(|&budget| launches.total > budget) {

@@ -152,6 +152,25 @@ pub fn graph_calls() -> u64 {
     GRAPH_CALLS.load(Ordering::Relaxed)
 }
 
+/// The algorithm searches this process has run (one a pass of a problem, where no earlier run's
+/// choice was taken).
+static SEARCHES: AtomicU64 = AtomicU64::new(0);
+
+/// The passes of problems that took an earlier run's algorithm instead of searching.
+static EARLIER_RUNS_CHOICES: AtomicU64 = AtomicU64::new(0);
+
+/// How many algorithm searches (legacy, with the graph API's where it is on) this process has
+/// run.
+pub fn searches() -> u64 {
+    SEARCHES.load(Ordering::Relaxed)
+}
+
+/// How many passes of problems took the algorithm an earlier run chose and kept, without
+/// searching, in this process.
+pub fn earlier_runs_choices() -> u64 {
+    EARLIER_RUNS_CHOICES.load(Ordering::Relaxed)
+}
+
 /// How many convolution passes cuDNN has enqueued in this process (the checks tell by it that
 /// cuDNN ran, not burn's convolution).
 pub fn calls() -> u64 {
@@ -483,6 +502,7 @@ fn run(pass: Pass, problem: ConvProblem, inputs: [&CudaTensor; 2], dtype: DType)
         None => {
             let workspace = inputs[0].client.empty(SEARCH_WORKSPACE);
             let held = buffers(&[inputs[0], inputs[1], &output], Some(&workspace))?;
+            SEARCHES.fetch_add(1, Ordering::Relaxed);
             let searched = with_handle(device, held.stream, |handle| {
                 let [a, b, out, ws] = held.pointers[..] else { unreachable!("four buffers") };
                 search(&plan, pass, (handle, held.stream), [a, b], out, ws)
@@ -543,6 +563,7 @@ fn earlier_runs_choice(plan: &Plan, pass: Pass, device: usize) -> Option<Algorit
     tracing::debug!("cuDNN {pass:?} of {:?}: {algorithm:?}, {math:?}, kept", plan.problem);
     algorithms[pass as usize] = Some(algorithm.clone());
     plan.from_earlier_run[pass as usize].store(true, Ordering::Relaxed);
+    EARLIER_RUNS_CHOICES.fetch_add(1, Ordering::Relaxed);
     Some(algorithm)
 }
 

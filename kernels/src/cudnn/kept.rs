@@ -78,14 +78,9 @@ impl KeptAlgorithms {
         Self { path, seen: Mutex::new(seen) }
     }
 
-    /// The file these are kept in.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// How many algorithms are kept.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.seen().len()
     }
 
     /// Whether none is.
@@ -95,7 +90,7 @@ impl KeptAlgorithms {
 
     /// The algorithm kept under `key`, if any.
     pub fn get(&self, key: &str) -> Option<KeptAlgorithm> {
-        self.lock().get(key).cloned()
+        self.seen().get(key).cloned()
     }
 
     /// Keeps `algorithm` under `key`, in place of any other: the file is rewritten with it.
@@ -111,9 +106,9 @@ impl KeptAlgorithms {
     /// Rewrites the file under its lock: what is on disk now (nothing where it cannot be read),
     /// changed by `change`.
     fn change(&self, change: impl FnOnce(&mut BTreeMap<String, KeptAlgorithm>)) -> Result<(), String> {
-        let mut seen = self.lock();
+        let mut seen = self.seen();
         let said = |e: std::io::Error| format!("{}: {e}", self.path.display());
-        let _lock = lock(&self.path).map_err(said)?;
+        let _lock = lock_file(&self.path).map_err(said)?;
         let mut algorithms = read(&self.path).unwrap_or_default();
         change(&mut algorithms);
         write(&self.path, &algorithms).map_err(said)?;
@@ -121,7 +116,8 @@ impl KeptAlgorithms {
         Ok(())
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, KeptAlgorithm>> {
+    /// The file as last read or written, locked.
+    fn seen(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, KeptAlgorithm>> {
         self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
@@ -140,11 +136,6 @@ fn read(path: &Path) -> Result<BTreeMap<String, KeptAlgorithm>, String> {
     Ok(contents.algorithms)
 }
 
-/// The file beside `path` whose advisory lock is held while `path` is rewritten.
-fn lock_path(path: &Path) -> PathBuf {
-    beside(path, ".lock")
-}
-
 /// `path`'s name with `suffix` added, in its folder.
 fn beside(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
@@ -157,12 +148,13 @@ fn temporary(path: &Path) -> PathBuf {
     beside(path, ".tmp")
 }
 
-/// Holds the advisory lock of `path` (creating its folder and lock file) until dropped.
-fn lock(path: &Path) -> std::io::Result<File> {
+/// Holds the advisory lock of `path`, on the `.lock` file beside it (made with its folder where
+/// missing), until dropped.
+fn lock_file(path: &Path) -> std::io::Result<File> {
     if let Some(folder) = path.parent() {
         std::fs::create_dir_all(folder)?;
     }
-    let file = File::options().create(true).truncate(false).write(true).open(lock_path(path))?;
+    let file = File::options().create(true).truncate(false).write(true).open(beside(path, ".lock"))?;
     file.lock()?;
     Ok(file)
 }
@@ -182,7 +174,7 @@ fn write(path: &Path, algorithms: &BTreeMap<String, KeptAlgorithm>) -> std::io::
 /// no live run is writing it.
 fn reclaim_temporaries(path: &Path) {
     if temporary(path).exists()
-        && let Ok(_lock) = lock(path)
+        && let Ok(_lock) = lock_file(path)
     {
         _ = std::fs::remove_file(temporary(path));
     }

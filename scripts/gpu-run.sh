@@ -17,11 +17,13 @@
 #                                kits have nothing else): where cuDNN was found, the cuda checks
 #                                (cuDNN's convolutions against Flex and burn's, the stream
 #                                ordering), then the PushT classic step on pusht_images with cuDNN,
-#                                untuned and with fusion (f32 at batch 64 and 256, the real loop
-#                                after fusion's; bf16 at 64), its launches counted in runs of
-#                                their own; fusion's f32 and bf16 steps again with cuDNN's graph
-#                                API competing in the search (LEROBOT_RS_CUDNN_GRAPH=1); with
-#                                BASELINE=1 without cuDNN (f32, 64);
+#                                most telling first: f32 at batch 64 and 256 (fusion's with the
+#                                real loop after it), the same with cuDNN's graph API competing in
+#                                the search (LEROBOT_RS_CUDNN_GRAPH=1), f32 again on the algorithms
+#                                the first run kept, bf16 at 64 without and with the graph API,
+#                                then the launches counted in runs of their own; with BASELINE=1
+#                                without cuDNN (f32, 64). The steps share STAGE_SECONDS: those the
+#                                time does not reach are said to be skipped.
 #                                BUILDS=fusion skips the untuned runs (a list, by spaces or commas),
 #                                CHECK_ONLY=cudnn (or graph) runs only those checks
 #   scripts/gpu-run.sh profile   each kernel's GPU time (Nsight Compute) in fusion's PushT step,
@@ -142,14 +144,23 @@ case "$stage" in
     fixture=$PWD/tests/fixtures/lerobot-0.6.1/pusht_images
     {
       echo "python3's site-packages: $(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-      ls -d "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"/nvidia/*/lib 2>&1
+      ls -d "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"/nvidia/*/lib 2>&1 || true
       ldconfig -p | grep -E 'cudnn|cublas' || echo "no cuDNN or cuBLAS in the library cache"
     } > "$out/libraries.txt" 2>&1
     BUILDS=${BUILDS:-untuned fusion}
+    # Each step is bounded by its own seconds and by what is left of the stage's $limit, so the
+    # call ends in time to send back what it measured; the steps run most telling first.
+    deadline=$(( $(date +%s) + limit ))
     step() { # build (untuned or fusion), label, seconds, then train-step's arguments
       local build=$1 label=$2 seconds=$3; shift 3
       [[ " ${BUILDS//,/ } " == *" $build "* ]] || return 0
-      echo "== bench-$build, $label" | tee -a "$out/steps.txt"
+      local left=$(( deadline - $(date +%s) ))
+      if [ "$left" -lt 20 ]; then
+        echo "== bench-$build, $label: skipped, the stage's $limit s are spent" | tee -a "$out/steps.txt"
+        return 0
+      fi
+      [ "$seconds" -le "$left" ] || seconds=$left
+      echo "== bench-$build, $label ($(date +%T), at most $seconds s)" | tee -a "$out/steps.txt"
       (cd "$work" && timeout -k 10 "$seconds" "$bin/bench-$build" train-step --root "$fixture" --device cuda "$@") 2>&1 \
         | tee -a "$out/steps.txt" || echo "stopped: $label" | tee -a "$out/steps.txt"
     }
@@ -158,23 +169,25 @@ case "$stage" in
       || echo "the checks failed or stopped" | tee -a "$out/checks.txt"
     # Timed, then counted: cubecl's launch log costs host time, so a counted step is not timed.
     # The algorithms the checks and earlier calls kept (they travel in the cache) are forgotten
-    # first: the first f32 step searches, and the steps after it take what it kept
-    # (kernels/src/cudnn/kept.rs). With BUILDS=fusion, the fusion step's repetition below shows
-    # what that saves at start-up (its `start-up` line against the first's; each step's
-    # `cuDNN so far` line counts its searches and the passes on kept algorithms).
+    # first: the first f32 step searches (each legacy search in two rounds; `cuDNN so far` counts
+    # the searches whose second round chose differently), and the steps after it take what it
+    # kept (kernels/src/cudnn/kept.rs). With BUILDS=fusion, the fusion step's repetition shows
+    # what that saves at start-up (its `start-up` line against the first's; each step's `cuDNN
+    # so far` line counts its searches and the passes on kept algorithms). cuDNN's graph API's
+    # plans are timed beside the legacy algorithms (LEROBOT_RS_CUDNN_GRAPH=1,
+    # kernels/src/cudnn/graph.rs), each pass's choice logged with both times.
     rm -f "$cache"/compilation/cudnn/algorithms-*.json
     step untuned "cuDNN, f32" 120 --batch 64,256 --warmup 2 --steps 5
-    step fusion "cuDNN, f32, then the real loop" 200 --batch 64,256 --warmup 2 --steps 5 --loop-steps 20 --num-workers 4
-    step fusion "cuDNN, f32, algorithms kept by the steps above" 80 --batch 64,256 --warmup 2 --steps 5
+    RUST_LOG=${RUST_LOG:-kernels::cudnn=debug} \
+      step fusion "cuDNN, f32, then the real loop" 200 --batch 64,256 --warmup 2 --steps 5 --loop-steps 20 --num-workers 4
+    RUST_LOG=${RUST_LOG:-kernels::cudnn=debug} LEROBOT_RS_CUDNN_GRAPH=1 \
+      step fusion "cuDNN with its graph API, f32" 120 --batch 64,256 --warmup 2 --steps 5
+    step fusion "cuDNN, f32, algorithms kept by the steps above" 60 --batch 64 --warmup 2 --steps 5
     step fusion "cuDNN, bf16" 80 --batch 64 --warmup 2 --steps 5 --precision bf16
-    # cuDNN's graph API's plans timed beside the legacy algorithms (kernels/src/cudnn/graph.rs),
-    # each pass's choice logged with both times.
-    export RUST_LOG=${RUST_LOG:-kernels::cudnn=debug}
-    LEROBOT_RS_CUDNN_GRAPH=1 step fusion "cuDNN with its graph API, f32" 120 --batch 64,256 --warmup 2 --steps 5
-    LEROBOT_RS_CUDNN_GRAPH=1 step fusion "cuDNN with its graph API, bf16" 80 --batch 64 --warmup 2 --steps 5 \
-      --precision bf16
-    step untuned "cuDNN, f32, launches counted" 60 --batch 64 --warmup 1 --steps 1 --count-launches
+    RUST_LOG=${RUST_LOG:-kernels::cudnn=debug} LEROBOT_RS_CUDNN_GRAPH=1 \
+      step fusion "cuDNN with its graph API, bf16" 80 --batch 64 --warmup 2 --steps 5 --precision bf16
     step fusion "cuDNN, f32, launches counted" 60 --batch 64 --warmup 1 --steps 1 --count-launches
+    step untuned "cuDNN, f32, launches counted" 60 --batch 64 --warmup 1 --steps 1 --count-launches
     step fusion "cuDNN, bf16, launches counted" 60 --batch 64 --warmup 1 --steps 1 --precision bf16 --count-launches
     if [ -n "${BASELINE:-}" ]; then
       export LEROBOT_RS_CUDNN=0

@@ -400,8 +400,10 @@ pub fn run(args: &TrainStepArgs) -> Result<Vec<TrainStepReport>> {
             #[cfg(feature = "cudnn")]
             if args.device == DeviceKind::Cuda {
                 eprintln!(
-                    "cuDNN so far: {} algorithm searches, {} passes on algorithms earlier runs kept",
+                    "cuDNN so far: {} algorithm searches ({} chose another algorithm in their second round), \
+                     {} passes on algorithms earlier runs kept",
                     kernels::cudnn::searches(),
+                    kernels::cudnn::second_round_changes(),
                     kernels::cudnn::earlier_runs_choices()
                 );
             }

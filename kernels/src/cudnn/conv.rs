@@ -5,10 +5,11 @@
 //!
 //! Each problem (shapes, options, element type) gets its descriptors once, and each pass its
 //! algorithm at its first call, by cuDNN's own timing of every algorithm on the real buffers
-//! (`cudnnFind*AlgorithmEx`, as torch's `cudnn.benchmark` does), or, where an earlier run on this
-//! GPU model and cuDNN chose one, that run's ([`super::kept`]). f32 may use TF32 tensor cores,
-//! as torch's convolutions do by default; `LEROBOT_RS_CUDNN_TF32=0` ([`allow_tf32`]) keeps exact
-//! f32 (FMA kernels only). `LEROBOT_RS_CUDNN_GRAPH` adds the plans of cuDNN's graph API to the
+//! (`cudnnFind*AlgorithmEx`, as torch's `cudnn.benchmark` does; run twice, the first round
+//! loading every candidate's kernels so that the second's times choose), or, where an earlier
+//! run on this GPU model and cuDNN chose one, that run's ([`super::kept`]). f32 may use TF32
+//! tensor cores, as torch's convolutions do by default; `LEROBOT_RS_CUDNN_TF32=0`
+//! ([`allow_tf32`]) keeps exact f32 (FMA kernels only). `LEROBOT_RS_CUDNN_GRAPH` adds the plans of cuDNN's graph API to the
 //! search ([`super::graph`]). `LEROBOT_RS_CUDA_SYNC=1` ([`synchronise_every_call`]) synchronises
 //! the device around every call, to check the stream ordering against.
 
@@ -156,6 +157,9 @@ pub fn graph_calls() -> u64 {
 /// choice was taken).
 static SEARCHES: AtomicU64 = AtomicU64::new(0);
 
+/// The legacy searches whose second round chose another algorithm than their first.
+static SECOND_ROUND_CHANGES: AtomicU64 = AtomicU64::new(0);
+
 /// The passes of problems that took an earlier run's algorithm instead of searching.
 static EARLIER_RUNS_CHOICES: AtomicU64 = AtomicU64::new(0);
 
@@ -163,6 +167,12 @@ static EARLIER_RUNS_CHOICES: AtomicU64 = AtomicU64::new(0);
 /// run.
 pub fn searches() -> u64 {
     SEARCHES.load(Ordering::Relaxed)
+}
+
+/// How many legacy searches chose another algorithm in their second round, the one whose
+/// times count, than in their first, where each algorithm's first launch also loaded its code.
+pub fn second_round_changes() -> u64 {
+    SECOND_ROUND_CHANGES.load(Ordering::Relaxed)
 }
 
 /// How many passes of problems took the algorithm an earlier run chose and kept, without
@@ -693,6 +703,83 @@ fn search(
     if let Some(algorithm) = &algorithms[pass as usize] {
         return Ok(Searched { algorithm: algorithm.clone(), legacy_math: None });
     }
+    // cuDNN times each algorithm once, and the first launch of a kernel in a process loads its
+    // module (CUDA's lazy loading) inside the timed interval: a first round runs every
+    // candidate, and the second's times choose.
+    let buffers = [a, b, out, workspace];
+    let warm = legacy_search(plan, pass, handle, buffers);
+    let found = legacy_search(plan, pass, handle, buffers);
+    if let (Ok(Some((first, _, first_ms))), Ok(Some((second, _, second_ms)))) = (&warm, &found)
+        && format!("{first:?}") != format!("{second:?}")
+    {
+        SECOND_ROUND_CHANGES.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(
+            "cuDNN {pass:?} of {:?}: the second round chose {second:?} ({second_ms:.3} ms), the first {first:?} ({first_ms:.3} ms)",
+            plan.problem
+        );
+    }
+    let legacy = match found {
+        Ok(legacy) => legacy,
+        Err(e) if plan.settings.graph == GraphUse::Off => return Err(format!("{pass:?} algorithm search: {e}")),
+        Err(e) => {
+            tracing::debug!("cuDNN's legacy search on {:?} failed ({e}): its graph API alone", plan.problem);
+            None
+        }
+    };
+    let graph = if plan.settings.graph != GraphUse::Off {
+        let buffers = [a, b, out];
+        let settings = [plan.settings.exact, plan.settings.deterministic];
+        let workspace = (workspace, SEARCH_WORKSPACE);
+        graph::fastest_plan(handle, stream, &plan.problem, pass, settings, buffers, workspace)
+            .inspect_err(|why| tracing::warn!("cuDNN's graph API on {:?}: {why}", plan.problem))
+            .ok()
+            .flatten()
+    } else {
+        None
+    };
+    // The legacy algorithm's math on the pass's descriptor, for it or as the graph plan's
+    // fallback.
+    if let Some((_, math, _)) = &legacy {
+        // SAFETY: the descriptor is live; no call reads it while the lock is held.
+        unsafe { cudarc::cudnn::result::set_convolution_math_type(plan.convolution[pass as usize], *math) }
+            .map_err(|e| format!("cudnnSetConvolutionMathType: {e}"))?;
+    }
+    let (algorithm, legacy_math) = match (legacy, graph) {
+        (legacy, Some((graph_plan, graph_ms)))
+            if plan.settings.graph == GraphUse::Only
+                || legacy.as_ref().is_none_or(|(_, _, legacy_ms)| graph_ms < *legacy_ms) =>
+        {
+            let legacy_ms = legacy.as_ref().map(|(_, _, ms)| *ms);
+            tracing::debug!(
+                "cuDNN {pass:?} of {:?}: {graph_plan:?}, {graph_ms:.3} ms (legacy's best {legacy_ms:?} ms)",
+                plan.problem
+            );
+            (Algorithm::Graph(Arc::new(graph_plan), legacy.map(|(algorithm, _, _)| Box::new(algorithm))), None)
+        }
+        (Some((algorithm, math, legacy_ms)), graph) => {
+            let graph_ms = graph.map(|(_, ms)| ms);
+            tracing::debug!(
+                "cuDNN {pass:?} of {:?}: {algorithm:?}, {math:?}, {legacy_ms:.3} ms (the graph's best {graph_ms:?} ms)",
+                plan.problem
+            );
+            (algorithm, Some(math))
+        }
+        (None, None) => return Err(format!("{pass:?}: no algorithm ran for {:?}", plan.problem)),
+        (None, Some(_)) => unreachable!("a graph plan without a legacy algorithm is taken above"),
+    };
+    algorithms[pass as usize] = Some(algorithm.clone());
+    Ok(Searched { algorithm, legacy_math })
+}
+
+/// The legacy API's fastest algorithm for `pass` of `plan` that the plan's settings allow, by
+/// cuDNN's timing of each on the search's buffers (`[a, b, out, workspace]` as [`search`] takes
+/// them), with its math and milliseconds; `None` where none ran.
+fn legacy_search(
+    plan: &Plan,
+    pass: Pass,
+    handle: sys::cudnnHandle_t,
+    [a, b, out, workspace]: [u64; 4],
+) -> Result<Option<(Algorithm, sys::cudnnMathType_t, f32)>, CudnnError> {
     let convolution = plan.convolution[pass as usize];
     let allowed = |math: sys::cudnnMathType_t, determinism: sys::cudnnDeterminism_t| {
         plan.allows(math)
@@ -701,7 +788,7 @@ fn search(
     let ok = sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS;
     let mut count = 0;
     // Each search returns its results fastest first.
-    let found = unsafe {
+    unsafe {
         // SAFETY: the buffers are live and as large as the descriptors say; the workspace holds
         // SEARCH_WORKSPACE bytes; each results array is as long as the count asked for.
         match pass {
@@ -781,58 +868,7 @@ fn search(
                 })
             }
         }
-    };
-    let legacy = match found {
-        Ok(legacy) => legacy,
-        Err(e) if plan.settings.graph == GraphUse::Off => return Err(format!("{pass:?} algorithm search: {e}")),
-        Err(e) => {
-            tracing::debug!("cuDNN's legacy search on {:?} failed ({e}): its graph API alone", plan.problem);
-            None
-        }
-    };
-    let graph = if plan.settings.graph != GraphUse::Off {
-        let buffers = [a, b, out];
-        let settings = [plan.settings.exact, plan.settings.deterministic];
-        let workspace = (workspace, SEARCH_WORKSPACE);
-        graph::fastest_plan(handle, stream, &plan.problem, pass, settings, buffers, workspace)
-            .inspect_err(|why| tracing::warn!("cuDNN's graph API on {:?}: {why}", plan.problem))
-            .ok()
-            .flatten()
-    } else {
-        None
-    };
-    // The legacy algorithm's math on the pass's descriptor, for it or as the graph plan's
-    // fallback.
-    if let Some((_, math, _)) = &legacy {
-        // SAFETY: the descriptor is live; no call reads it while the lock is held.
-        unsafe { cudarc::cudnn::result::set_convolution_math_type(convolution, *math) }
-            .map_err(|e| format!("cudnnSetConvolutionMathType: {e}"))?;
     }
-    let (algorithm, legacy_math) = match (legacy, graph) {
-        (legacy, Some((graph_plan, graph_ms)))
-            if plan.settings.graph == GraphUse::Only
-                || legacy.as_ref().is_none_or(|(_, _, legacy_ms)| graph_ms < *legacy_ms) =>
-        {
-            let legacy_ms = legacy.as_ref().map(|(_, _, ms)| *ms);
-            tracing::debug!(
-                "cuDNN {pass:?} of {:?}: {graph_plan:?}, {graph_ms:.3} ms (legacy's best {legacy_ms:?} ms)",
-                plan.problem
-            );
-            (Algorithm::Graph(Arc::new(graph_plan), legacy.map(|(algorithm, _, _)| Box::new(algorithm))), None)
-        }
-        (Some((algorithm, math, legacy_ms)), graph) => {
-            let graph_ms = graph.map(|(_, ms)| ms);
-            tracing::debug!(
-                "cuDNN {pass:?} of {:?}: {algorithm:?}, {math:?}, {legacy_ms:.3} ms (the graph's best {graph_ms:?} ms)",
-                plan.problem
-            );
-            (algorithm, Some(math))
-        }
-        (None, None) => return Err(format!("{pass:?}: no algorithm ran for {:?}", plan.problem)),
-        (None, Some(_)) => unreachable!("a graph plan without a legacy algorithm is taken above"),
-    };
-    algorithms[pass as usize] = Some(algorithm.clone());
-    Ok(Searched { algorithm, legacy_math })
 }
 
 /// What a search found: the algorithm, and where it is the legacy API's, its math.

@@ -187,14 +187,25 @@ fn gather_kernel<P: Float, F: Float>(
 }
 
 /// One cube sums `values[..len]` into `total[0]`, each unit a stride of them, in a fixed order.
+/// A unit keeps four sums, so that four of its loads are in flight at once: with one, the H200
+/// waited on each load in turn, 318 µs for PushT's 217,000 partial sums.
 #[cube(launch_unchecked)]
 fn sum_kernel<F: Float>(values: &Tensor<F>, len: usize, total: &mut Tensor<F>, #[define(F)] _dtype: StorageType) {
-    let mut sum = F::new(0.0);
+    let stride = CUBE_DIM_X as usize;
+    let (mut s0, mut s1, mut s2, mut s3) = (F::new(0.0), F::new(0.0), F::new(0.0), F::new(0.0));
     let mut i = UNIT_POS_X as usize;
-    while i < len {
-        sum += values[i];
-        i += CUBE_DIM_X as usize;
+    while i + 3 * stride < len {
+        s0 += values[i];
+        s1 += values[i + stride];
+        s2 += values[i + 2 * stride];
+        s3 += values[i + 3 * stride];
+        i += 4 * stride;
     }
+    while i < len {
+        s0 += values[i];
+        i += stride;
+    }
+    let sum = (s0 + s1) + (s2 + s3);
     let mut partial = SharedMemory::<F>::new(UNITS_PER_CUBE as usize);
     let all = cube_sum::<F>(&mut partial, sum);
     if UNIT_POS_X == 0 {

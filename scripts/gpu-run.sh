@@ -19,8 +19,10 @@
 #                                ordering), then the PushT classic step on pusht_images with cuDNN,
 #                                most telling first: f32 at batch 64 and 256 (fusion's with the
 #                                real loop after it), the same with cuDNN's graph API competing in
-#                                the search (LEROBOT_RS_CUDNN_GRAPH=1), f32 again on the algorithms
-#                                the first run kept, bf16 at 64 without and with the graph API,
+#                                the search (LEROBOT_RS_CUDNN_GRAPH=1), with the U-Net's 1-D
+#                                convolutions as burn's matrix product (LEROBOT_RS_CUDNN_CONV1D=0),
+#                                f32 again on the algorithms the first run kept, bf16 at 64
+#                                without and with the graph API,
 #                                then the launches counted in runs of their own; with BASELINE=1
 #                                without cuDNN (f32, 64). The steps share STAGE_SECONDS: those the
 #                                time does not reach are said to be skipped.
@@ -182,6 +184,9 @@ case "$stage" in
       step fusion "cuDNN, f32, then the real loop" 200 --batch 64,256 --warmup 2 --steps 5 --loop-steps 20 --num-workers 4
     RUST_LOG=${RUST_LOG:-kernels::cudnn=debug} LEROBOT_RS_CUDNN_GRAPH=1 \
       step fusion "cuDNN with its graph API, f32" 120 --batch 64,256 --warmup 2 --steps 5
+    LEROBOT_RS_CUDNN_CONV1D=0 \
+      step fusion "cuDNN for the encoder, the U-Net's 1-D convolutions as burn's matrix product, f32" 90 \
+      --batch 64,256 --warmup 2 --steps 5
     step fusion "cuDNN, f32, algorithms kept by the steps above" 60 --batch 64 --warmup 2 --steps 5
     step fusion "cuDNN, bf16" 80 --batch 64 --warmup 2 --steps 5 --precision bf16
     RUST_LOG=${RUST_LOG:-kernels::cudnn=debug} LEROBOT_RS_CUDNN_GRAPH=1 \

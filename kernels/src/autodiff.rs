@@ -174,6 +174,10 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
         B::has_conv2d_products(dtype)
     }
 
+    fn has_conv1d_products(dtype: DType) -> bool {
+        B::has_conv1d_products(dtype)
+    }
+
     fn max_pool2d_indexed(
         x: FloatTensor<Self>,
         kernel: [usize; 2],

@@ -802,6 +802,10 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Kerne
         R::library_takes(dtype)
     }
 
+    fn has_conv1d_products(dtype: DType) -> bool {
+        R::library_takes_conv1d(dtype)
+    }
+
     fn conv2d_no_bias(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
         match R::library_conv2d(&x, &weight, &options) {
             Some(y) => y,

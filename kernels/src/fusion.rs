@@ -461,6 +461,10 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         B::has_conv2d_products(dtype)
     }
 
+    fn has_conv1d_products(dtype: DType) -> bool {
+        B::has_conv1d_products(dtype)
+    }
+
     fn conv2d_no_bias(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
         let (x_shape, w_shape) = (x.shape.clone(), weight.shape.clone());
         let sizes = calculate_conv_output_sizes(

@@ -257,6 +257,13 @@ pub trait Kernels: Backend {
         false
     }
 
+    /// Whether a 1-D convolution of `dtype` should be [`conv2d`] of height 1: where
+    /// [`Kernels::has_conv2d_products`] holds, unless the backend's library is set to leave 1-D
+    /// convolutions to the caller's matrix product (`kernels::cudnn::conv1d_in_cudnn`).
+    fn has_conv1d_products(dtype: DType) -> bool {
+        Self::has_conv2d_products(dtype)
+    }
+
     /// A 2-D convolution without bias, `x` `[N, C, H, W]` by `weight` `[O, C, kh, kw]`, as
     /// burn's `conv2d` computes it (its implementation, unless the backend has a faster one).
     fn conv2d_no_bias(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {

@@ -16,6 +16,11 @@ pub trait RuntimeLibraries: CubeRuntime {
         false
     }
 
+    /// Whether 1-D convolutions of `dtype`, as height-1 2-D ones, go to the library too.
+    fn library_takes_conv1d(dtype: DType) -> bool {
+        Self::library_takes(dtype)
+    }
+
     /// `x` `[N, C, H, W]` convolved with `w` `[O, C / groups, kh, kw]`, without bias.
     fn library_conv2d(
         x: &CubeTensor<Self>,
@@ -77,6 +82,10 @@ impl RuntimeLibraries for cubecl::cuda::CudaRuntime {}
 impl RuntimeLibraries for cubecl::cuda::CudaRuntime {
     fn library_takes(dtype: DType) -> bool {
         crate::cudnn::takes(dtype)
+    }
+
+    fn library_takes_conv1d(dtype: DType) -> bool {
+        crate::cudnn::takes_conv1d(dtype)
     }
 
     fn library_conv2d(

@@ -946,3 +946,26 @@ pub fn conv_transpose2d(x: &CudaTensor, w: &CudaTensor, options: &ConvTransposeO
 pub fn takes(dtype: DType) -> bool {
     library::status().is_ok() && ConvDataType::of(dtype).is_some()
 }
+
+/// Whether 1-D convolutions (the U-Net's) go to cuDNN as height-1 2-D ones: `LEROBOT_RS_CUDNN_CONV1D`
+/// (on unless `0` or `off`) until [`conv1d_in_cudnn`] says otherwise.
+static CONV1D: OnceLock<AtomicBool> = OnceLock::new();
+
+fn conv1d() -> &'static AtomicBool {
+    CONV1D.get_or_init(|| {
+        AtomicBool::new(!std::env::var("LEROBOT_RS_CUDNN_CONV1D").is_ok_and(|v| matches!(v.as_str(), "0" | "off")))
+    })
+}
+
+/// Sends 1-D convolutions to cuDNN (the default), or leaves them to their caller's matrix
+/// product (burn's, on TF32 tensor cores in f32): the seventh contact's profile had cuDNN's
+/// chosen kernels at 10-15 TFLOP/s on the U-Net's largest ones.
+pub fn conv1d_in_cudnn(yes: bool) {
+    conv1d().store(yes, Ordering::Relaxed);
+}
+
+/// Whether 1-D convolutions of `dtype` go to cuDNN ([`takes`], and [`conv1d_in_cudnn`]). Exact
+/// f32 keeps them there: burn's matrix product takes TF32 for f32 on tensor cores.
+pub fn takes_conv1d(dtype: DType) -> bool {
+    takes(dtype) && (conv1d().load(Ordering::Relaxed) || (dtype == DType::F32 && !tf32().load(Ordering::Relaxed)))
+}

@@ -13,8 +13,9 @@ mod library;
 mod problem;
 
 pub use conv::{
-    CudaTensor, allow_tf32, calls, conv_transpose2d, conv2d, conv2d_input_grad, conv2d_weight_grad, deterministic,
-    earlier_runs_choices, graph_calls, searches, second_round_changes, synchronise_every_call, takes,
+    CudaTensor, allow_tf32, calls, conv_transpose2d, conv1d_in_cudnn, conv2d, conv2d_input_grad, conv2d_weight_grad,
+    deterministic, earlier_runs_choices, graph_calls, searches, second_round_changes, synchronise_every_call, takes,
+    takes_conv1d,
 };
 pub(crate) use conv::{driver, primary_context_current};
 pub use graph::{GraphUse, use_graph};

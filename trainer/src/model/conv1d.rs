@@ -9,9 +9,10 @@
 //! same product PyTorch's convolution computes. Only the small activations are rearranged.
 //!
 //! Where the backend has its own convolution kernels built on matrix products
-//! ([`Kernels::has_conv2d_products`]: the CPU's, in f32), the convolution is one of those, of
-//! height 1, instead: one node of the graph, with the same products. Elsewhere (the GPU
-//! backends, half precision) it is composed of burn's operations as above.
+//! ([`Kernels::has_conv1d_products`]: the CPU's in f32, cuDNN's on cuda), the convolution is one
+//! of those, of height 1, instead: one node of the graph, with the same products. Elsewhere
+//! (wgpu, the CPU in half precision, cuda with `LEROBOT_RS_CUDNN_CONV1D=0`) it is composed of
+//! burn's operations as above.
 
 use burn::module::{Param, ParamId};
 use burn::nn::Initializer;
@@ -83,7 +84,7 @@ impl<B: Backend> GemmConv1d<B> {
 impl<B: Kernels> GemmConv1d<B> {
     /// `[B, in, L]` → `[B, out, L_out]`.
     pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
-        if B::has_conv2d_products(x.dtype()) { self.forward_as_2d(x) } else { self.forward_composed(x) }
+        if B::has_conv1d_products(x.dtype()) { self.forward_as_2d(x) } else { self.forward_composed(x) }
     }
 
     /// The convolution composed of burn's operations: the windows side by side, then one

@@ -183,9 +183,12 @@ fn a_damaged_kept_file_is_searched_past_and_replaced() {
     let good = KeptAlgorithms::load(path.clone());
     good.keep("a".into(), algorithm("CUDNN_CONVOLUTION_FWD_ALGO_GEMM", 0)).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
+    let mut other_format: serde_json::Value = serde_json::from_str(&text).unwrap();
+    other_format["format"] = 99.into();
+    let other_format = other_format.to_string();
     let left_by_a_killed_run = path.with_file_name(format!("{}.tmp", path.file_name().unwrap().to_str().unwrap()));
     let filter_1 = algorithm("CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1", 8);
-    for damaged in [&text[..text.len() / 2], &text.replace("\"format\": 1", "\"format\": 99"), "not json"] {
+    for damaged in [&text[..text.len() / 2], &other_format, "not json"] {
         std::fs::write(&path, damaged).unwrap();
         std::fs::write(&left_by_a_killed_run, "{").unwrap();
         let kept = KeptAlgorithms::load(path.clone());

@@ -18,11 +18,12 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 /// The file's path under the kernel cache's folder; the format is in its name, so builds that
-/// write another one keep theirs apart.
-pub const KEPT_ALGORITHMS_FILE: &str = "cudnn/algorithms-v1.json";
+/// write another one keep theirs apart. Version 2: choices of the search in two rounds (version
+/// 1's were timed with their kernels' loading, and are searched again).
+pub const KEPT_ALGORITHMS_FILE: &str = "cudnn/algorithms-v2.json";
 
 /// The format written, and the only one read.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// One pass's algorithm as the legacy API names it: the algorithm's and the math type's names
 /// in cuDNN's enums (`CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM`, `CUDNN_DEFAULT_MATH`),

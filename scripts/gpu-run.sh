@@ -18,14 +18,16 @@
 #                                (cuDNN's convolutions against Flex and burn's, the stream
 #                                ordering), then the PushT classic step on pusht_images with cuDNN,
 #                                most telling first: f32 at batch 64 and 256 (fusion's with the
-#                                real loop after it), the same with cuDNN's graph API competing in
-#                                the search (LEROBOT_RS_CUDNN_GRAPH=1), with the U-Net's 1-D
-#                                convolutions as burn's matrix product (LEROBOT_RS_CUDNN_CONV1D=0),
-#                                f32 again on the algorithms the first run kept, bf16 at 64
-#                                without and with the graph API,
-#                                then the launches counted in runs of their own; with BASELINE=1
-#                                without cuDNN (f32, 64). The steps share STAGE_SECONDS: those the
-#                                time does not reach are said to be skipped.
+#                                real loop after it), the same with the U-Net's 1-D convolutions
+#                                as cuBLAS's products (LEROBOT_RS_CONV1D=cublas), with cuDNN's
+#                                graph API competing in the search (LEROBOT_RS_CUDNN_GRAPH=1),
+#                                with the 1-D convolutions as burn's matrix product
+#                                (LEROBOT_RS_CONV1D=burn); bf16 at 64 (cuDNN, then cuBLAS for
+#                                the 1-D ones); f32 again on the algorithms the first run kept;
+#                                bf16 with the graph API; then the launches counted in runs of
+#                                their own; with BASELINE=1 without cuDNN (f32, 64). The steps
+#                                share STAGE_SECONDS: those the time does not reach are said to
+#                                be skipped.
 #                                BUILDS=fusion skips the untuned runs (a list, by spaces or commas),
 #                                CHECK_ONLY=cudnn (or graph) runs only those checks
 #   scripts/gpu-run.sh profile   each kernel's GPU time (Nsight Compute) in fusion's PushT step,
@@ -182,13 +184,19 @@ case "$stage" in
     step untuned "cuDNN, f32" 120 --batch 64,256 --warmup 2 --steps 5
     RUST_LOG=${RUST_LOG:-kernels::cudnn=debug} \
       step fusion "cuDNN, f32, then the real loop" 200 --batch 64,256 --warmup 2 --steps 5 --loop-steps 20 --num-workers 4
+    LEROBOT_RS_CONV1D=cublas \
+      step fusion "cuDNN for the encoder, the U-Net's 1-D convolutions as cuBLAS's products, f32" 90 \
+      --batch 64,256 --warmup 2 --steps 5
     RUST_LOG=${RUST_LOG:-kernels::cudnn=debug} LEROBOT_RS_CUDNN_GRAPH=1 \
       step fusion "cuDNN with its graph API, f32" 120 --batch 64,256 --warmup 2 --steps 5
-    LEROBOT_RS_CUDNN_CONV1D=0 \
+    LEROBOT_RS_CONV1D=burn \
       step fusion "cuDNN for the encoder, the U-Net's 1-D convolutions as burn's matrix product, f32" 90 \
       --batch 64,256 --warmup 2 --steps 5
-    step fusion "cuDNN, f32, algorithms kept by the steps above" 60 --batch 64 --warmup 2 --steps 5
     step fusion "cuDNN, bf16" 80 --batch 64 --warmup 2 --steps 5 --precision bf16
+    LEROBOT_RS_CONV1D=cublas \
+      step fusion "cuDNN for the encoder, the U-Net's 1-D convolutions as cuBLAS's products, bf16" 60 \
+      --batch 64 --warmup 2 --steps 5 --precision bf16
+    step fusion "cuDNN, f32, algorithms kept by the steps above" 60 --batch 64 --warmup 2 --steps 5
     RUST_LOG=${RUST_LOG:-kernels::cudnn=debug} LEROBOT_RS_CUDNN_GRAPH=1 \
       step fusion "cuDNN with its graph API, bf16" 80 --batch 64 --warmup 2 --steps 5 --precision bf16
     step fusion "cuDNN, f32, launches counted" 60 --batch 64 --warmup 1 --steps 1 --count-launches

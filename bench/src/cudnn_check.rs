@@ -113,11 +113,22 @@ fn operands(input: [usize; 4], weight: [usize; 4], fan_in: usize) -> [Tensor<Fle
     [x, w]
 }
 
+/// What must have run the passes of [`check_convolutions`], beside any cuDNN algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expected {
+    /// Any of cuDNN's algorithms.
+    Cudnn,
+    /// A plan of cuDNN's graph API, every pass (the search set to the graph API only).
+    GraphPlans,
+    /// cuBLAS's products for every pass of a 1-D convolution (height 1), cuDNN for the others
+    /// (`kernels::cudnn::Conv1dPath::Cublas`).
+    CublasFor1d,
+}
+
 /// Each case's three passes through cuDNN (`dtype`, TF32 allowed or not) against Flex's f32 and
 /// burn's own cuda convolution, then the U-Net's transposed convolutions the same way; the
-/// worst relative error of each pass. With `all_by_graph` (the search set to the graph API
-/// only), every pass must have run a plan of cuDNN's graph API.
-pub fn check_convolutions(dtype: DType, tf32: bool, all_by_graph: bool) -> Result<String> {
+/// worst relative error of each pass, and that what was `expected` ran them.
+pub fn check_convolutions(dtype: DType, tf32: bool, expected: Expected) -> Result<String> {
     kernels::cudnn::status().as_ref().map_err(|why| anyhow::anyhow!("{why}"))?;
     kernels::cudnn::allow_tf32(tf32);
     let tolerance = match (dtype, tf32) {
@@ -127,6 +138,8 @@ pub fn check_convolutions(dtype: DType, tf32: bool, all_by_graph: bool) -> Resul
     };
     let cuda = Default::default();
     let graph_calls = kernels::cudnn::graph_calls();
+    let blas_calls = kernels::cudnn::blas_calls();
+    let ran = || kernels::cudnn::calls() + kernels::cudnn::blas_calls();
     let (mut worst, mut worst_transposed) = (Worst::default(), Worst::default());
     for (input, weight, options) in cases() {
         let [x, w] = operands(input, weight, weight[1] * weight[2] * weight[3]);
@@ -139,13 +152,13 @@ pub fn check_convolutions(dtype: DType, tf32: bool, all_by_graph: bool) -> Resul
             host::<Flex>(Flex::conv2d_weight_backward(xp, wp, dyp, options.clone())),
         ];
         let [xc, wc, dyc] = [x, w, dy].map(|t| on::<Cuda>(&t.into_data(), dtype, &cuda));
-        let calls = kernels::cudnn::calls();
+        let calls = ran();
         let ours = [
             host::<Cuda>(Cuda::conv2d_no_bias(xc.clone(), wc.clone(), options.clone())),
             host::<Cuda>(Cuda::conv2d_input_grad(xc.clone(), wc.clone(), dyc.clone(), options.clone())),
             host::<Cuda>(Cuda::conv2d_weight_grad(xc.clone(), wc.clone(), dyc.clone(), options.clone())),
         ];
-        let ran = kernels::cudnn::calls() - calls;
+        let ran = ran() - calls;
         ensure!(ran == 3, "{input:?} by {weight:?}: cuDNN ran {ran} of the 3 passes (see the log for why)");
         let burns = [
             host::<Cuda>(Cuda::conv2d(xc.clone(), wc.clone(), None, options.clone())),
@@ -165,13 +178,13 @@ pub fn check_convolutions(dtype: DType, tf32: bool, all_by_graph: bool) -> Resul
             host::<Flex>(Flex::conv_transpose2d_weight_backward(xp, wp, dyp, options.clone())),
         ];
         let [xc, wc, dyc] = [x, w, dy].map(|t| on::<Cuda>(&t.into_data(), dtype, &cuda));
-        let calls = kernels::cudnn::calls();
+        let calls = ran();
         let ours = [
             host::<Cuda>(Cuda::conv_transpose2d_no_bias(xc.clone(), wc.clone(), options.clone())),
             host::<Cuda>(Cuda::conv_transpose2d_input_grad(wc.clone(), dyc.clone(), options.clone())),
             host::<Cuda>(Cuda::conv_transpose2d_weight_grad(xc.clone(), wc.clone(), dyc.clone(), options.clone())),
         ];
-        let ran = kernels::cudnn::calls() - calls;
+        let ran = ran() - calls;
         ensure!(ran == 3, "transposed {input:?} by {weight:?}: cuDNN ran {ran} of the 3 passes (see the log)");
         let burns = [
             host::<Cuda>(Cuda::conv_transpose2d(xc.clone(), wc.clone(), None, options.clone())),
@@ -185,12 +198,20 @@ pub fn check_convolutions(dtype: DType, tf32: bool, all_by_graph: bool) -> Resul
     let passes = 3 * (cases().len() + transposed_cases().len());
     let by_graph = kernels::cudnn::graph_calls() - graph_calls;
     ensure!(
-        !all_by_graph || by_graph == passes as u64,
+        expected != Expected::GraphPlans || by_graph == passes as u64,
         "the graph API's plans ran {by_graph} of the {passes} passes (the log says why not the others)"
+    );
+    let one_d = cases().iter().filter(|(input, ..)| input[2] == 1).count()
+        + transposed_cases().iter().filter(|(input, ..)| input[2] == 1).count();
+    let by_blas = kernels::cudnn::blas_calls() - blas_calls;
+    ensure!(
+        expected != Expected::CublasFor1d || by_blas == 3 * one_d as u64,
+        "cuBLAS's products ran {by_blas} of the {} passes of 1-D convolutions (the log says why not the others)",
+        3 * one_d
     );
     Ok(format!(
         "cuDNN {dtype:?}{} (tolerance {tolerance:.0e} vs Flex; output, input grad, weight grad): {} convolutions, {}; \
-         {} transposed, {}; {} of the {passes} passes by the graph API's plans",
+         {} transposed, {}; {} of the {passes} passes by the graph API's plans, {by_blas} by cuBLAS's products",
         if dtype == DType::F32 { if tf32 { " (TF32)" } else { " (exact)" } } else { "" },
         cases().len(),
         worst.said(),

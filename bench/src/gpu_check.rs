@@ -88,16 +88,27 @@ pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
         checks.run(format!("cpu to {device}"), || check_resume(DeviceKind::Cpu, device, &root, false));
         #[cfg(feature = "cudnn")]
         if device == DeviceKind::Cuda {
-            use crate::cudnn_check::check_convolutions;
+            use crate::cudnn_check::{Expected, check_convolutions};
             use burn::tensor::DType;
-            use kernels::cudnn::{GraphUse, use_graph};
-            checks.run("cudnn exact f32".into(), || check_convolutions(DType::F32, false, false));
-            checks.run("cudnn tf32".into(), || check_convolutions(DType::F32, true, false));
-            checks.run("cudnn bf16".into(), || check_convolutions(DType::BF16, true, false));
+            use kernels::cudnn::{Conv1dPath, GraphUse, use_conv1d, use_graph};
+            checks.run("cudnn exact f32".into(), || check_convolutions(DType::F32, false, Expected::Cudnn));
+            checks.run("cudnn tf32".into(), || check_convolutions(DType::F32, true, Expected::Cudnn));
+            checks.run("cudnn bf16".into(), || check_convolutions(DType::BF16, true, Expected::Cudnn));
+            // The 1-D convolutions as cuBLAS's products over the unfolded input
+            // (kernels/src/unfold.rs, kernels/src/cudnn/blas.rs).
+            let on_cublas = |dtype, tf32| {
+                use_conv1d(Conv1dPath::Cublas);
+                let checked = check_convolutions(dtype, tf32, Expected::CublasFor1d);
+                use_conv1d(Conv1dPath::Cudnn);
+                checked
+            };
+            checks.run("cudnn cublas 1-d exact f32".into(), || on_cublas(DType::F32, false));
+            checks.run("cudnn cublas 1-d tf32".into(), || on_cublas(DType::F32, true));
+            checks.run("cudnn cublas 1-d bf16".into(), || on_cublas(DType::BF16, true));
             // The graph API's plans wherever one builds (kernels/src/cudnn/graph.rs).
             let on_graph = |dtype, tf32| {
                 use_graph(GraphUse::Only);
-                let checked = check_convolutions(dtype, tf32, true);
+                let checked = check_convolutions(dtype, tf32, Expected::GraphPlans);
                 use_graph(GraphUse::Off);
                 checked
             };

@@ -401,10 +401,11 @@ pub fn run(args: &TrainStepArgs) -> Result<Vec<TrainStepReport>> {
             if args.device == DeviceKind::Cuda {
                 eprintln!(
                     "cuDNN so far: {} algorithm searches ({} chose another algorithm in their second round), \
-                     {} passes on algorithms earlier runs kept",
+                     {} passes on algorithms earlier runs kept; {} passes of 1-D convolutions as cuBLAS's products",
                     kernels::cudnn::searches(),
                     kernels::cudnn::second_round_changes(),
-                    kernels::cudnn::earlier_runs_choices()
+                    kernels::cudnn::earlier_runs_choices(),
+                    kernels::cudnn::blas_calls()
                 );
             }
             if let Some(launches) = &report.launches {

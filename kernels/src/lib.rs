@@ -55,6 +55,8 @@ mod runtime_libraries;
 #[cfg(test)]
 mod test_support;
 mod transposed;
+#[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
+pub mod unfold;
 mod yuv;
 
 pub use activation::Activation;
@@ -259,7 +261,7 @@ pub trait Kernels: Backend {
 
     /// Whether a 1-D convolution of `dtype` should be [`conv2d`] of height 1: where
     /// [`Kernels::has_conv2d_products`] holds, unless the backend's library is set to leave 1-D
-    /// convolutions to the caller's matrix product (`kernels::cudnn::conv1d_in_cudnn`).
+    /// convolutions to the caller's matrix product (`kernels::cudnn::use_conv1d`).
     fn has_conv1d_products(dtype: DType) -> bool {
         Self::has_conv2d_products(dtype)
     }

@@ -639,3 +639,91 @@ fn the_yuv_kernel_gives_the_decoders_bytes_for_every_value<Gpu: WgpuKernels>() {
         assert_eq!(differing, 0, "{h}x{w}: of {} values", levels.len());
     }
 }
+
+/// burn's matrix product (cubecl's) as the unfolded convolution's products, where cuda takes
+/// cuBLAS's.
+struct BurnProducts;
+
+impl kernels::unfold::Product<WgpuRuntime> for BurnProducts {
+    fn product(
+        &self,
+        a: &FloatTensor<Direct>,
+        a_transposed: bool,
+        b: &FloatTensor<Direct>,
+        b_transposed: bool,
+    ) -> Result<FloatTensor<Direct>, String> {
+        use burn_cubecl::kernel::into_contiguous;
+        use burn_cubecl::kernel::matmul::{MatmulStrategy, matmul};
+        let op = |t: &FloatTensor<Direct>, transposed: bool| {
+            if transposed { into_contiguous(burn_cubecl::ops::permute(t.clone(), &[1, 0])) } else { t.clone() }
+        };
+        matmul(op(a, a_transposed), op(b, b_transposed), None, MatmulStrategy::default(), a.dtype)
+            .map_err(|e| format!("{e:?}"))
+    }
+}
+
+/// A 1-D convolution as one matrix product over its unfolded input (`kernels::unfold`: the
+/// unfolding, the folding and the swaps in cubecl kernels, the products burn's here): output,
+/// input gradient and weight gradient equal the CPU's convolution and its gradients to 1e-5, for
+/// the U-Net's kinds (kernel 5 padded 2, the strided downsampling, the transposed upsampling's
+/// kernel 4 at stride 2), a dilated one, a kernel of one tap, and a length the kernel outreaches;
+/// 2-D convolutions, grouped ones and padding along the height are not taken.
+#[test]
+fn the_unfolded_1d_convolution_equals_the_cpus() {
+    use burn::backend::Autodiff;
+    use burn::tensor::ops::ConvOptions;
+    use kernels::unfold::{self, Conv1d};
+
+    /// The output, and the gradients of `Σ y·dy` with respect to `x` and the weight, by burn's
+    /// convolution on the CPU.
+    fn on_cpu([x, w, dy]: [&TensorData; 3], options: &ConvOptions<2>) -> [Vec<f32>; 3] {
+        let device = Default::default();
+        let x = Tensor::<Autodiff<Flex>, 4>::from_data(x.clone(), &device).require_grad();
+        let w = Tensor::<Autodiff<Flex>, 4>::from_data(w.clone(), &device).require_grad();
+        let y = burn::tensor::module::conv2d(x.clone(), w.clone(), None, options.clone());
+        let dy = Tensor::<Autodiff<Flex>, 4>::from_data(dy.clone(), &device);
+        let grads = (y.clone() * dy).sum().backward();
+        let values = |t: Tensor<Flex, 4>| t.into_data().to_vec::<f32>().unwrap();
+        [values(y.inner()), values(x.grad(&grads).expect("x's gradient")), values(w.grad(&grads).expect("w's"))]
+    }
+
+    let gpu = WgpuDevice::default();
+    let on_gpu = |data: &TensorData| Tensor::<Direct, 4>::from_data(data.clone(), &gpu).into_primitive().tensor();
+    // (N, C, L, K, S, stride, padding, dilation)
+    let cases = [
+        (3, 5, 16, 4, 5, 1, 2, 1),
+        (2, 3, 16, 6, 3, 2, 1, 1),
+        (2, 4, 9, 3, 4, 2, 1, 1),
+        (2, 3, 11, 2, 3, 1, 2, 2),
+        (1, 7, 5, 3, 1, 1, 0, 1),
+        (2, 3, 2, 2, 5, 1, 2, 1),
+    ];
+    for (n, c, l, k, s, stride, padding, dilation) in cases {
+        let options = ConvOptions::new([1, stride], [0, padding], [1, dilation], 1);
+        let conv = Conv1d::of_2d([n, c, 1, l], [k, c, 1, s], [0, padding], [1, stride], [1, dilation], 1)
+            .expect("a 1-D convolution");
+        let data = |shape: [usize; 4], seed| TensorData::new(values(shape.iter().product(), seed), shape);
+        let (x, w) = (data([n, c, 1, l], 1.0), data([k, c, 1, s], 2.0));
+        let dy = data([n, k, 1, conv.out_length], 3.0);
+        let expected = on_cpu([&x, &w, &dy], &options);
+        let got = [
+            unfold::output(on_gpu(&x), on_gpu(&w), &conv, &BurnProducts),
+            unfold::input_grad(on_gpu(&w), on_gpu(&dy), &conv, &BurnProducts),
+            unfold::weight_grad(on_gpu(&x), on_gpu(&dy), &conv, &BurnProducts),
+        ];
+        for ((name, got), expected) in ["output", "dx", "dw"].into_iter().zip(got).zip(&expected) {
+            let got = got.expect("burn's product runs");
+            let got = Tensor::<Direct, 4>::from_primitive(TensorPrimitive::Float(got));
+            let shape = got.dims();
+            let got = got.into_data().to_vec::<f32>().unwrap();
+            assert_eq!(got.len(), expected.len(), "{conv:?}: {name} of shape {shape:?}");
+            let error = max_error_relative_to_largest(&got, expected);
+            assert!(error < 1e-5, "{conv:?}: {name} {error:e} apart");
+        }
+    }
+    let one_row = |input, weight, padding, groups| Conv1d::of_2d(input, weight, padding, [1, 1], [1, 1], groups);
+    assert!(one_row([1, 4, 2, 8], [3, 4, 2, 3], [0, 1], 1).is_none(), "a 2-D convolution");
+    assert!(one_row([1, 4, 1, 8], [4, 2, 1, 3], [0, 1], 2).is_none(), "a grouped convolution");
+    assert!(one_row([1, 4, 1, 8], [3, 4, 1, 3], [1, 1], 1).is_none(), "padding along the height");
+    assert!(one_row([1, 4, 1, 2], [3, 4, 1, 5], [0, 1], 1).is_none(), "a kernel beyond the padded length");
+}

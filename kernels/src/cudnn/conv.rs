@@ -18,7 +18,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
@@ -145,6 +145,9 @@ pub fn synchronise_every_call(synchronise: bool) {
 /// Convolution passes cuDNN has run in this process.
 static CALLS: AtomicU64 = AtomicU64::new(0);
 
+/// 1-D convolution passes run as cuBLAS's products over the unfolded input.
+static BLAS_CALLS: AtomicU64 = AtomicU64::new(0);
+
 /// Those of them run by a plan of the graph API (not by the legacy algorithm kept beside it).
 static GRAPH_CALLS: AtomicU64 = AtomicU64::new(0);
 
@@ -179,6 +182,12 @@ pub fn second_round_changes() -> u64 {
 /// searching, in this process.
 pub fn earlier_runs_choices() -> u64 {
     EARLIER_RUNS_CHOICES.load(Ordering::Relaxed)
+}
+
+/// How many 1-D convolution passes ran as cuBLAS's products over their unfolded input
+/// (`LEROBOT_RS_CONV1D=cublas`) in this process.
+pub fn blas_calls() -> u64 {
+    BLAS_CALLS.load(Ordering::Relaxed)
 }
 
 /// How many convolution passes cuDNN has enqueued in this process (the checks tell by it that
@@ -471,13 +480,17 @@ fn dims(tensor: &CudaTensor) -> Option<[usize; 4]> {
 }
 
 /// The buffers of one call, held until it is enqueued: device pointers and the stream.
-struct Buffers {
-    pointers: Vec<u64>,
-    stream: cudarc::driver::sys::CUstream,
+/// The device pointers of some tensors' buffers (and a workspace's), held while a library call
+/// that reads them is enqueued, and the stream cubecl orders their work on.
+pub(super) struct Buffers {
+    /// In the order asked for, the workspace last.
+    pub(super) pointers: Vec<u64>,
+    /// The stream of the last buffer's resource (all one device's).
+    pub(super) stream: cudarc::driver::sys::CUstream,
     _held: Vec<Box<dyn std::any::Any>>,
 }
 
-fn buffers(tensors: &[&CudaTensor], workspace: Option<&cubecl::server::Handle>) -> Result<Buffers, String> {
+pub(super) fn buffers(tensors: &[&CudaTensor], workspace: Option<&cubecl::server::Handle>) -> Result<Buffers, String> {
     let client = &tensors[0].client;
     let mut pointers = Vec::new();
     let mut held: Vec<Box<dyn std::any::Any>> = Vec::new();
@@ -897,7 +910,54 @@ fn fell_back(problem: ConvProblem, pass: Pass, why: String) {
 
 fn attempt(pass: Pass, problem: ConvProblem, inputs: [CudaTensor; 2], dtype: DType) -> Option<CudaTensor> {
     let inputs = inputs.map(into_contiguous);
+    if conv1d_path() == Conv1dPath::Cublas
+        && let Some(conv) = as_conv1d(&problem)
+    {
+        let products = super::blas::Cublas { tf32: !problem_is_exact(&problem) };
+        let [a, b] = inputs.clone();
+        let unfolded = match pass {
+            Pass::Output => crate::unfold::output(a, b, &conv, &products),
+            Pass::InputGrad => crate::unfold::input_grad(a, b, &conv, &products),
+            Pass::WeightGrad => crate::unfold::weight_grad(a, b, &conv, &products),
+        };
+        match unfolded {
+            Ok(out) => {
+                BLAS_CALLS.fetch_add(1, Ordering::Relaxed);
+                return Some(out);
+            }
+            Err(why) => fell_back_to_cudnn(problem, pass, why),
+        }
+    }
     run(pass, problem, [&inputs[0], &inputs[1]], dtype).map_err(|why| fell_back(problem, pass, why)).ok()
+}
+
+/// Whether `problem` is computed in exact f32 (no TF32).
+fn problem_is_exact(problem: &ConvProblem) -> bool {
+    problem.data_type == ConvDataType::F32 && !tf32().load(Ordering::Relaxed)
+}
+
+/// The 1-D convolution `problem` is, if it is one ([`crate::unfold::Conv1d::of_2d`]).
+fn as_conv1d(problem: &ConvProblem) -> Option<crate::unfold::Conv1d> {
+    let sizes = |values: [i32; 4]| values.map(|v| usize::try_from(v).unwrap_or(0));
+    let pair = |values: [i32; 2]| values.map(|v| usize::try_from(v).unwrap_or(0));
+    crate::unfold::Conv1d::of_2d(
+        sizes(problem.input),
+        sizes(problem.weight),
+        pair(problem.padding),
+        pair(problem.stride),
+        pair(problem.dilation),
+        usize::try_from(problem.groups).unwrap_or(0),
+    )
+}
+
+/// Says once per problem and pass why cuBLAS's products failed (cuDNN runs instead).
+fn fell_back_to_cudnn(problem: ConvProblem, pass: Pass, why: String) {
+    static SAID: OnceLock<Mutex<Vec<(ConvProblem, Pass)>>> = OnceLock::new();
+    let mut said = SAID.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !said.contains(&(problem, pass)) {
+        said.push((problem, pass));
+        tracing::warn!("cuBLAS's products failed on {problem:?} ({why}): cuDNN instead");
+    }
 }
 
 /// `x` `[N, C, H, W]` convolved with `w` `[O, C / groups, kh, kw]` (no bias), or `None` where
@@ -947,25 +1007,57 @@ pub fn takes(dtype: DType) -> bool {
     library::status().is_ok() && ConvDataType::of(dtype).is_some()
 }
 
-/// Whether 1-D convolutions (the U-Net's) go to cuDNN as height-1 2-D ones: `LEROBOT_RS_CUDNN_CONV1D`
-/// (on unless `0` or `off`) until [`conv1d_in_cudnn`] says otherwise.
-static CONV1D: OnceLock<AtomicBool> = OnceLock::new();
+/// Where 1-D convolutions (the U-Net's, 2-D ones of height 1) run on cuda.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Conv1dPath {
+    /// cuDNN's algorithms, as every other convolution (the default).
+    Cudnn,
+    /// The caller's composition of burn's operations: the windows side by side, one matrix
+    /// product on cubecl's TF32 tensor cores in f32 (`trainer`'s `GemmConv1d`).
+    Burn,
+    /// One cuBLAS product over the unfolded input per pass ([`crate::unfold`]), cuDNN where
+    /// cuBLAS fails.
+    Cublas,
+}
 
-fn conv1d() -> &'static AtomicBool {
+/// [`Conv1dPath`] as `LEROBOT_RS_CONV1D` names it (`cudnn`, `burn` or `cublas`; cuDNN where unset
+/// or unknown) until [`use_conv1d`] says otherwise.
+static CONV1D: OnceLock<AtomicU8> = OnceLock::new();
+
+fn conv1d() -> &'static AtomicU8 {
     CONV1D.get_or_init(|| {
-        AtomicBool::new(!std::env::var("LEROBOT_RS_CUDNN_CONV1D").is_ok_and(|v| matches!(v.as_str(), "0" | "off")))
+        let path = match std::env::var("LEROBOT_RS_CONV1D").as_deref() {
+            Ok("burn") => Conv1dPath::Burn,
+            Ok("cublas") => Conv1dPath::Cublas,
+            Ok("cudnn") | Err(_) => Conv1dPath::Cudnn,
+            Ok(other) => {
+                tracing::warn!("LEROBOT_RS_CONV1D={other:?} is none of cudnn, burn or cublas: cuDNN");
+                Conv1dPath::Cudnn
+            }
+        };
+        AtomicU8::new(path as u8)
     })
 }
 
-/// Sends 1-D convolutions to cuDNN (the default), or leaves them to their caller's matrix
-/// product (burn's, on TF32 tensor cores in f32): the seventh contact's profile had cuDNN's
-/// chosen kernels at 10-15 TFLOP/s on the U-Net's largest ones.
-pub fn conv1d_in_cudnn(yes: bool) {
-    conv1d().store(yes, Ordering::Relaxed);
+/// Sends 1-D convolutions down `path`: the seventh contact's profile had cuDNN's chosen kernels
+/// at 10-15 TFLOP/s on the U-Net's largest ones, so the other two are there to be timed beside
+/// it.
+pub fn use_conv1d(path: Conv1dPath) {
+    conv1d().store(path as u8, Ordering::Relaxed);
 }
 
-/// Whether 1-D convolutions of `dtype` go to cuDNN ([`takes`], and [`conv1d_in_cudnn`]). Exact
-/// f32 keeps them there: burn's matrix product takes TF32 for f32 on tensor cores.
+/// The path 1-D convolutions take.
+fn conv1d_path() -> Conv1dPath {
+    match conv1d().load(Ordering::Relaxed) {
+        1 => Conv1dPath::Burn,
+        2 => Conv1dPath::Cublas,
+        _ => Conv1dPath::Cudnn,
+    }
+}
+
+/// Whether 1-D convolutions of `dtype` come here ([`takes`], unless [`use_conv1d`] leaves them to
+/// burn's product). Exact f32 keeps them: burn's product takes TF32 for f32 on tensor cores.
 pub fn takes_conv1d(dtype: DType) -> bool {
-    takes(dtype) && (conv1d().load(Ordering::Relaxed) || (dtype == DType::F32 && !tf32().load(Ordering::Relaxed)))
+    let exact_f32 = dtype == DType::F32 && !tf32().load(Ordering::Relaxed);
+    takes(dtype) && (conv1d_path() != Conv1dPath::Burn || exact_f32)
 }

@@ -4,8 +4,11 @@
 //!
 //! cuDNN 9 is opened at run time ([`status`]); where it is missing, or a convolution is one it
 //! does not take, burn's own convolution runs, and the reason is logged once. [`ConvProblem`]
-//! maps burn's shapes and options to cuDNN's descriptors and is checked without a GPU.
+//! maps burn's shapes and options to cuDNN's descriptors and is checked without a GPU. The 1-D
+//! convolutions may instead run as cuBLAS's matrix products over their unfolded input
+//! ([`Conv1dPath`]).
 
+mod blas;
 mod conv;
 mod graph;
 mod kept;
@@ -13,9 +16,9 @@ mod library;
 mod problem;
 
 pub use conv::{
-    CudaTensor, allow_tf32, calls, conv_transpose2d, conv1d_in_cudnn, conv2d, conv2d_input_grad, conv2d_weight_grad,
-    deterministic, earlier_runs_choices, graph_calls, searches, second_round_changes, synchronise_every_call, takes,
-    takes_conv1d,
+    Conv1dPath, CudaTensor, allow_tf32, blas_calls, calls, conv_transpose2d, conv2d, conv2d_input_grad,
+    conv2d_weight_grad, deterministic, earlier_runs_choices, graph_calls, searches, second_round_changes,
+    synchronise_every_call, takes, takes_conv1d, use_conv1d,
 };
 pub(crate) use conv::{driver, primary_context_current};
 pub use graph::{GraphUse, use_graph};

@@ -11,7 +11,7 @@
 //! Where the backend has its own convolution kernels built on matrix products
 //! ([`Kernels::has_conv1d_products`]: the CPU's in f32, cuDNN's on cuda), the convolution is one
 //! of those, of height 1, instead: one node of the graph, with the same products. Elsewhere
-//! (wgpu, the CPU in half precision, cuda with `LEROBOT_RS_CUDNN_CONV1D=0`) it is composed of
+//! (wgpu, the CPU in half precision, cuda with `LEROBOT_RS_CONV1D=burn`) it is composed of
 //! burn's operations as above.
 
 use burn::module::{Param, ParamId};

@@ -1,0 +1,160 @@
+//! Matrix products in cuBLAS, on burn's cuda tensors and the stream cubecl orders their work on,
+//! for the 1-D convolutions as products over their unfolded input ([`crate::unfold`]) where
+//! `LEROBOT_RS_CONV1D=cublas` asks for it. cuBLAS is the library cuDNN itself opens (found with
+//! it, [`super::library`]); f32 takes TF32 tensor cores unless exact f32 is asked for, as the
+//! convolutions do; half precision accumulates in f32.
+
+#![expect(unsafe_code, reason = "cuBLAS is a C library: raw handles and device pointers")]
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::OnceLock;
+
+use burn::tensor::{DType, Shape};
+use burn_cubecl::kernel::into_contiguous;
+use burn_cubecl::tensor::CubeTensor;
+use cubecl::cuda::CudaRuntime;
+use cudarc::cublas::sys;
+
+use super::conv::{CudaTensor, buffers, primary_context_current};
+use crate::unfold::Product;
+
+/// Whether cuBLAS loaded, or why not (said once by the caller that falls back).
+fn status() -> &'static Result<(), String> {
+    static STATUS: OnceLock<Result<(), String>> = OnceLock::new();
+    STATUS.get_or_init(|| {
+        // cuDNN's loading first: it puts the Python environment's cuBLAS in reach too.
+        super::library::status().as_ref().map_err(Clone::clone)?;
+        // SAFETY: opening a library runs its initialisers; cuBLAS's are sound to run.
+        if unsafe { sys::is_culib_present() } { Ok(()) } else { Err("cuBLAS (libcublas) not found".into()) }
+    })
+}
+
+/// cuBLAS's products, through the calling thread's handle for the tensors' device.
+pub(super) struct Cublas {
+    /// TF32 tensor cores for f32.
+    pub(super) tf32: bool,
+}
+
+impl Product<CudaRuntime> for Cublas {
+    fn product(
+        &self,
+        a: &CudaTensor,
+        a_transposed: bool,
+        b: &CudaTensor,
+        b_transposed: bool,
+    ) -> Result<CudaTensor, String> {
+        status().as_ref().map_err(Clone::clone)?;
+        let (element, compute) = match (a.dtype, b.dtype) {
+            (DType::F32, DType::F32) if self.tf32 => {
+                (sys::cudaDataType::CUDA_R_32F, sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32)
+            }
+            (DType::F32, DType::F32) => (sys::cudaDataType::CUDA_R_32F, sys::cublasComputeType_t::CUBLAS_COMPUTE_32F),
+            (DType::BF16, DType::BF16) => {
+                (sys::cudaDataType::CUDA_R_16BF, sys::cublasComputeType_t::CUBLAS_COMPUTE_32F)
+            }
+            (DType::F16, DType::F16) => (sys::cudaDataType::CUDA_R_16F, sys::cublasComputeType_t::CUBLAS_COMPUTE_32F),
+            types => return Err(format!("cuBLAS multiplies f32, bf16 or f16 matrices of one type, not {types:?}")),
+        };
+        let [a, b] = [a, b].map(|t| into_contiguous(t.clone()));
+        let stored = |t: &CudaTensor| match t.meta.shape().as_slice() {
+            &[rows, columns] => Ok([rows, columns]),
+            other => Err(format!("cuBLAS multiplies matrices, not tensors of shape {other:?}")),
+        };
+        let ([a_rows, a_columns], [b_rows, b_columns]) = (stored(&a)?, stored(&b)?);
+        let [m, k] = if a_transposed { [a_columns, a_rows] } else { [a_rows, a_columns] };
+        let [k_b, n] = if b_transposed { [b_columns, b_rows] } else { [b_rows, b_columns] };
+        if k != k_b {
+            return Err(format!("cuBLAS: [{m}, {k}] by [{k_b}, {n}]"));
+        }
+        let int = |size: usize| i32::try_from(size).map_err(|_| format!("cuBLAS: a size of {size} beyond 32 bits"));
+        let (m, n, k, a_ld, b_ld) = (int(m)?, int(n)?, int(k)?, int(a_columns)?, int(b_columns)?);
+        let c = empty(&a, [m as usize, n as usize]);
+        let held = buffers(&[&a, &b, &c], None)?;
+        let [a_ptr, b_ptr, c_ptr] = held.pointers[..] else { unreachable!("three buffers") };
+        let op = |transposed: bool| {
+            if transposed { sys::cublasOperation_t::CUBLAS_OP_T } else { sys::cublasOperation_t::CUBLAS_OP_N }
+        };
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        with_handle(a.device.index, held.stream, |handle| {
+            // Row-major `C = op(A)·op(B)` is column-major `Cᵀ = op(B)ᵀ·op(A)ᵀ`: each operand's
+            // leading dimension is its stored row's length.
+            // SAFETY: the pointers are live buffers of the shapes above (contiguous, held until
+            // the call is enqueued); `c` is new, `m × n` elements of the operands' type; alpha and
+            // beta are f32, as the f32 compute types take them.
+            let status = unsafe {
+                sys::cublasGemmEx(
+                    handle,
+                    op(b_transposed),
+                    op(a_transposed),
+                    n,
+                    m,
+                    k,
+                    (&alpha as *const f32).cast(),
+                    b_ptr as usize as *const c_void,
+                    element,
+                    b_ld,
+                    a_ptr as usize as *const c_void,
+                    element,
+                    a_ld,
+                    (&beta as *const f32).cast(),
+                    c_ptr as usize as *mut c_void,
+                    element,
+                    n,
+                    compute,
+                    sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                )
+            };
+            match status {
+                sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS => Ok(()),
+                failed => Err(format!("cublasGemmEx: {failed:?}")),
+            }
+        })?;
+        drop(held);
+        Ok(c)
+    }
+}
+
+/// A new contiguous matrix of `shape` in `like`'s dtype on its device, its values unset.
+fn empty(like: &CudaTensor, shape: [usize; 2]) -> CudaTensor {
+    let shape = Shape::new(shape);
+    let bytes = shape.num_elements() * like.dtype.size();
+    CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), shape, like.client.empty(bytes), like.dtype)
+}
+
+/// A cuBLAS handle of this thread for one device, kept for the thread's life (its workspace is
+/// cuBLAS's own).
+struct Handle(sys::cublasHandle_t);
+
+/// Runs `f` with this thread's cuBLAS handle for `device`, on `stream`, the device's primary
+/// context (cubecl's) current.
+fn with_handle<T>(
+    device: usize,
+    stream: cudarc::driver::sys::CUstream,
+    f: impl FnOnce(sys::cublasHandle_t) -> Result<T, String>,
+) -> Result<T, String> {
+    thread_local! {
+        static HANDLES: RefCell<HashMap<usize, Handle>> = RefCell::new(HashMap::new());
+    }
+    primary_context_current(device)?;
+    HANDLES.with(|handles| {
+        let mut handles = handles.borrow_mut();
+        let handle = match handles.entry(device) {
+            std::collections::hash_map::Entry::Occupied(entry) => entry.get().0,
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                let mut handle = std::ptr::null_mut();
+                // SAFETY: `handle` is written by the call.
+                match unsafe { sys::cublasCreate_v2(&mut handle) } {
+                    sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS => entry.insert(Handle(handle)).0,
+                    failed => return Err(format!("cublasCreate: {failed:?}")),
+                }
+            }
+        };
+        // SAFETY: the handle is live; the stream is cubecl's, live while its tensors are.
+        match unsafe { sys::cublasSetStream_v2(handle, stream as sys::cudaStream_t) } {
+            sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS => f(handle),
+            failed => Err(format!("cublasSetStream: {failed:?}")),
+        }
+    })
+}

@@ -323,6 +323,10 @@ pub(super) struct GraphPlan {
     pub workspace: usize,
     /// cuDNN's number for its engine (for the log).
     pub engine: i64,
+    /// Held while the plan is executed: plans are kept for the process, and cuDNN does not
+    /// promise that every engine's plan runs from two threads at once (torch keeps its plans per
+    /// thread for that reason).
+    executing: std::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for GraphPlan {
@@ -361,6 +365,7 @@ impl GraphPlan {
     /// # Safety
     /// The pack's pointers must be live device buffers as large as the problem's shapes say.
     unsafe fn run(&self, handle: sys::cudnnHandle_t, pack: &Descriptor) -> Result<(), String> {
+        let _alone = self.executing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         // SAFETY: as the function says; the plan and pack are finalized.
         unsafe { sys::cudnnBackendExecute(handle, self.plan.0, pack.0) }
             .result()
@@ -432,8 +437,16 @@ fn try_plan_of(
     let plan = Descriptor::new(Kind::CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)?;
     plan.set(Attribute::CUDNN_ATTR_EXECUTION_PLAN_HANDLE, &[handle])?;
     plan.set_descriptors(Attribute::CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, &[&config])?;
-    // An engine the heuristics propose may still not build for this problem: passed over.
-    let Ok(plan) = plan.finalize() else { return Ok(None) };
+    // An engine the heuristics propose may still not build for this problem: passed over. One
+    // compiled at run time (NVRTC) can take seconds to build: said, so a slow start-up is
+    // explained.
+    let building = std::time::Instant::now();
+    let built = plan.finalize();
+    let took = building.elapsed();
+    if took > std::time::Duration::from_millis(500) {
+        tracing::info!("cuDNN's graph API: engine {} took {took:.1?} to build its plan", index[0]);
+    }
+    let Ok(plan) = built else { return Ok(None) };
     let mut workspace = [0i64];
     plan.get(Attribute::CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, &mut workspace)?;
     let workspace = usize::try_from(workspace[0]).unwrap_or(usize::MAX);
@@ -526,7 +539,15 @@ pub(super) fn fastest_plan(
             continue;
         };
         tried += 1;
-        let plan = GraphPlan { plan, _config: config, _graph: graph.clone(), pass, workspace: workspace_size, engine };
+        let plan = GraphPlan {
+            plan,
+            _config: config,
+            _graph: graph.clone(),
+            pass,
+            workspace: workspace_size,
+            engine,
+            executing: Default::default(),
+        };
         match time(&plan, handle, stream, [a, b, out, workspace]) {
             Ok(ms) if best.as_ref().is_none_or(|(_, fastest)| ms < *fastest) => best = Some((plan, ms)),
             Ok(_) => {}

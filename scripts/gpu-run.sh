@@ -163,7 +163,8 @@ case "$stage" in
         echo "== bench-$build, $label: skipped, the stage's $limit s are spent" | tee -a "$out/steps.txt"
         return 0
       fi
-      [ "$seconds" -le "$left" ] || seconds=$left
+      # timeout's -k adds up to 10 s after its limit.
+      [ "$seconds" -le $((left - 10)) ] || seconds=$((left - 10))
       echo "== bench-$build, $label ($(date +%T), at most $seconds s)" | tee -a "$out/steps.txt"
       (cd "$work" && timeout -k 10 "$seconds" "$bin/bench-$build" train-step --root "$fixture" --device cuda "$@") 2>&1 \
         | tee -a "$out/steps.txt" || echo "stopped: $label" | tee -a "$out/steps.txt"

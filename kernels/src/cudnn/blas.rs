@@ -20,7 +20,19 @@ use cudarc::cublas::sys;
 use super::conv::{CudaTensor, buffers, primary_context_current};
 use crate::unfold::Product;
 
-/// Whether cuBLAS loaded, or why not (said once by the caller that falls back).
+/// Whether cuBLAS loaded (where it did not, once said, the convolutions stay in cuDNN).
+pub(super) fn loaded() -> bool {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let status = status();
+    if let Err(why) = status
+        && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        tracing::warn!("{why}: the 1-D convolutions stay in cuDNN");
+    }
+    status.is_ok()
+}
+
+/// Whether cuBLAS loaded, or why not.
 fn status() -> &'static Result<(), String> {
     static STATUS: OnceLock<Result<(), String>> = OnceLock::new();
     STATUS.get_or_init(|| {
@@ -123,8 +135,8 @@ fn empty(like: &CudaTensor, shape: [usize; 2]) -> CudaTensor {
     CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), shape, like.client.empty(bytes), like.dtype)
 }
 
-/// A cuBLAS handle of this thread for one device, kept for the thread's life (its workspace is
-/// cuBLAS's own).
+/// A cuBLAS handle of this thread for one device. Never destroyed, as cuDNN's are not: a thread
+/// that ends leaves it behind (its workspace is cuBLAS's own).
 struct Handle(sys::cublasHandle_t);
 
 /// Runs `f` with this thread's cuBLAS handle for `device`, on `stream`, the device's primary

@@ -479,7 +479,6 @@ fn dims(tensor: &CudaTensor) -> Option<[usize; 4]> {
     (shape.num_dims() == 4).then(|| [shape[0], shape[1], shape[2], shape[3]])
 }
 
-/// The buffers of one call, held until it is enqueued: device pointers and the stream.
 /// The device pointers of some tensors' buffers (and a workspace's), held while a library call
 /// that reads them is enqueued, and the stream cubecl orders their work on.
 pub(super) struct Buffers {
@@ -490,6 +489,7 @@ pub(super) struct Buffers {
     _held: Vec<Box<dyn std::any::Any>>,
 }
 
+/// The buffers of `tensors` (and of `workspace`), as [`Buffers`].
 pub(super) fn buffers(tensors: &[&CudaTensor], workspace: Option<&cubecl::server::Handle>) -> Result<Buffers, String> {
     let client = &tensors[0].client;
     let mut pointers = Vec::new();
@@ -701,7 +701,7 @@ unsafe fn enqueue(
 }
 
 /// Times every algorithm of `pass` on the real buffers (cuDNN's search, which waits for the
-/// device) and keeps the fastest that ran, with exact f32 only the FMA ones, when asked only
+/// device; twice, the second round's times choosing) and keeps the fastest that ran, with exact f32 only the FMA ones, when asked only
 /// deterministic ones; sets the pass's convolution descriptor to its math. Where the graph API
 /// is on ([`graph::use_graph`]), its heuristics' plans are timed too, and the fastest of all kept.
 fn search(
@@ -722,12 +722,13 @@ fn search(
     let buffers = [a, b, out, workspace];
     let warm = legacy_search(plan, pass, handle, buffers);
     let found = legacy_search(plan, pass, handle, buffers);
-    if let (Ok(Some((first, _, first_ms))), Ok(Some((second, _, second_ms)))) = (&warm, &found)
-        && format!("{first:?}") != format!("{second:?}")
+    if let (Ok(Some((first, first_math, first_ms))), Ok(Some((second, second_math, second_ms)))) = (&warm, &found)
+        && (format!("{first:?}"), first_math) != (format!("{second:?}"), second_math)
     {
         SECOND_ROUND_CHANGES.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(
-            "cuDNN {pass:?} of {:?}: the second round chose {second:?} ({second_ms:.3} ms), the first {first:?} ({first_ms:.3} ms)",
+            "cuDNN {pass:?} of {:?}: the second round chose {second:?}, {second_math:?} ({second_ms:.3} ms), the first \
+             {first:?}, {first_math:?} ({first_ms:.3} ms)",
             plan.problem
         );
     }
@@ -897,13 +898,44 @@ fn problem(x: &CudaTensor, w: &CudaTensor, options: &ConvOptions<2>) -> Option<C
     problem.map_err(|e| tracing::debug!("burn's convolution: {e}")).ok()
 }
 
+/// The passes of problems a library failed on.
+struct Failures(OnceLock<Mutex<Vec<(ConvProblem, Pass)>>>);
+
+impl Failures {
+    const fn new() -> Self {
+        Self(OnceLock::new())
+    }
+
+    fn seen(&self) -> std::sync::MutexGuard<'_, Vec<(ConvProblem, Pass)>> {
+        self.0.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Notes that `pass` of `problem` failed; true where it had not before.
+    fn first(&self, problem: ConvProblem, pass: Pass) -> bool {
+        let mut seen = self.seen();
+        let first = !seen.contains(&(problem, pass));
+        if first {
+            seen.push((problem, pass));
+        }
+        first
+    }
+
+    /// Whether `pass` of `problem` failed before.
+    fn before(&self, problem: ConvProblem, pass: Pass) -> bool {
+        self.seen().contains(&(problem, pass))
+    }
+}
+
+/// Where cuDNN failed (burn's operation runs instead, each call: cuDNN may take the next).
+static CUDNN_FAILED: Failures = Failures::new();
+
+/// Where cuBLAS's products failed (cuDNN takes the pass from then on).
+static CUBLAS_FAILED: Failures = Failures::new();
+
 /// Says once per problem and pass why cuDNN failed (burn's own convolution or transposed
 /// convolution runs instead).
 fn fell_back(problem: ConvProblem, pass: Pass, why: String) {
-    static SAID: OnceLock<Mutex<Vec<(ConvProblem, Pass)>>> = OnceLock::new();
-    let mut said = SAID.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !said.contains(&(problem, pass)) {
-        said.push((problem, pass));
+    if CUDNN_FAILED.first(problem, pass) {
         tracing::warn!("cuDNN failed on {problem:?} ({why}): burn's own operation instead");
     }
 }
@@ -912,6 +944,8 @@ fn attempt(pass: Pass, problem: ConvProblem, inputs: [CudaTensor; 2], dtype: DTy
     let inputs = inputs.map(into_contiguous);
     if conv1d_path() == Conv1dPath::Cublas
         && let Some(conv) = as_conv1d(&problem)
+        && super::blas::loaded()
+        && !CUBLAS_FAILED.before(problem, pass)
     {
         let products = super::blas::Cublas { tf32: !problem_is_exact(&problem) };
         let [a, b] = inputs.clone();
@@ -925,7 +959,11 @@ fn attempt(pass: Pass, problem: ConvProblem, inputs: [CudaTensor; 2], dtype: DTy
                 BLAS_CALLS.fetch_add(1, Ordering::Relaxed);
                 return Some(out);
             }
-            Err(why) => fell_back_to_cudnn(problem, pass, why),
+            Err(why) => {
+                if CUBLAS_FAILED.first(problem, pass) {
+                    tracing::warn!("cuBLAS's products failed on {problem:?} ({why}): cuDNN from now on");
+                }
+            }
         }
     }
     run(pass, problem, [&inputs[0], &inputs[1]], dtype).map_err(|why| fell_back(problem, pass, why)).ok()
@@ -948,16 +986,6 @@ fn as_conv1d(problem: &ConvProblem) -> Option<crate::unfold::Conv1d> {
         pair(problem.dilation),
         usize::try_from(problem.groups).unwrap_or(0),
     )
-}
-
-/// Says once per problem and pass why cuBLAS's products failed (cuDNN runs instead).
-fn fell_back_to_cudnn(problem: ConvProblem, pass: Pass, why: String) {
-    static SAID: OnceLock<Mutex<Vec<(ConvProblem, Pass)>>> = OnceLock::new();
-    let mut said = SAID.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !said.contains(&(problem, pass)) {
-        said.push((problem, pass));
-        tracing::warn!("cuBLAS's products failed on {problem:?} ({why}): cuDNN instead");
-    }
 }
 
 /// `x` `[N, C, H, W]` convolved with `w` `[O, C / groups, kh, kw]` (no bias), or `None` where
@@ -1024,6 +1052,7 @@ pub enum Conv1dPath {
 /// or unknown) until [`use_conv1d`] says otherwise.
 static CONV1D: OnceLock<AtomicU8> = OnceLock::new();
 
+/// [`CONV1D`], read from the environment at its first use.
 fn conv1d() -> &'static AtomicU8 {
     CONV1D.get_or_init(|| {
         let path = match std::env::var("LEROBOT_RS_CONV1D").as_deref() {

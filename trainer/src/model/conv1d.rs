@@ -9,10 +9,11 @@
 //! same product PyTorch's convolution computes. Only the small activations are rearranged.
 //!
 //! Where the backend has its own convolution kernels built on matrix products
-//! ([`Kernels::has_conv1d_products`]: the CPU's in f32, cuDNN's on cuda), the convolution is one
-//! of those, of height 1, instead: one node of the graph, with the same products. Elsewhere
-//! (wgpu, the CPU in half precision, cuda with `LEROBOT_RS_CONV1D=burn`) it is composed of
-//! burn's operations as above.
+//! ([`Kernels::has_conv1d_products`]: the CPU's in f32; on cuda cuDNN's, or cuBLAS's products
+//! with `LEROBOT_RS_CONV1D=cublas`), the convolution is one of those, of height 1, instead: one
+//! node of the graph, with the same products. Elsewhere (wgpu, the CPU in half precision, cuda
+//! without cuDNN, or with `LEROBOT_RS_CONV1D=burn` outside exact f32) it is composed of burn's
+//! operations as above.
 
 use burn::module::{Param, ParamId};
 use burn::nn::Initializer;
@@ -130,7 +131,7 @@ impl<B: Kernels> GemmConv1d<B> {
 
 /// burn's `ConvTranspose1d` `layer` applied to `x` `[B, in, L]`, as a 2-D transposed
 /// convolution of height 1 through the backend's own convolution passes
-/// ([`kernels::conv_transpose2d`]: cuDNN on cuda, the CPU's matrix products), where burn's
+/// ([`kernels::conv_transpose2d`]: cuDNN, or cuBLAS's products, on cuda, the CPU's matrix products), where burn's
 /// layer would run its direct kernels. The layer keeps its weights and names.
 pub fn conv_transpose1d<B: Kernels>(layer: &ConvTranspose1d<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {
     let [batch, channels, length] = x.dims();

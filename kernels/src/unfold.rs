@@ -92,17 +92,24 @@ impl Conv1d {
     pub fn taps(&self) -> usize {
         self.channels * self.kernel
     }
+
+    /// The sizes the kernels read.
+    fn sizes<R: Runtime>(&self) -> SizesLaunch<R> {
+        SizesLaunch::new(
+            self.channels,
+            self.length,
+            self.kernel,
+            self.out_length,
+            self.stride,
+            self.padding,
+            self.dilation,
+        )
+    }
 }
 
-/// The units of the launch stride over `cols` `[Q, P]`: `cols[q, p]` is `x[n, c, t]` with `q = c·S
-/// + s`, `p = n·L' + l`, `t = l·stride + s·dilation − padding`, or zero where `t` is outside
-/// `[0, L)`. `x` is contiguous `[N, C, 1, L]`.
-#[cube(launch_unchecked)]
-#[expect(clippy::too_many_arguments, reason = "a kernel's buffers and sizes are its arguments")]
-fn unfold_kernel<F: Float>(
-    x: &Tensor<F>,
-    cols: &mut Tensor<F>,
-    total: usize,
+/// A 1-D convolution's sizes as its kernels read them ([`Conv1d`]'s).
+#[derive(CubeLaunch, CubeType)]
+struct Sizes {
     channels: usize,
     length: usize,
     kernel: usize,
@@ -110,8 +117,21 @@ fn unfold_kernel<F: Float>(
     stride: usize,
     padding: usize,
     dilation: usize,
+}
+
+/// The units of the launch stride over `cols` `[Q, P]`: `cols[q, p]` is `x[n, c, t]` with `q = c·S
+/// + s`, `p = n·L' + l`, `t = l·stride + s·dilation − padding`, or zero where `t` is outside
+/// `[0, L)`. `x` is contiguous `[N, C, 1, L]`.
+#[cube(launch_unchecked)]
+fn unfold_kernel<F: Float>(
+    x: &Tensor<F>,
+    cols: &mut Tensor<F>,
+    total: usize,
+    sizes: &Sizes,
     #[define(F)] _dtype: StorageType,
 ) {
+    let (channels, length, kernel) = (sizes.channels, sizes.length, sizes.kernel);
+    let (out_length, stride, padding, dilation) = (sizes.out_length, sizes.stride, sizes.padding, sizes.dilation);
     let positions = total / (channels * kernel);
     let step = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
     let mut i = ABSOLUTE_POS_X as usize;
@@ -135,21 +155,16 @@ fn unfold_kernel<F: Float>(
 /// n·L' + l]` over the taps `s` (in order) whose `l = (t + padding − s·dilation) / stride` is a
 /// whole output position below `L'`.
 #[cube(launch_unchecked)]
-#[expect(clippy::too_many_arguments, reason = "a kernel's buffers and sizes are its arguments")]
 #[expect(clippy::manual_is_multiple_of, reason = "cubecl expands `%`, not the standard library's method")]
 fn fold_kernel<F: Float>(
     dcols: &Tensor<F>,
     dx: &mut Tensor<F>,
     total: usize,
-    channels: usize,
-    length: usize,
-    kernel: usize,
-    out_length: usize,
-    stride: usize,
-    padding: usize,
-    dilation: usize,
+    sizes: &Sizes,
     #[define(F)] _dtype: StorageType,
 ) {
+    let (channels, length, kernel) = (sizes.channels, sizes.length, sizes.kernel);
+    let (out_length, stride, padding, dilation) = (sizes.out_length, sizes.stride, sizes.padding, sizes.dilation);
     let positions = (total / (channels * length)) * out_length;
     let step = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
     let mut i = ABSOLUTE_POS_X as usize;
@@ -200,13 +215,7 @@ pub fn unfold<R: CubeRuntime>(x: CubeTensor<R>, conv: &Conv1d) -> CubeTensor<R> 
             x.clone().into_tensor_arg(),
             cols.clone().into_tensor_arg(),
             total,
-            conv.channels,
-            conv.length,
-            conv.kernel,
-            conv.out_length,
-            conv.stride,
-            conv.padding,
-            conv.dilation,
+            conv.sizes(),
             x.dtype.into(),
         );
     }
@@ -229,13 +238,7 @@ pub fn fold<R: CubeRuntime>(dcols: CubeTensor<R>, conv: &Conv1d) -> CubeTensor<R
             dcols.clone().into_tensor_arg(),
             dx.clone().into_tensor_arg(),
             total,
-            conv.channels,
-            conv.length,
-            conv.kernel,
-            conv.out_length,
-            conv.stride,
-            conv.padding,
-            conv.dilation,
+            conv.sizes(),
             dcols.dtype.into(),
         );
     }

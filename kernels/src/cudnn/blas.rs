@@ -6,8 +6,6 @@
 
 #![expect(unsafe_code, reason = "cuBLAS is a C library: raw handles and device pointers")]
 
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::OnceLock;
 
@@ -17,7 +15,7 @@ use burn_cubecl::tensor::CubeTensor;
 use cubecl::cuda::CudaRuntime;
 use cudarc::cublas::sys;
 
-use super::conv::{CudaTensor, buffers, primary_context_current};
+use super::conv::{CudaTensor, buffers, primary_context_current, thread_handle};
 use crate::unfold::Product;
 
 /// Whether cuBLAS loaded (where it did not, once said, the convolutions stay in cuDNN).
@@ -135,38 +133,26 @@ fn empty(like: &CudaTensor, shape: [usize; 2]) -> CudaTensor {
     CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), shape, like.client.empty(bytes), like.dtype)
 }
 
-/// A cuBLAS handle of this thread for one device. Never destroyed, as cuDNN's are not: a thread
-/// that ends leaves it behind (its workspace is cuBLAS's own).
-struct Handle(sys::cublasHandle_t);
-
-/// Runs `f` with this thread's cuBLAS handle for `device`, on `stream`, the device's primary
-/// context (cubecl's) current.
+/// Runs `f` with this thread's cuBLAS handle for `device` (never destroyed, as cuDNN's are not;
+/// its workspace is cuBLAS's own), on `stream`, the device's primary context (cubecl's) current.
 fn with_handle<T>(
     device: usize,
     stream: cudarc::driver::sys::CUstream,
     f: impl FnOnce(sys::cublasHandle_t) -> Result<T, String>,
 ) -> Result<T, String> {
-    thread_local! {
-        static HANDLES: RefCell<HashMap<usize, Handle>> = RefCell::new(HashMap::new());
-    }
     primary_context_current(device)?;
-    HANDLES.with(|handles| {
-        let mut handles = handles.borrow_mut();
-        let handle = match handles.entry(device) {
-            std::collections::hash_map::Entry::Occupied(entry) => entry.get().0,
-            std::collections::hash_map::Entry::Vacant(entry) => {
-                let mut handle = std::ptr::null_mut();
-                // SAFETY: `handle` is written by the call.
-                match unsafe { sys::cublasCreate_v2(&mut handle) } {
-                    sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS => entry.insert(Handle(handle)).0,
-                    failed => return Err(format!("cublasCreate: {failed:?}")),
-                }
-            }
-        };
-        // SAFETY: the handle is live; the stream is cubecl's, live while its tensors are.
-        match unsafe { sys::cublasSetStream_v2(handle, stream as sys::cudaStream_t) } {
-            sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS => f(handle),
-            failed => Err(format!("cublasSetStream: {failed:?}")),
+    let create = || {
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: `handle` is written by the call.
+        match unsafe { sys::cublasCreate_v2(&mut handle) } {
+            sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS => Ok(handle.cast()),
+            failed => Err(format!("cublasCreate: {failed:?}")),
         }
-    })
+    };
+    let handle: sys::cublasHandle_t = thread_handle("cublas", device, create)?.cast();
+    // SAFETY: the handle is live; the stream is cubecl's, live while its tensors are.
+    match unsafe { sys::cublasSetStream_v2(handle, stream as sys::cudaStream_t) } {
+        sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS => f(handle),
+        failed => Err(format!("cublasSetStream: {failed:?}")),
+    }
 }

@@ -415,11 +415,6 @@ impl Drop for Plan {
     }
 }
 
-/// A cuDNN handle of this thread for one device. Never destroyed: the graph API's plans, kept
-/// for the process, hold the handle they were built with (torch keeps its pooled handles for
-/// the same reason); a thread that ends leaves its few kilobytes behind.
-struct Handle(sys::cudnnHandle_t);
-
 /// A CUDA driver call's error, said.
 pub(crate) fn driver(e: cudarc::driver::DriverError) -> String {
     format!("CUDA driver: {e:?}")
@@ -440,6 +435,24 @@ pub(crate) fn primary_context_current(device: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// This thread's handle of `library` for `device`, made by `create` at its first use. Never
+/// destroyed: the graph API's plans, kept for the process, hold the cuDNN handle they were built
+/// with (torch keeps its pooled handles for the same reason), and a thread that ends leaves its
+/// few kilobytes behind.
+pub(super) fn thread_handle(
+    library: &'static str,
+    device: usize,
+    create: impl FnOnce() -> Result<*mut c_void, String>,
+) -> Result<*mut c_void, String> {
+    thread_local! {
+        static HANDLES: RefCell<HashMap<(&'static str, usize), usize>> = RefCell::new(HashMap::new());
+    }
+    HANDLES.with(|handles| match handles.borrow_mut().entry((library, device)) {
+        std::collections::hash_map::Entry::Occupied(entry) => Ok(*entry.get() as *mut c_void),
+        std::collections::hash_map::Entry::Vacant(entry) => Ok(*entry.insert(create()? as usize) as *mut c_void),
+    })
+}
+
 /// Runs `f` with this thread's cuDNN handle for `device`, on `stream`, the device's primary
 /// context (cubecl's) current.
 fn with_handle<T>(
@@ -447,24 +460,16 @@ fn with_handle<T>(
     stream: cudarc::driver::sys::CUstream,
     f: impl FnOnce(sys::cudnnHandle_t) -> Result<T, String>,
 ) -> Result<T, String> {
-    thread_local! {
-        static HANDLES: RefCell<HashMap<usize, Handle>> = RefCell::new(HashMap::new());
-    }
     primary_context_current(device)?;
-    HANDLES.with(|handles| {
-        let mut handles = handles.borrow_mut();
-        let handle = match handles.entry(device) {
-            std::collections::hash_map::Entry::Occupied(entry) => entry.get().0,
-            std::collections::hash_map::Entry::Vacant(entry) => {
-                let handle = cudarc::cudnn::result::create_handle().map_err(|e| format!("cudnnCreate: {e}"))?;
-                entry.insert(Handle(handle)).0
-            }
-        };
-        // SAFETY: the handle is live; the stream is cubecl's, live while its tensors are.
-        unsafe { cudarc::cudnn::result::set_stream(handle, stream as sys::cudaStream_t) }
-            .map_err(|e| format!("cudnnSetStream: {e}"))?;
-        f(handle)
-    })
+    let create = || match cudarc::cudnn::result::create_handle() {
+        Ok(handle) => Ok(handle.cast()),
+        Err(e) => Err(format!("cudnnCreate: {e}")),
+    };
+    let handle: sys::cudnnHandle_t = thread_handle("cudnn", device, create)?.cast();
+    // SAFETY: the handle is live; the stream is cubecl's, live while its tensors are.
+    unsafe { cudarc::cudnn::result::set_stream(handle, stream as sys::cudaStream_t) }
+        .map_err(|e| format!("cudnnSetStream: {e}"))?;
+    f(handle)
 }
 
 /// A new contiguous tensor of `shape` and `dtype` on `like`'s device, its values unset.

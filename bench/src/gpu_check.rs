@@ -90,16 +90,17 @@ pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
         if device == DeviceKind::Cuda {
             use crate::cudnn_check::{Expected, check_convolutions};
             use burn::tensor::DType;
-            use kernels::cudnn::{Conv1dPath, GraphUse, use_conv1d, use_graph};
+            use kernels::cudnn::{Conv1dPath, GraphUse, conv1d_path, use_conv1d, use_graph};
             checks.run("cudnn exact f32".into(), || check_convolutions(DType::F32, false, Expected::Cudnn));
             checks.run("cudnn tf32".into(), || check_convolutions(DType::F32, true, Expected::Cudnn));
             checks.run("cudnn bf16".into(), || check_convolutions(DType::BF16, true, Expected::Cudnn));
             // The 1-D convolutions as cuBLAS's products over the unfolded input
             // (kernels/src/unfold.rs, kernels/src/cudnn/blas.rs).
             let on_cublas = |dtype, tf32| {
+                let before = conv1d_path();
                 use_conv1d(Conv1dPath::Cublas);
                 let checked = check_convolutions(dtype, tf32, Expected::CublasFor1d);
-                use_conv1d(Conv1dPath::Cudnn);
+                use_conv1d(before);
                 checked
             };
             checks.run("cudnn cublas 1-d exact f32".into(), || on_cublas(DType::F32, false));

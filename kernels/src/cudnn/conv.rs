@@ -1080,8 +1080,8 @@ pub fn use_conv1d(path: Conv1dPath) {
     conv1d().store(path as u8, Ordering::Relaxed);
 }
 
-/// The path 1-D convolutions take.
-fn conv1d_path() -> Conv1dPath {
+/// The path 1-D convolutions take now ([`use_conv1d`], else `LEROBOT_RS_CONV1D`).
+pub fn conv1d_path() -> Conv1dPath {
     match conv1d().load(Ordering::Relaxed) {
         1 => Conv1dPath::Burn,
         2 => Conv1dPath::Cublas,

@@ -636,7 +636,7 @@ fn channel_bias_grad_kernel<F: Float>(
 
 /// Cubes for a launch whose units stride over `n` items: one unit each, up to the grid's
 /// 65,535 cubes along one axis.
-fn striding_cubes(n: usize) -> CubeCount {
+pub(crate) fn striding_cubes(n: usize) -> CubeCount {
     CubeCount::new_1d(n.div_ceil(UNITS_PER_CUBE as usize).clamp(1, u16::MAX as usize) as u32)
 }
 
@@ -652,7 +652,7 @@ fn empty_f32<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape) -> CubeTensor<R
 }
 
 /// A new contiguous tensor of `shape` and `dtype` on `like`'s device, its values unset.
-fn empty_like<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dtype: DType) -> CubeTensor<R> {
+pub(crate) fn empty_like<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dtype: DType) -> CubeTensor<R> {
     let bytes = shape.num_elements() * dtype.size();
     CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), shape, like.client.empty(bytes), dtype)
 }
@@ -781,7 +781,7 @@ fn gather<R: CubeRuntime>(
 const MAX_CUBES_PER_PART: usize = 1024;
 
 /// Units in a cube, all along x.
-const UNITS_PER_CUBE: u32 = 256;
+pub(crate) const UNITS_PER_CUBE: u32 = 256;
 
 /// A launch's grid over parts of `lens` elements: one row of cubes per part, as many as the
 /// longest needs at one element per unit, at most [`MAX_CUBES_PER_PART`].

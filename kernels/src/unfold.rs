@@ -17,7 +17,7 @@
 
 #![expect(unsafe_code, reason = "cubecl's unchecked launches: the indices are bounded by hand")]
 
-use burn::tensor::{DType, Shape};
+use burn::tensor::Shape;
 use burn_cubecl::CubeRuntime;
 use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::ops::{permute, reshape};
@@ -25,8 +25,7 @@ use burn_cubecl::tensor::CubeTensor;
 use cubecl::CubeDim;
 use cubecl::prelude::*;
 
-/// Units in a cube.
-const UNITS_PER_CUBE: u32 = 256;
+use crate::cube::{UNITS_PER_CUBE, empty_like, striding_cubes};
 
 /// A 1-D convolution's sizes: `x` `[N, C, 1, L]` by `w` `[K, C, 1, S]` into `[N, K, 1, L']`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -188,21 +187,10 @@ fn fold_kernel<F: Float>(
     }
 }
 
-/// A new contiguous tensor of `shape` and `dtype` on `like`'s device, its values unset.
-fn empty<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dtype: DType) -> CubeTensor<R> {
-    let bytes = shape.num_elements() * dtype.size();
-    CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), shape, like.client.empty(bytes), dtype)
-}
-
-/// Cubes enough for one element a unit, up to the grid's first axis; beyond, units stride.
-fn striding_cubes(n: usize) -> CubeCount {
-    CubeCount::new_1d(n.div_ceil(UNITS_PER_CUBE as usize).clamp(1, u16::MAX as usize) as u32)
-}
-
 /// `x` `[N, C, 1, L]` unfolded into `cols` `[Q, P]` (see the module's documentation).
 pub fn unfold<R: CubeRuntime>(x: CubeTensor<R>, conv: &Conv1d) -> CubeTensor<R> {
     let x = into_contiguous(x);
-    let cols = empty(&x, Shape::new([conv.taps(), conv.positions()]), x.dtype);
+    let cols = empty_like(&x, Shape::new([conv.taps(), conv.positions()]), x.dtype);
     let total = conv.taps() * conv.positions();
     // SAFETY: unit `i < total` writes `cols[i]` (new, `total` elements) and reads `x` at
     // `(n·C + c)·L + t` with `n < N`, `c < C`, `t < L` (checked before the read): within the
@@ -225,7 +213,7 @@ pub fn unfold<R: CubeRuntime>(x: CubeTensor<R>, conv: &Conv1d) -> CubeTensor<R> 
 /// `dcols` `[Q, P]` folded back into the input's gradient `[N, C, 1, L]`.
 pub fn fold<R: CubeRuntime>(dcols: CubeTensor<R>, conv: &Conv1d) -> CubeTensor<R> {
     let dcols = into_contiguous(dcols);
-    let dx = empty(&dcols, Shape::new([conv.batch, conv.channels, 1, conv.length]), dcols.dtype);
+    let dx = empty_like(&dcols, Shape::new([conv.batch, conv.channels, 1, conv.length]), dcols.dtype);
     let total = conv.batch * conv.channels * conv.length;
     // SAFETY: unit `i < total` writes `dx[i]` (new, `total` elements) and reads `dcols` at
     // `(c·S + s)·P + n·L' + l` with `c < C`, `s < S`, `n < N`, `l < L'` (checked before the

@@ -11,11 +11,11 @@ use std::sync::OnceLock;
 
 use burn::tensor::{DType, Shape};
 use burn_cubecl::kernel::into_contiguous;
-use burn_cubecl::tensor::CubeTensor;
 use cubecl::cuda::CudaRuntime;
 use cudarc::cublas::sys;
 
 use super::conv::{CudaTensor, buffers, primary_context_current, thread_handle};
+use crate::cube::empty_like;
 use crate::unfold::Product;
 
 /// Whether cuBLAS loaded (where it did not, once said, the convolutions stay in cuDNN).
@@ -80,7 +80,7 @@ impl Product<CudaRuntime> for Cublas {
         }
         let int = |size: usize| i32::try_from(size).map_err(|_| format!("cuBLAS: a size of {size} beyond 32 bits"));
         let (m, n, k, a_ld, b_ld) = (int(m)?, int(n)?, int(k)?, int(a_columns)?, int(b_columns)?);
-        let c = empty(&a, [m as usize, n as usize]);
+        let c = empty_like(&a, Shape::new([m as usize, n as usize]), a.dtype);
         let held = buffers(&[&a, &b, &c], None)?;
         let [a_ptr, b_ptr, c_ptr] = held.pointers[..] else { unreachable!("three buffers") };
         let op = |transposed: bool| {
@@ -124,13 +124,6 @@ impl Product<CudaRuntime> for Cublas {
         drop(held);
         Ok(c)
     }
-}
-
-/// A new contiguous matrix of `shape` in `like`'s dtype on its device, its values unset.
-fn empty(like: &CudaTensor, shape: [usize; 2]) -> CudaTensor {
-    let shape = Shape::new(shape);
-    let bytes = shape.num_elements() * like.dtype.size();
-    CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), shape, like.client.empty(bytes), like.dtype)
 }
 
 /// Runs `f` with this thread's cuBLAS handle for `device` (never destroyed, as cuDNN's are not;

@@ -472,13 +472,6 @@ fn with_handle<T>(
     f(handle)
 }
 
-/// A new contiguous tensor of `shape` and `dtype` on `like`'s device, its values unset.
-fn empty(like: &CudaTensor, shape: [usize; 4], dtype: DType, element_size: usize) -> CudaTensor {
-    let shape = Shape::from(shape.to_vec());
-    let bytes = shape.num_elements() * element_size;
-    CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), shape, like.client.empty(bytes), dtype)
-}
-
 fn dims(tensor: &CudaTensor) -> Option<[usize; 4]> {
     let shape = tensor.shape();
     (shape.num_dims() == 4).then(|| [shape[0], shape[1], shape[2], shape[3]])
@@ -518,8 +511,7 @@ fn run(pass: Pass, problem: ConvProblem, inputs: [&CudaTensor; 2], dtype: DType)
         Pass::InputGrad => problem.input.map(|d| d as usize),
         Pass::WeightGrad => problem.weight.map(|d| d as usize),
     };
-    let size = problem.data_type.size();
-    let output = empty(inputs[0], out_shape, dtype, size);
+    let output = crate::cube::empty_like(inputs[0], Shape::from(out_shape.to_vec()), dtype);
     let device = inputs[0].device.index;
     if plan.no_algorithm[pass as usize].load(Ordering::Relaxed) {
         return Err(format!("{pass:?}: no algorithm was found for this problem"));

@@ -26,14 +26,6 @@ impl ConvDataType {
             _ => None,
         }
     }
-
-    /// Bytes per element.
-    pub fn size(self) -> usize {
-        match self {
-            Self::F32 => 4,
-            Self::F16 | Self::Bf16 => 2,
-        }
-    }
 }
 
 /// Why a convolution cannot be given to cuDNN (the caller takes burn's then).

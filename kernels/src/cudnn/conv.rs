@@ -18,7 +18,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
@@ -29,6 +29,7 @@ use cubecl::cuda::CudaRuntime;
 use cudarc::cudnn::result::CudnnError;
 use cudarc::cudnn::sys;
 
+use super::choice::Choice;
 use super::graph::{self, GraphPlan, GraphUse};
 use super::kept::{KEPT_ALGORITHMS_FILE, KeptAlgorithm, KeptAlgorithms};
 use super::library;
@@ -944,7 +945,7 @@ fn attempt(pass: Pass, problem: ConvProblem, inputs: [CudaTensor; 2], dtype: DTy
         && super::blas::loaded()
         && !CUBLAS_FAILED.before(problem, pass)
     {
-        let products = super::blas::Cublas { tf32: !problem_is_exact(&problem) };
+        let products = super::blas::Cublas { tf32: !exact_f32(problem.data_type) };
         let [a, b] = inputs.clone();
         let unfolded = match pass {
             Pass::Output => crate::unfold::output(a, b, &conv, &products),
@@ -966,9 +967,9 @@ fn attempt(pass: Pass, problem: ConvProblem, inputs: [CudaTensor; 2], dtype: DTy
     run(pass, problem, [&inputs[0], &inputs[1]], dtype).map_err(|why| fell_back(problem, pass, why)).ok()
 }
 
-/// Whether `problem` is computed in exact f32 (no TF32).
-fn problem_is_exact(problem: &ConvProblem) -> bool {
-    problem.data_type == ConvDataType::F32 && !tf32().load(Ordering::Relaxed)
+/// Whether convolutions of `data_type` are computed in exact f32 now (f32, TF32 not allowed).
+fn exact_f32(data_type: ConvDataType) -> bool {
+    data_type == ConvDataType::F32 && !tf32().load(Ordering::Relaxed)
 }
 
 /// The 1-D convolution `problem` is, if it is one ([`crate::unfold::Conv1d::of_2d`]).
@@ -1047,43 +1048,32 @@ pub enum Conv1dPath {
 
 /// [`Conv1dPath`] as `LEROBOT_RS_CONV1D` names it (`cudnn`, `burn` or `cublas`; cuDNN where unset
 /// or unknown) until [`use_conv1d`] says otherwise.
-static CONV1D: OnceLock<AtomicU8> = OnceLock::new();
-
-/// [`CONV1D`], read from the environment at its first use.
-fn conv1d() -> &'static AtomicU8 {
-    CONV1D.get_or_init(|| {
-        let path = match std::env::var("LEROBOT_RS_CONV1D").as_deref() {
-            Ok("burn") => Conv1dPath::Burn,
-            Ok("cublas") => Conv1dPath::Cublas,
-            Ok("cudnn") | Err(_) => Conv1dPath::Cudnn,
-            Ok(other) => {
-                tracing::warn!("LEROBOT_RS_CONV1D={other:?} is none of cudnn, burn or cublas: cuDNN");
-                Conv1dPath::Cudnn
-            }
-        };
-        AtomicU8::new(path as u8)
-    })
-}
+static CONV1D: Choice<Conv1dPath> = Choice::new(&[Conv1dPath::Cudnn, Conv1dPath::Burn, Conv1dPath::Cublas], || {
+    match std::env::var("LEROBOT_RS_CONV1D").as_deref() {
+        Ok("burn") => Conv1dPath::Burn,
+        Ok("cublas") => Conv1dPath::Cublas,
+        Ok("cudnn") | Err(_) => Conv1dPath::Cudnn,
+        Ok(other) => {
+            tracing::warn!("LEROBOT_RS_CONV1D={other:?} is none of cudnn, burn or cublas: cuDNN");
+            Conv1dPath::Cudnn
+        }
+    }
+});
 
 /// Sends 1-D convolutions down `path`: the seventh contact's profile had cuDNN's chosen kernels
 /// at 10-15 TFLOP/s on the U-Net's largest ones, so the other two are there to be timed beside
 /// it.
 pub fn use_conv1d(path: Conv1dPath) {
-    conv1d().store(path as u8, Ordering::Relaxed);
+    CONV1D.set(path);
 }
 
 /// The path 1-D convolutions take now ([`use_conv1d`], else `LEROBOT_RS_CONV1D`).
 pub fn conv1d_path() -> Conv1dPath {
-    match conv1d().load(Ordering::Relaxed) {
-        1 => Conv1dPath::Burn,
-        2 => Conv1dPath::Cublas,
-        _ => Conv1dPath::Cudnn,
-    }
+    CONV1D.get()
 }
 
 /// Whether 1-D convolutions of `dtype` come here ([`takes`], unless [`use_conv1d`] leaves them to
 /// burn's product). Exact f32 keeps them: burn's product takes TF32 for f32 on tensor cores.
 pub fn takes_conv1d(dtype: DType) -> bool {
-    let exact_f32 = dtype == DType::F32 && !tf32().load(Ordering::Relaxed);
-    takes(dtype) && (conv1d_path() != Conv1dPath::Burn || exact_f32)
+    takes(dtype) && (conv1d_path() != Conv1dPath::Burn || ConvDataType::of(dtype).is_some_and(exact_f32))
 }

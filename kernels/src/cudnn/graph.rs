@@ -13,8 +13,7 @@
 #![expect(unsafe_code, reason = "cuDNN's backend API is C: raw descriptors, handles and device pointers")]
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use cudarc::cudnn::result::CudnnError;
 use cudarc::cudnn::sys;
@@ -22,6 +21,7 @@ use sys::cudnnBackendAttributeName_t as Attribute;
 use sys::cudnnBackendAttributeType_t as Type;
 use sys::cudnnBackendDescriptorType_t as Kind;
 
+use super::choice::Choice;
 use super::conv::Pass;
 use super::problem::{ConvDataType, ConvProblem};
 
@@ -46,33 +46,25 @@ pub enum GraphUse {
     Only,
 }
 
-static GRAPH: OnceLock<AtomicU8> = OnceLock::new();
-
-fn graph() -> &'static AtomicU8 {
-    GRAPH.get_or_init(|| {
-        let wanted = match std::env::var("LEROBOT_RS_CUDNN_GRAPH").as_deref() {
-            Ok("1") => GraphUse::Compete,
-            Ok("only") => GraphUse::Only,
-            _ => GraphUse::Off,
-        };
-        AtomicU8::new(wanted as u8)
-    })
-}
-
 /// How the search uses the graph API: `LEROBOT_RS_CUDNN_GRAPH` (`1`: compete, `only`; off
 /// otherwise) until [`use_graph`] says otherwise.
-pub(super) fn graph_use() -> GraphUse {
-    match graph().load(Ordering::Relaxed) {
-        1 => GraphUse::Compete,
-        2 => GraphUse::Only,
+static GRAPH: Choice<GraphUse> = Choice::new(&[GraphUse::Off, GraphUse::Compete, GraphUse::Only], || {
+    match std::env::var("LEROBOT_RS_CUDNN_GRAPH").as_deref() {
+        Ok("1") => GraphUse::Compete,
+        Ok("only") => GraphUse::Only,
         _ => GraphUse::Off,
     }
+});
+
+/// How the search uses the graph API now ([`GRAPH`]).
+pub(super) fn graph_use() -> GraphUse {
+    GRAPH.get()
 }
 
 /// Sets how the algorithm search uses cuDNN's graph API, for the problems it has not searched
 /// yet in this mode.
 pub fn use_graph(how: GraphUse) {
-    graph().store(how as u8, Ordering::Relaxed);
+    GRAPH.set(how);
 }
 
 /// The tensor ids of a convolution's variant pack: the input-shaped tensor, the weight, the

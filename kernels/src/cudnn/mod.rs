@@ -9,6 +9,7 @@
 //! ([`Conv1dPath`]).
 
 mod blas;
+mod choice;
 mod conv;
 mod graph;
 mod kept;

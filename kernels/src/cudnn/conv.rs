@@ -9,9 +9,10 @@
 //! loading every candidate's kernels so that the second's times choose), or, where an earlier
 //! run on this GPU model and cuDNN chose one, that run's ([`super::kept`]). f32 may use TF32
 //! tensor cores, as torch's convolutions do by default; `LEROBOT_RS_CUDNN_TF32=0`
-//! ([`allow_tf32`]) keeps exact f32 (FMA kernels only). `LEROBOT_RS_CUDNN_GRAPH` adds the plans of cuDNN's graph API to the
-//! search ([`super::graph`]). `LEROBOT_RS_CUDA_SYNC=1` ([`synchronise_every_call`]) synchronises
-//! the device around every call, to check the stream ordering against.
+//! ([`allow_tf32`]) keeps exact f32 (FMA kernels only). `LEROBOT_RS_CUDNN_GRAPH` adds the plans
+//! of cuDNN's graph API to the search ([`super::graph`]). `LEROBOT_RS_CUDA_SYNC=1`
+//! ([`synchronise_every_call`]) synchronises the device around every call, to check the stream
+//! ordering against.
 
 #![expect(unsafe_code, reason = "cuDNN is a C library: raw handles, descriptors and device pointers")]
 
@@ -699,8 +700,8 @@ unsafe fn enqueue(
 }
 
 /// Times every algorithm of `pass` on the real buffers (cuDNN's search, which waits for the
-/// device; twice, the second round's times choosing) and keeps the fastest that ran, with exact f32 only the FMA ones, when asked only
-/// deterministic ones; sets the pass's convolution descriptor to its math. Where the graph API
+/// device; twice, the second round's times choosing) and keeps the fastest that ran, with exact
+/// f32 only the FMA ones, when asked only deterministic ones; sets the pass's convolution descriptor to its math. Where the graph API
 /// is on ([`graph::use_graph`]), its heuristics' plans are timed too, and the fastest of all kept.
 fn search(
     plan: &Plan,

@@ -131,8 +131,8 @@ impl<B: Kernels> GemmConv1d<B> {
 
 /// burn's `ConvTranspose1d` `layer` applied to `x` `[B, in, L]`, as a 2-D transposed
 /// convolution of height 1 through the backend's own convolution passes
-/// ([`kernels::conv_transpose2d`]: cuDNN, or cuBLAS's products, on cuda, the CPU's matrix products), where burn's
-/// layer would run its direct kernels. The layer keeps its weights and names.
+/// ([`kernels::conv_transpose2d`]: cuDNN, or cuBLAS's products, on cuda, the CPU's matrix
+/// products), where burn's layer would run its direct kernels. The layer keeps its weights and names.
 pub fn conv_transpose1d<B: Kernels>(layer: &ConvTranspose1d<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {
     let [batch, channels, length] = x.dims();
     let [weight_in, weight_out, kernel] = layer.weight.dims();

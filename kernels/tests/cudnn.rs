@@ -199,3 +199,24 @@ fn a_damaged_kept_file_is_searched_past_and_replaced() {
         assert_eq!((next.len(), next.get("b")), (1, Some(filter_1.clone())), "after {damaged:?}");
     }
 }
+
+/// The 1-D convolutions' path is the environment's (`LEROBOT_RS_CONV1D`, cuDNN where unset) until
+/// the program sets one, which then holds; without cuDNN no path takes them from burn's
+/// operations.
+#[test]
+fn the_1d_path_is_the_environments_until_the_program_sets_one() {
+    use kernels::cudnn::{Conv1dPath, conv1d_path, takes_conv1d, use_conv1d};
+    let from_environment = match std::env::var("LEROBOT_RS_CONV1D").as_deref() {
+        Ok("burn") => Conv1dPath::Burn,
+        Ok("cublas") => Conv1dPath::Cublas,
+        _ => Conv1dPath::Cudnn,
+    };
+    assert_eq!(conv1d_path(), from_environment);
+    for path in [Conv1dPath::Cublas, Conv1dPath::Burn, Conv1dPath::Cudnn] {
+        use_conv1d(path);
+        assert_eq!((conv1d_path(), conv1d_path()), (path, path));
+        if kernels::cudnn::status().is_err() {
+            assert!(!takes_conv1d(DType::F32), "{path:?} without cuDNN");
+        }
+    }
+}

@@ -37,26 +37,3 @@ impl<T: Copy + PartialEq> Choice<T> {
         at.and_then(|at| u8::try_from(at).ok()).expect("a Choice lists every value of its type")
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::Choice;
-
-    #[derive(Debug, Clone, Copy, PartialEq)]
-    enum Path {
-        First,
-        Second,
-        Third,
-    }
-
-    /// The environment's value until the program sets another, which then stays.
-    #[test]
-    fn the_environments_value_holds_until_the_program_sets_one() {
-        static PATH: Choice<Path> = Choice::new(&[Path::First, Path::Second, Path::Third], || Path::Second);
-        assert_eq!(PATH.get(), Path::Second);
-        PATH.set(Path::Third);
-        assert_eq!((PATH.get(), PATH.get()), (Path::Third, Path::Third));
-        PATH.set(Path::First);
-        assert_eq!(PATH.get(), Path::First);
-    }
-}

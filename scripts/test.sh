@@ -67,12 +67,14 @@ fi
 # - with cuDNN's convolutions built in (no GPU here): burn's convolutions mapped to cuDNN's
 #   descriptors, the one-line fallback where cuDNN is missing, and the file that keeps cuDNN's
 #   algorithms for later runs (kernels/tests/cudnn.rs).
-# Our crates' code and burn's CPU backend (the tests' reference) are compiled there at opt-level
-# 1: the two test binaries that instantiate every kernel for wgpu, and the step for it, are most
-# of the build, and what the tests run is lavapipe's code, not theirs. The crates below
-# burn-flex stay the release build's, shared with the build above where their features match.
-light=(--config 'profile.release.package.kernels.opt-level=1' --config 'profile.release.package.trainer.opt-level=1'
-  --config 'profile.release.package.burn-flex.opt-level=1')
+# Our crates' code and burn's CPU backend (the tests' reference) are compiled there unoptimised
+# (opt-level 0): the two test binaries that instantiate every kernel for wgpu, and the step for
+# it, are most of the build, and what the tests run is lavapipe's code, not theirs. At opt-level
+# 1 those binaries, `kernels` and burn-flex took 1,010 s of compilation on two cores, at 0 they
+# take 140 s, and the tests run as long (bench/RESULTS.md, "Cold CI time"). The other crates keep
+# the release profile.
+light=(--config 'profile.release.package.kernels.opt-level=0' --config 'profile.release.package.trainer.opt-level=0'
+  --config 'profile.release.package.burn-flex.opt-level=0')
 kernel_cache=$(mktemp -d)
 LEROBOT_RS_KERNEL_CACHE="$kernel_cache" cargo test --release "${light[@]}" --locked -p datasets -p kernels -p trainer \
   --no-default-features --features datasets/cli,trainer/wgpu-untuned,kernels/cudnn,kernels/gpu-fusion \

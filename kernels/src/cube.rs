@@ -142,10 +142,37 @@ fn row_major_element<F: Float>(part: &Tensor<F>, i: usize, #[comptime] contiguou
     part[at]
 }
 
-/// The units of cube row `t` stride over part `t`'s elements in row-major order: `flat[starts[t]
-/// + i]` is its element `i` ([`row_major_element`]), cast from the parts' `P` to `F`. With `squares`, each cube also sums the
-/// squares of the elements it copied: cube `(x, y)` writes its sum to `partials[first_partial +
-/// y·CUBE_COUNT_X + x]` (without, `partials` is not touched).
+/// Part `t`'s elements `i` (the units of cube row `t`, striding): `flat[start + i]` is its element
+/// `i` in row-major order ([`row_major_element`]), cast from `P` to `F`; returns the sum of the
+/// squares of what this unit copied when `squares` (else zero).
+#[cube]
+fn copy_part<P: Float, F: Float>(
+    part: &Tensor<P>,
+    start: usize,
+    len: usize,
+    flat: &mut Tensor<F>,
+    #[comptime] contiguous: bool,
+    #[comptime] squares: bool,
+) -> F {
+    let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
+    let mut sum = F::new(0.0);
+    let mut i = ABSOLUTE_POS_X as usize;
+    while i < len {
+        let value = F::cast_from(row_major_element::<P>(part, i, contiguous));
+        flat[start + i] = value;
+        if squares {
+            sum += value * value;
+        }
+        i += stride;
+    }
+    sum
+}
+
+/// The units of cube row `t` copy part `t` into `flat` from `starts[t]` ([`copy_part`]): the parts
+/// before `strided_from` are contiguous, read straight; the others through their shapes and
+/// strides. With `squares`, each cube also sums the squares of the elements it copied: cube
+/// `(x, y)` writes its sum to `partials[first_partial + y·CUBE_COUNT_X + x]` (without,
+/// `partials` is not touched).
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
 fn gather_kernel<P: Float, F: Float>(
@@ -155,26 +182,22 @@ fn gather_kernel<P: Float, F: Float>(
     flat: &mut Tensor<F>,
     partials: &mut Tensor<F>,
     first_partial: usize,
-    #[comptime] contiguous: bool,
+    #[comptime] strided_from: usize,
     #[comptime] squares: bool,
     #[define(P, F)] _dtypes: [StorageType; 2],
 ) {
     let count = comptime!(parts.len());
-    let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
     let mut sum = F::new(0.0);
     #[unroll]
-    for t in 0..count {
+    for t in 0..strided_from {
         if CUBE_POS_Y as usize == t {
-            let (start, len) = (starts[t], lens[t]);
-            let mut i = ABSOLUTE_POS_X as usize;
-            while i < len {
-                let value = F::cast_from(row_major_element::<P>(&parts[t], i, contiguous));
-                flat[start + i] = value;
-                if squares {
-                    sum += value * value;
-                }
-                i += stride;
-            }
+            sum += copy_part::<P, F>(&parts[t], starts[t], lens[t], flat, true, squares);
+        }
+    }
+    #[unroll]
+    for t in strided_from..count {
+        if CUBE_POS_Y as usize == t {
+            sum += copy_part::<P, F>(&parts[t], starts[t], lens[t], flat, false, squares);
         }
     }
     if squares {
@@ -186,11 +209,11 @@ fn gather_kernel<P: Float, F: Float>(
     }
 }
 
-/// One cube sums `values[..len]` into `total[0]`, each unit a stride of them, in a fixed order.
-/// A unit keeps four sums, so that four of its loads are in flight at once: with one, the H200
-/// waited on each load in turn, 318 µs for PushT's 217,000 partial sums.
-#[cube(launch_unchecked)]
-fn sum_kernel<F: Float>(values: &Tensor<F>, len: usize, total: &mut Tensor<F>, #[define(F)] _dtype: StorageType) {
+/// The sum of `values[..len]` in one cube, each unit a stride of them, in a fixed order,
+/// returned to every unit. A unit keeps four sums, so that four of its loads are in flight at
+/// once: with one, the H200 waited on each load in turn, 318 µs for PushT's 217,000 partial sums.
+#[cube]
+fn cube_total<F: Float>(values: &Tensor<F>, len: usize) -> F {
     let stride = CUBE_DIM_X as usize;
     let (mut s0, mut s1, mut s2, mut s3) = (F::new(0.0), F::new(0.0), F::new(0.0), F::new(0.0));
     let mut i = UNIT_POS_X as usize;
@@ -207,41 +230,90 @@ fn sum_kernel<F: Float>(values: &Tensor<F>, len: usize, total: &mut Tensor<F>, #
     }
     let sum = (s0 + s1) + (s2 + s3);
     let mut partial = SharedMemory::<F>::new(UNITS_PER_CUBE as usize);
-    let all = cube_sum::<F>(&mut partial, sum);
+    cube_sum::<F>(&mut partial, sum)
+}
+
+/// One cube sums `values[..len]` into `total[0]` ([`cube_total`]).
+#[cube(launch_unchecked)]
+fn sum_kernel<F: Float>(values: &Tensor<F>, len: usize, total: &mut Tensor<F>, #[define(F)] _dtype: StorageType) {
+    let all = cube_total::<F>(values, len);
     if UNIT_POS_X == 0 {
         total[0] = all;
     }
 }
 
-/// One unit computes [`crate::Kernels::clip_factors`] from `squares[0]`: `norm[0]` and
-/// `scale[0]`, with the composed operations' roundings, in their order.
+/// How the gradients are clipped ([`crate::Kernels::clip_factors`]'s arguments, and torch's
+/// epsilon).
+#[derive(CubeLaunch, CubeType)]
+struct ClipScalars {
+    max_norm: f32,
+    epsilon: f32,
+    grad_scale: f32,
+}
+
+/// The scalars of a launch that clips to `max_norm` (not at all when it is 0) gradients that
+/// carry `grad_scale`.
+fn clip_scalars<R: Runtime>(max_norm: f64, grad_scale: f64) -> ClipScalarsLaunch<R> {
+    ClipScalarsLaunch::new(max_norm as f32, portable::CLIP_EPSILON as f32, grad_scale as f32)
+}
+
+/// `norm[0]` and `scale[0]` of [`crate::Kernels::clip_factors`] from the gradients' `Σ g²`, with
+/// the composed operations' roundings, in their order; `clips` when `max_norm` is over 0.
+#[cube]
+fn write_clip_factors<F: Float>(
+    squares: F,
+    norm: &mut Tensor<F>,
+    scale: &mut Tensor<F>,
+    clip: &ClipScalars,
+    #[comptime] clips: bool,
+) {
+    let mut n = F::sqrt(squares);
+    let carried = F::cast_from(clip.grad_scale);
+    if clip.grad_scale != 1.0 {
+        n /= carried;
+    }
+    let mut factor = F::new(1.0);
+    if clips {
+        factor = F::min(F::cast_from(clip.max_norm) / (n + F::cast_from(clip.epsilon)), F::new(1.0));
+    }
+    if clip.grad_scale != 1.0 {
+        factor /= carried;
+    }
+    norm[0] = n;
+    scale[0] = factor;
+}
+
+/// One unit writes the clipping factors of `squares[0]` ([`write_clip_factors`]).
 #[cube(launch_unchecked)]
-#[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
 fn clip_kernel<F: Float>(
     squares: &Tensor<F>,
     norm: &mut Tensor<F>,
     scale: &mut Tensor<F>,
-    max_norm: f32,
-    epsilon: f32,
-    grad_scale: f32,
+    clip: &ClipScalars,
     #[comptime] clips: bool,
     #[define(F)] _dtype: StorageType,
 ) {
     if ABSOLUTE_POS == 0 {
-        let mut n = F::sqrt(squares[0]);
-        let carried = F::cast_from(grad_scale);
-        if grad_scale != 1.0 {
-            n /= carried;
-        }
-        let mut clip = F::new(1.0);
-        if clips {
-            clip = F::min(F::cast_from(max_norm) / (n + F::cast_from(epsilon)), F::new(1.0));
-        }
-        if grad_scale != 1.0 {
-            clip /= carried;
-        }
-        norm[0] = n;
-        scale[0] = clip;
+        write_clip_factors::<F>(squares[0], norm, scale, clip, clips);
+    }
+}
+
+/// One cube sums the squares' partial sums `values[..len]` ([`cube_total`]) and writes the
+/// clipping factors of the total ([`write_clip_factors`]): [`sum_kernel`] then [`clip_kernel`]
+/// in one launch.
+#[cube(launch_unchecked)]
+fn sum_clip_kernel<F: Float>(
+    values: &Tensor<F>,
+    len: usize,
+    norm: &mut Tensor<F>,
+    scale: &mut Tensor<F>,
+    clip: &ClipScalars,
+    #[comptime] clips: bool,
+    #[define(F)] _dtype: StorageType,
+) {
+    let all = cube_total::<F>(values, len);
+    if UNIT_POS_X == 0 {
+        write_clip_factors::<F>(all, norm, scale, clip, clips);
     }
 }
 
@@ -669,8 +741,16 @@ fn launches<R: CubeRuntime>(client: &ComputeClient<R>, parts: usize, bindings_pe
 /// A part to gather: the tensor, where it starts in the flat buffer, its element count.
 type GatherPart<R> = (CubeTensor<R>, usize, usize);
 
-/// What the parts one gather launch reads share: their dtype, and whether they are contiguous.
-type GatherKind = (DType, bool);
+/// What a gather computes beside the flat buffer, as it copies the parts.
+#[derive(Debug, Clone, Copy)]
+enum GatherTotal {
+    /// Nothing.
+    Nothing,
+    /// The parts' `Σ x²`, a `[1]` tensor.
+    Squares,
+    /// [`Kernels::clip_factors`] of the parts' `Σ x²`: the norm and the scale, each `[1]`.
+    ClipFactors { max_norm: f64, grad_scale: f64 },
+}
 
 /// Whether [`gather`] reads `part`: f32, or f16 or bf16 (the gradients of a half-precision
 /// forward's weights, cast up as they are copied).
@@ -678,67 +758,69 @@ fn gathers<R: CubeRuntime>(part: &CubeTensor<R>) -> bool {
     crate::kernel_float(part.dtype)
 }
 
-/// `parts` (at least one, each [`gathers`]) laid end to end in one f32 buffer (over `reuse` where it has their
-/// length), by [`gather_kernel`]; with their `Σ x²` as a `[1]` tensor when `with_squares`, read as
-/// they are copied (each cube's sum, then those sums in one cube, [`sum_kernel`], in a fixed
-/// order, so that a step repeats to the bit).
+/// `parts` (at least one, each [`gathers`]) laid end to end in one f32 buffer (over `reuse` where
+/// it has their length), by [`gather_kernel`], with what `total` asks, read as they are copied:
+/// each cube's sum of squares, then those sums in one cube ([`sum_kernel`], or [`sum_clip_kernel`]
+/// with the clipping factors), in a fixed order, so that a step repeats to the bit.
 fn gather<R: CubeRuntime>(
     parts: Vec<CubeTensor<R>>,
     reuse: Option<CubeTensor<R>>,
-    with_squares: bool,
-) -> (CubeTensor<R>, Option<CubeTensor<R>>) {
+    total: GatherTotal,
+) -> (CubeTensor<R>, Vec<CubeTensor<R>>) {
     let lens: Vec<usize> = parts.iter().map(|p| p.meta.num_elements()).collect();
-    let total: usize = lens.iter().sum();
+    let total_len: usize = lens.iter().sum();
     let flat = match reuse {
-        Some(buffer) if buffer.dtype == DType::F32 && buffer.meta.num_elements() == total => writable(buffer),
-        _ => empty_f32(&parts[0], [total].into()),
+        Some(buffer) if buffer.dtype == DType::F32 && buffer.meta.num_elements() == total_len => writable(buffer),
+        _ => empty_f32(&parts[0], [total_len].into()),
     };
     let starts = crate::starts_of(&lens);
-    // Parts without elements take no binding (a buffer of no bytes cannot be bound); the
-    // contiguous ones (most gradients) are copied straight, in launches of their own.
+    // Parts without elements take no binding (a buffer of no bytes cannot be bound).
     let parts: Vec<GatherPart<R>> =
         parts.into_iter().zip(starts).zip(lens).filter(|(_, n)| *n > 0).map(|((p, s), n)| (p, s, n)).collect();
-    // A launch reads parts of one dtype (f32, or a half-precision forward's gradients), all
-    // contiguous or all not.
-    let mut groups: Vec<(GatherKind, Vec<GatherPart<R>>)> = Vec::new();
+    // A launch reads parts of one dtype (f32, or a half-precision forward's gradients), f32
+    // first; the contiguous ones (most gradients), copied straight, before the strided ones (the
+    // order of the squares' partial sums, so of their total's bits).
+    let mut groups: Vec<(DType, Vec<GatherPart<R>>)> = Vec::new();
     for part in parts {
-        let kind = (part.0.dtype, part.0.is_contiguous());
-        match groups.iter_mut().find(|(k, _)| *k == kind) {
+        match groups.iter_mut().find(|(dtype, _)| *dtype == part.0.dtype) {
             Some((_, group)) => group.push(part),
-            None => groups.push((kind, vec![part])),
+            None => groups.push((part.0.dtype, vec![part])),
         }
     }
-    // The contiguous parts first, f32 first (the order of the squares' partial sums, so of
-    // their total's bits, as before half-precision parts were gathered).
-    groups.sort_by_key(|((dtype, is_contiguous), _)| (!is_contiguous, *dtype != DType::F32));
+    groups.sort_by_key(|(dtype, _)| *dtype != DType::F32);
+    for (_, group) in &mut groups {
+        group.sort_by_key(|(part, _, _)| !part.is_contiguous());
+    }
     let client = flat.client.clone();
-    let chunks: Vec<(&[GatherPart<R>], DType, bool)> = groups
+    let chunks: Vec<(&[GatherPart<R>], DType)> = groups
         .iter()
-        .flat_map(|((dtype, is_contiguous), group)| {
-            launches(&client, group.len(), 1).into_iter().map(move |range| (&group[range], *dtype, *is_contiguous))
+        .flat_map(|(dtype, group)| {
+            launches(&client, group.len(), 1).into_iter().map(move |range| (&group[range], *dtype))
         })
         .collect();
     let cubes = |chunk: &[GatherPart<R>]| {
         cubes_per_row(&chunk.iter().map(|(_, _, len)| *len).collect::<Vec<_>>()) * chunk.len()
     };
+    let with_squares = !matches!(total, GatherTotal::Nothing);
     // One partial sum a cube (without squares, one slot the kernel leaves alone: a buffer of no
     // bytes cannot be bound, nor `flat` twice).
-    let partials_len: usize = if with_squares { chunks.iter().map(|(chunk, _, _)| cubes(chunk)).sum() } else { 0 };
+    let partials_len: usize = if with_squares { chunks.iter().map(|(chunk, _)| cubes(chunk)).sum() } else { 0 };
     let partials = empty_f32(&flat, [partials_len.max(1)].into());
     let mut first_partial = 0;
-    for (chunk, dtype, is_contiguous) in chunks {
+    for (chunk, dtype) in chunks {
         let lens: Vec<usize> = chunk.iter().map(|(_, _, len)| *len).collect();
         let (cube_count, cube_dim) = grid(&lens);
+        let strided_from = chunk.iter().take_while(|(part, _, _)| part.is_contiguous()).count();
         let mut tensors = SequenceArg::new();
         for (part, _, _) in chunk {
             tensors.push(part.clone().into_tensor_arg());
         }
         // SAFETY: the units of row `t` write `flat[starts[t] + i]` for `i` below part `t`'s
-        // element count, within `total`, the buffer's length (the parts are laid end to end),
-        // and read the part at `i` (contiguous) or at `Σ (row-major digit) · stride` over its own
-        // shape, within its elements; `flat` is uniquely held and contiguous. With squares, cube
-        // `(x, y)` writes `partials[first_partial + y·cubes_x + x]`, below `partials_len`: each
-        // launch's slots follow the previous one's.
+        // element count, within `total_len`, the buffer's length (the parts are laid end to
+        // end), and read the part at `i` (the contiguous ones, before `strided_from`) or at
+        // `Σ (row-major digit) · stride` over its own shape, within its elements; `flat` is
+        // uniquely held and contiguous. With squares, cube `(x, y)` writes `partials[first_partial
+        // + y·cubes_x + x]`, below `partials_len`: each launch's slots follow the previous one's.
         unsafe {
             gather_kernel::launch_unchecked::<R>(
                 &client,
@@ -750,31 +832,55 @@ fn gather<R: CubeRuntime>(
                 flat.clone().into_tensor_arg(),
                 partials.clone().into_tensor_arg(),
                 first_partial,
-                is_contiguous,
+                strided_from,
                 with_squares,
                 [dtype.into(), DType::F32.into()],
             );
         }
         first_partial += cubes(chunk);
     }
-    let squares = with_squares.then(|| {
-        let total = empty_f32(&flat, [1].into());
-        // SAFETY: one cube reads `partials` below `partials_len`, its length or less, and writes
-        // `total[0]`, new.
-        unsafe {
-            sum_kernel::launch_unchecked::<R>(
-                &client,
-                CubeCount::new_1d(1),
-                CubeDim::new_1d(UNITS_PER_CUBE),
-                partials.into_tensor_arg(),
-                partials_len,
-                total.clone().into_tensor_arg(),
-                DType::F32.into(),
-            );
+    let one = || empty_f32(&flat, [1].into());
+    let totals = match total {
+        GatherTotal::Nothing => Vec::new(),
+        GatherTotal::Squares => {
+            let squares = one();
+            // SAFETY: one cube reads `partials` below `partials_len`, its length or less, and
+            // writes `squares[0]`, new.
+            unsafe {
+                sum_kernel::launch_unchecked::<R>(
+                    &client,
+                    CubeCount::new_1d(1),
+                    CubeDim::new_1d(UNITS_PER_CUBE),
+                    partials.into_tensor_arg(),
+                    partials_len,
+                    squares.clone().into_tensor_arg(),
+                    DType::F32.into(),
+                );
+            }
+            vec![squares]
         }
-        total
-    });
-    (flat, squares)
+        GatherTotal::ClipFactors { max_norm, grad_scale } => {
+            let (norm, scale) = (one(), one());
+            // SAFETY: one cube reads `partials` below `partials_len`, its length or less, and
+            // writes `norm[0]` and `scale[0]`, new.
+            unsafe {
+                sum_clip_kernel::launch_unchecked::<R>(
+                    &client,
+                    CubeCount::new_1d(1),
+                    CubeDim::new_1d(UNITS_PER_CUBE),
+                    partials.into_tensor_arg(),
+                    partials_len,
+                    norm.clone().into_tensor_arg(),
+                    scale.clone().into_tensor_arg(),
+                    clip_scalars(max_norm, grad_scale),
+                    max_norm > 0.0,
+                    DType::F32.into(),
+                );
+            }
+            vec![norm, scale]
+        }
+    };
+    (flat, totals)
 }
 
 /// The most cubes a part's row has; beyond them, each unit strides over several elements.
@@ -1131,7 +1237,7 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Kerne
         if parts.is_empty() || !parts.iter().all(gathers) {
             return portable::concat_flat::<Self>(parts, device);
         }
-        gather(parts, reuse, false).0
+        gather(parts, reuse, GatherTotal::Nothing).0
     }
 
     fn concat_flat_with_squares(
@@ -1142,8 +1248,23 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Kerne
         if parts.is_empty() || !parts.iter().all(gathers) {
             return crate::concat_flat_then_squares::<Self>(parts, reuse, device);
         }
-        let (flat, squares) = gather(parts, reuse, true);
-        [flat, squares.expect("asked for")]
+        let (flat, mut totals) = gather(parts, reuse, GatherTotal::Squares);
+        [flat, totals.pop().expect("the squares, asked for")]
+    }
+
+    fn concat_flat_and_clip(
+        parts: Vec<FloatTensor<Self>>,
+        reuse: Option<FloatTensor<Self>>,
+        device: &Self::Device,
+        max_norm: f64,
+        grad_scale: f64,
+    ) -> [FloatTensor<Self>; 3] {
+        if parts.is_empty() || !parts.iter().all(gathers) {
+            return crate::concat_flat_then_clip::<Self>(parts, reuse, device, max_norm, grad_scale);
+        }
+        let (flat, totals) = gather(parts, reuse, GatherTotal::ClipFactors { max_norm, grad_scale });
+        let [norm, scale] = totals.try_into().unwrap_or_else(|_| unreachable!("the norm and the scale, asked for"));
+        [flat, norm, scale]
     }
 
     fn clip_factors(squares: FloatTensor<Self>, max_norm: f64, grad_scale: f64) -> [FloatTensor<Self>; 2] {
@@ -1162,9 +1283,7 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Kerne
                 squares.clone().into_tensor_arg(),
                 norm.clone().into_tensor_arg(),
                 scale.clone().into_tensor_arg(),
-                max_norm as f32,
-                portable::CLIP_EPSILON as f32,
-                grad_scale as f32,
+                clip_scalars(max_norm, grad_scale),
                 max_norm > 0.0,
                 DType::F32.into(),
             );

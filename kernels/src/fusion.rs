@@ -230,12 +230,23 @@ fn takes_film<B: FusionBackend + Kernels>(tensors: &[&FloatTensor<Fusion<B>>]) -
         && crate::film_shape(tensors[0].shape.as_slice(), tensors[1].shape.as_slice()).is_some()
 }
 
-/// The gradients' gather as fusion's custom operation: the parts in, the flat buffer out, and
-/// its `Σ x²` when `with_squares`.
+/// What [`GatherOp`] gives beside the flat buffer.
+#[derive(Debug, Clone, Copy)]
+enum GatherOutputs {
+    /// The flat buffer alone.
+    Flat,
+    /// Its `Σ x²` too.
+    Squares,
+    /// The clipping factors of its `Σ x²` too (the norm, then the scale).
+    ClipFactors { max_norm: f64, grad_scale: f64 },
+}
+
+/// The gradients' gather as fusion's custom operation: the parts in, the flat buffer out, with
+/// what `outputs` names.
 #[derive(Debug, Clone)]
 struct GatherOp<B> {
     desc: CustomOpIr,
-    with_squares: bool,
+    outputs: GatherOutputs,
     backend: PhantomData<B>,
 }
 
@@ -243,10 +254,12 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for GatherOp<B> {
     fn execute(&self, handles: &mut Handles<B>) {
         let parts = inputs_of::<B>(&self.desc, handles);
         let device = B::float_device(&parts[0]);
-        let outputs: Vec<FloatTensor<B>> = if self.with_squares {
-            B::concat_flat_with_squares(parts, None, &device).into()
-        } else {
-            vec![B::concat_flat(parts, None, &device)]
+        let outputs: Vec<FloatTensor<B>> = match self.outputs {
+            GatherOutputs::Flat => vec![B::concat_flat(parts, None, &device)],
+            GatherOutputs::Squares => B::concat_flat_with_squares(parts, None, &device).into(),
+            GatherOutputs::ClipFactors { max_norm, grad_scale } => {
+                B::concat_flat_and_clip(parts, None, &device, max_norm, grad_scale).into()
+            }
         };
         register_outputs::<B>(&self.desc, handles, outputs);
     }
@@ -299,7 +312,7 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         }
         let total = parts.iter().map(|p| p.shape.num_elements()).sum::<usize>();
         let output = (Shape::from(vec![total]), DType::F32);
-        let make = |desc| GatherOp::<B> { desc, with_squares: false, backend: PhantomData };
+        let make = |desc| GatherOp::<B> { desc, outputs: GatherOutputs::Flat, backend: PhantomData };
         register_custom::<B, _>("lerobot_rs_gather", parts, vec![output], make).output()
     }
 
@@ -314,9 +327,29 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         drop(reuse);
         let total = parts.iter().map(|p| p.shape.num_elements()).sum::<usize>();
         let outputs = vec![(Shape::from(vec![total]), DType::F32), (Shape::from(vec![1]), DType::F32)];
-        let make = |desc| GatherOp::<B> { desc, with_squares: true, backend: PhantomData };
+        let make = |desc| GatherOp::<B> { desc, outputs: GatherOutputs::Squares, backend: PhantomData };
         let outputs = register_custom::<B, _>("lerobot_rs_gather_squares", parts, outputs, make);
         outputs.try_into().unwrap_or_else(|_| unreachable!("two outputs registered"))
+    }
+
+    fn concat_flat_and_clip(
+        parts: Vec<FloatTensor<Self>>,
+        reuse: Option<FloatTensor<Self>>,
+        device: &Self::Device,
+        max_norm: f64,
+        grad_scale: f64,
+    ) -> [FloatTensor<Self>; 3] {
+        if parts.is_empty() || !parts.iter().all(|p| crate::kernel_float(p.dtype)) {
+            return crate::concat_flat_then_clip::<Self>(parts, reuse, device, max_norm, grad_scale);
+        }
+        drop(reuse);
+        let total = parts.iter().map(|p| p.shape.num_elements()).sum::<usize>();
+        let one = (Shape::from(vec![1]), DType::F32);
+        let outputs = vec![(Shape::from(vec![total]), DType::F32), one.clone(), one];
+        let clip = GatherOutputs::ClipFactors { max_norm, grad_scale };
+        let make = |desc| GatherOp::<B> { desc, outputs: clip, backend: PhantomData };
+        let outputs = register_custom::<B, _>("lerobot_rs_gather_clip", parts, outputs, make);
+        outputs.try_into().unwrap_or_else(|_| unreachable!("three outputs registered"))
     }
 
     fn adam_update_all(

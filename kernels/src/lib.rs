@@ -200,6 +200,19 @@ pub trait Kernels: Backend {
         concat_flat_then_squares::<Self>(parts, reuse, device)
     }
 
+    /// [`Kernels::concat_flat_with_squares`], then [`Kernels::clip_factors`] of the squares:
+    /// `[flat, norm, scale]`, the gradients gathered and clipped as one micro-batch's whole
+    /// gradient is. The GPU backends compute the factors in the launch that totals the squares.
+    fn concat_flat_and_clip(
+        parts: Vec<FloatTensor<Self>>,
+        reuse: Option<FloatTensor<Self>>,
+        device: &Self::Device,
+        max_norm: f64,
+        grad_scale: f64,
+    ) -> [FloatTensor<Self>; 3] {
+        concat_flat_then_clip::<Self>(parts, reuse, device, max_norm, grad_scale)
+    }
+
     /// torch's `clip_grad_norm_` from the gradients' `Σ g²` (`[1]`, f32): `[norm, scale]`, the
     /// global L2 norm of the gradients divided by `grad_scale` (the factor they carry) and what
     /// the gradients are multiplied by: `min(1, max_norm / (norm + 1e-6))` (1 when `max_norm` is
@@ -603,6 +616,20 @@ pub(crate) fn concat_flat_then_squares<B: Kernels>(
     let flat = B::concat_flat(parts, reuse, device);
     let squares = B::sum_of_squares(flat.clone());
     [flat, squares]
+}
+
+/// [`Kernels::concat_flat_with_squares`], then [`Kernels::clip_factors`] of the squares: where a
+/// backend has no single pass (and the GPU backends' fallback for parts their passes cannot read).
+pub(crate) fn concat_flat_then_clip<B: Kernels>(
+    parts: Vec<FloatTensor<B>>,
+    reuse: Option<FloatTensor<B>>,
+    device: &B::Device,
+    max_norm: f64,
+    grad_scale: f64,
+) -> [FloatTensor<B>; 3] {
+    let [flat, squares] = B::concat_flat_with_squares(parts, reuse, device);
+    let [norm, scale] = B::clip_factors(squares, max_norm, grad_scale);
+    [flat, norm, scale]
 }
 
 /// `[B, C, T]` of a FiLM the GPU kernels take: `x` of three dimensions, nothing empty, and

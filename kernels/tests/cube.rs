@@ -207,6 +207,18 @@ fn the_gather_equals_the_cpus_for_every_layout<Gpu: WgpuKernels>() {
     assert!((f64::from(sum[0]) - exact).abs() <= 1e-5 * exact, "Σ x² {} against {exact}", sum[0]);
     let [_, again] = Gpu::concat_flat_with_squares(with_long(&gpu), None, &gpu);
     assert_eq!(read::<Gpu>(&again), sum, "a fixed order: the same sum again");
+
+    // Gathered and clipped (the factors computed by the launch that totals the squares): the
+    // same buffer, and to the bit the factors of the same sum in a launch of their own, clipped
+    // or not, with a factor the gradients carry or without.
+    for (max_norm, grad_scale) in [(1.0, 1.0), (1.0e4, 1.0), (1.0, 3.0 * 1024.0), (0.0, 2.0)] {
+        let [flat, norm, scale] = Gpu::concat_flat_and_clip(with_long(&gpu), None, &gpu, max_norm, grad_scale);
+        assert_eq!(read::<Gpu>(&flat), expected, "the buffer gathered and clipped");
+        let [apart_norm, apart_scale] = Gpu::clip_factors(primitive::<Gpu>(sum.clone(), &gpu), max_norm, grad_scale);
+        let what = format!("max {max_norm}, carried {grad_scale}");
+        assert_eq!(read::<Gpu>(&norm), read::<Gpu>(&apart_norm), "the norm, {what}");
+        assert_eq!(read::<Gpu>(&scale), read::<Gpu>(&apart_scale), "the scale, {what}");
+    }
 }
 
 /// The clipping factors from a sum of squares, in one launch, equal the composed operations'

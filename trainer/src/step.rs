@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::inputs::{InputPipeline, Mode, TrainInputs};
 use crate::model::{DiffusionModel, TrainingNoise};
 use crate::noise::NoiseSchedule;
-use crate::optim::{Clipping, FlatAdam, FlatAdamRecord, FlatLayout, clip_from_squares, clip_grad_norm, learning_rate};
+use crate::optim::{Clipping, FlatAdam, FlatAdamRecord, FlatLayout, clip_grad_norm, learning_rate};
 use crate::parallel::Replica;
 use crate::policy_config::DiffusionConfig;
 use crate::precision::{LossScaler, Precision, ScaleUpdate};
@@ -64,9 +64,9 @@ pub struct StepOutput<B: Backend> {
 /// Gradients (flat, summed) and losses of the micro-batches of the optimiser step in progress.
 struct Pending<B: Backend> {
     grads: Tensor<B, 1>,
-    /// `Σ g²` of `grads`, read as they were gathered, when they are the step's only
-    /// micro-batch on the only replica (their norm is then final).
-    squares: Option<Tensor<B, 1>>,
+    /// The clipping of `grads`, from their `Σ g²` read as they were gathered, when they are the
+    /// step's only micro-batch on the only replica (their norm is then final).
+    clipping: Option<Clipping<B>>,
     loss: Tensor<B, 1>,
     micro_batches: usize,
 }
@@ -325,26 +325,29 @@ impl<B: TrainingBackend> StepRunner<B> {
         self.optim.layout().gather_grads(model, &mut grads, reuse, &self.device)
     }
 
-    /// `grads` gathered into the flat buffer and, where they are the step's whole gradient
-    /// ([`StepRunner::gathers_final_gradients`]), their `Σ g²`, read in the same pass.
-    fn flatten_with_squares(
-        &mut self,
-        mut grads: GradientsParams,
-    ) -> (Tensor<B::InnerBackend, 1>, Option<Tensor<B::InnerBackend, 1>>) {
-        if !self.gathers_final_gradients() {
-            return (self.flatten(grads), None);
-        }
-        let reuse = self.optim.take_spare();
-        let model = self.model.as_ref().expect("the model is only taken during an update");
-        let [grads, squares] = self.optim.layout().gather_grads_with_squares(model, &mut grads, reuse, &self.device);
-        (grads, Some(squares))
-    }
-
     /// The global norm of the replicas' mean gradient (unscaled, before clipping), whose sum
     /// over the replicas is the flat `grads`, and the factor that clips it to the configured
     /// norm and undoes the loss scale and the sum.
     pub fn clip(&self, grads: &Tensor<B::InnerBackend, 1>) -> Clipping<B::InnerBackend> {
         clip_grad_norm(grads, self.config.grad_clip_norm, self.grad_scale())
+    }
+
+    /// `grads` gathered into the flat buffer and, where they are the step's whole gradient
+    /// ([`StepRunner::gathers_final_gradients`]), their clipping, from their `Σ g²` read in the
+    /// same pass (the clipping factors computed where the squares are summed).
+    fn flatten_with_clipping(
+        &mut self,
+        mut grads: GradientsParams,
+    ) -> (Tensor<B::InnerBackend, 1>, Option<Clipping<B::InnerBackend>>) {
+        if !self.gathers_final_gradients() {
+            return (self.flatten(grads), None);
+        }
+        let reuse = self.optim.take_spare();
+        let model = self.model.as_ref().expect("the model is only taken during an update");
+        let (max_norm, grad_scale) = (self.config.grad_clip_norm, self.grad_scale());
+        let (grads, clipping) =
+            self.optim.layout().gather_grads_and_clip(model, &mut grads, reuse, &self.device, max_norm, grad_scale);
+        (grads, Some(clipping))
     }
 
     /// [`StepRunner::flatten`] then [`StepRunner::clip`]: for a step of one micro-batch on one
@@ -354,8 +357,8 @@ impl<B: TrainingBackend> StepRunner<B> {
         &mut self,
         grads: GradientsParams,
     ) -> (Tensor<B::InnerBackend, 1>, Clipping<B::InnerBackend>) {
-        let (grads, squares) = self.flatten_with_squares(grads);
-        let clipping = self.clip_with(&grads, squares);
+        let (grads, clipping) = self.flatten_with_clipping(grads);
+        let clipping = clipping.unwrap_or_else(|| self.clip(&grads));
         (grads, clipping)
     }
 
@@ -368,18 +371,6 @@ impl<B: TrainingBackend> StepRunner<B> {
     /// The factor the flat gradients carry: the f16 loss scale times the replicas summed.
     fn grad_scale(&self) -> f64 {
         f64::from(self.scaler.map_or(1.0, |s| s.scale)) * self.replica.world_size() as f64
-    }
-
-    /// [`StepRunner::clip`], from the gradients' `Σ g²` where it was read as they were gathered.
-    fn clip_with(
-        &self,
-        grads: &Tensor<B::InnerBackend, 1>,
-        squares: Option<Tensor<B::InnerBackend, 1>>,
-    ) -> Clipping<B::InnerBackend> {
-        match squares {
-            Some(squares) => clip_from_squares(squares, self.config.grad_clip_norm, self.grad_scale()),
-            None => self.clip(grads),
-        }
     }
 
     /// The learning rate of optimiser step `step`.
@@ -419,13 +410,13 @@ impl<B: TrainingBackend> StepRunner<B> {
     pub fn accumulate(&mut self, batch: &Batch, step: usize, micro: usize) -> Result<()> {
         let prepared = self.prepare(batch, step, micro)?;
         let loss = self.loss(&prepared);
-        let (grads, squares) = self.flatten_with_squares(self.gradients(&loss));
+        let (grads, clipping) = self.flatten_with_clipping(self.gradients(&loss));
         let loss = loss.inner();
         self.pending = Some(match self.pending.take() {
-            None => Pending { grads, squares, loss, micro_batches: 1 },
+            None => Pending { grads, clipping, loss, micro_batches: 1 },
             Some(p) => Pending {
                 grads: p.grads + grads,
-                squares: None,
+                clipping: None,
                 loss: p.loss + loss,
                 micro_batches: p.micro_batches + 1,
             },
@@ -439,7 +430,10 @@ impl<B: TrainingBackend> StepRunner<B> {
     pub fn finish(&mut self, step: usize) -> Result<StepOutput<B::InnerBackend>> {
         let mut pending = self.pending.take().expect("accumulate() comes before finish()");
         pending.grads = self.replica.all_reduce_sum(pending.grads)?;
-        let clipping = self.clip_with(&pending.grads, pending.squares.take());
+        let clipping = match pending.clipping.take() {
+            Some(clipping) => clipping,
+            None => self.clip(&pending.grads),
+        };
         let applied = match &mut self.scaler {
             Some(scaler) => {
                 let norm: f32 = clipping.norm.clone().into_scalar().elem();

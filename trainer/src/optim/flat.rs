@@ -9,6 +9,7 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
 use kernels::Kernels;
 
+use super::Clipping;
 use super::trainable::{MapTrainable, VisitTrainable, map_trainable, visit_trainable};
 
 /// Where each trainable parameter of a model lives in a flat buffer, in the model's visiting
@@ -67,20 +68,24 @@ impl FlatLayout {
         Tensor::from_primitive(TensorPrimitive::Float(flat))
     }
 
-    /// [`FlatLayout::gather_grads`], with the gathered gradients' `Σ g²` (`[1]`, the input of
-    /// [`super::clip_from_squares`]) read as they are gathered
-    /// ([`Kernels::concat_flat_with_squares`]).
-    pub fn gather_grads_with_squares<B: AutodiffBackend<InnerBackend: Kernels>, M: Module<B>>(
+    /// [`FlatLayout::gather_grads`] for a step whose gathered gradients are its whole gradient:
+    /// with their clipping ([`super::clip_grad_norm`]'s, to `max_norm`, of gradients that carry
+    /// `grad_scale`), from their `Σ g²` read as they are gathered
+    /// ([`Kernels::concat_flat_and_clip`]).
+    pub fn gather_grads_and_clip<B: AutodiffBackend<InnerBackend: Kernels>, M: Module<B>>(
         &self,
         model: &M,
         grads: &mut GradientsParams,
         reuse: Option<Tensor<B::InnerBackend, 1>>,
         device: &B::Device,
-    ) -> [Tensor<B::InnerBackend, 1>; 2] {
+        max_norm: f64,
+        grad_scale: f64,
+    ) -> (Tensor<B::InnerBackend, 1>, Clipping<B::InnerBackend>) {
         let parts = self.grad_parts(model, grads, device);
         let reuse = reuse.map(|t| t.into_primitive().tensor());
-        B::InnerBackend::concat_flat_with_squares(parts, reuse, device)
-            .map(|t| Tensor::from_primitive(TensorPrimitive::Float(t)))
+        let [flat, norm, scale] = B::InnerBackend::concat_flat_and_clip(parts, reuse, device, max_norm, grad_scale)
+            .map(|t| Tensor::from_primitive(TensorPrimitive::Float(t)));
+        (flat, Clipping { norm, scale })
     }
 
     /// `model`'s gradients in visiting order, removed from `grads`.

@@ -46,14 +46,8 @@ pub struct Clipping<B: Backend> {
 /// the host.
 pub fn clip_grad_norm<B: Kernels>(grads: &Tensor<B, 1>, max_norm: f64, grad_scale: f64) -> Clipping<B> {
     let squares = B::sum_of_squares(grads.clone().into_primitive().tensor());
-    clip_from_squares(Tensor::from_primitive(TensorPrimitive::Float(squares)), max_norm, grad_scale)
-}
-
-/// [`clip_grad_norm`] from the flat gradient's `Σ g²` (`[1]`), read where it was gathered
-/// ([`FlatLayout::gather_grads_with_squares`]): [`Kernels::clip_factors`].
-pub fn clip_from_squares<B: Kernels>(squares: Tensor<B, 1>, max_norm: f64, grad_scale: f64) -> Clipping<B> {
-    let [norm, scale] = B::clip_factors(squares.into_primitive().tensor(), max_norm, grad_scale)
-        .map(|t| Tensor::from_primitive(TensorPrimitive::Float(t)));
+    let [norm, scale] =
+        B::clip_factors(squares, max_norm, grad_scale).map(|t| Tensor::from_primitive(TensorPrimitive::Float(t)));
     Clipping { norm, scale }
 }
 

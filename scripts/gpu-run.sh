@@ -181,7 +181,7 @@ case "$stage" in
     # so far` line counts its searches and the passes on kept algorithms). cuDNN's graph API's
     # plans are timed beside the legacy algorithms (LEROBOT_RS_CUDNN_GRAPH=1,
     # kernels/src/cudnn/graph.rs), each pass's choice logged with both times.
-    rm -f "$cache"/compilation/cudnn/algorithms-*.json
+    rm -f "$cache"/compilation/code-*/cudnn/algorithms-*.json
     step untuned "cuDNN, f32" 120 --batch 64,256 --warmup 2 --steps 5
     RUST_LOG=${RUST_LOG:-kernels::cudnn=debug} \
       step fusion "cuDNN, f32, then the real loop" 200 --batch 64,256 --warmup 2 --steps 5 --loop-steps 20 --num-workers 4
@@ -220,7 +220,7 @@ case "$stage" in
     # A window of fixed counts is fragile: bench/ncu_summary.py says when it misses the step.
     # The algorithms earlier stages chose are forgotten, so that the search runs as it did when
     # those defaults were counted (kernels/src/cudnn/kept.rs).
-    rm -f "$cache"/compilation/cudnn/algorithms-*.json
+    rm -f "$cache"/compilation/code-*/cudnn/algorithms-*.json
     fixture=$PWD/tests/fixtures/lerobot-0.6.1/pusht_images
     ncu=$(command -v ncu || compgen -G "/opt/nvidia/nsight-compute/*/ncu" | sort -V | tail -1 || true)
     [ -n "$ncu" ] || { echo "no ncu on this machine" | tee "$out/steps.txt"; exit 1; }

@@ -70,9 +70,9 @@ fi
 # Our crates' code and burn's CPU backend (the tests' reference) are compiled there unoptimised
 # (opt-level 0): the two test binaries that instantiate every kernel for wgpu, and the step for
 # it, are most of the build, and what the tests run is lavapipe's code, not theirs. At opt-level
-# 1 those binaries, `kernels` and burn-flex took 1,010 s of compilation on two cores, at 0 they
-# take 140 s, and the tests run as long (bench/RESULTS.md, "Cold CI time"). The other crates keep
-# the release profile.
+# 1 those binaries, `kernels` and burn-flex took 1,015 s of compilation on two cores, at 0 they
+# take 182 s, and the tests run as long (bench/RESULTS.md, "Clipping in the launch that totals
+# the squares; CI's lavapipe build unoptimised"). The other crates keep the release profile.
 light=(--config 'profile.release.package.kernels.opt-level=0' --config 'profile.release.package.trainer.opt-level=0'
   --config 'profile.release.package.burn-flex.opt-level=0')
 kernel_cache=$(mktemp -d)

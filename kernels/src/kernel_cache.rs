@@ -14,6 +14,12 @@ use std::path::PathBuf;
 /// The variable that names the kernel cache's folder.
 pub const KERNEL_CACHE_VAR: &str = "LEROBOT_RS_KERNEL_CACHE";
 
+/// The folder, inside the kernel cache's, that this build's compiled kernels are kept in: named
+/// by a hash of our cubecl kernels' code (`build.rs`). cubecl keys a compiled kernel by its name
+/// and compile-time arguments, not by its code, so a cache filled by a build whose kernels
+/// differ would otherwise be read as this one's, their old code run in place of the new.
+pub const KERNELS_CODE_FOLDER: &str = concat!("code-", env!("LEROBOT_RS_KERNELS_CODE"));
+
 /// The kernel cache's folder, from the environment `var` gives: [`KERNEL_CACHE_VAR`], else
 /// `$XDG_CACHE_HOME/lerobot-rs/kernels`, else `$HOME/.cache/lerobot-rs/kernels`; `None` when
 /// none of them is set (then compiled kernels are not kept).
@@ -26,16 +32,21 @@ pub fn kernel_cache_dir(var: impl Fn(&str) -> Option<OsString>) -> Option<PathBu
 
 /// cubecl's configuration as this crate sets it: cubecl's own (`cubecl.toml` and its
 /// environment variables), with the compiled-kernel cache in [`kernel_cache_dir`] where that
-/// configuration names none.
+/// configuration names none; either way in its [`KERNELS_CODE_FOLDER`].
 #[cfg(any(feature = "cuda-untuned", feature = "wgpu-untuned"))]
 fn default_config() -> burn::cubecl::config::CubeClRuntimeConfig {
     use burn::cubecl::config::cache::CacheConfig;
     use burn::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
     let mut config = CubeClRuntimeConfig::from_current_dir().override_from_env();
-    if config.compilation.cache.is_none() {
-        config.compilation.cache = kernel_cache_dir(|name| std::env::var_os(name)).map(CacheConfig::File);
-    }
+    let named = config.compilation.cache.as_ref().map(CacheConfig::root);
+    config.compilation.cache = compiled_kernels_dir(named, |name| std::env::var_os(name)).map(CacheConfig::File);
     config
+}
+
+/// Where this build's compiled kernels are kept: the folder cubecl's configuration `named`, else
+/// [`kernel_cache_dir`]'s, in either case its [`KERNELS_CODE_FOLDER`].
+pub fn compiled_kernels_dir(named: Option<PathBuf>, var: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    named.or_else(|| kernel_cache_dir(var)).map(|dir| dir.join(KERNELS_CODE_FOLDER))
 }
 
 /// Sets cubecl's configuration to [`default_config`] changed by `adjust`, unless something read
@@ -55,9 +66,9 @@ pub(crate) fn install(adjust: impl FnOnce(&mut burn::cubecl::config::CubeClRunti
 
 /// Sets cubecl's configuration once, before the first GPU device is made: cubecl's own
 /// (`cubecl.toml` and its environment variables), with the compiled-kernel cache in
-/// [`kernel_cache_dir`] where that configuration names none, unless something set it already
-/// (as [`crate::LaunchLog::start`] does). Returns the folder the compiled kernels are kept in, if
-/// any.
+/// [`kernel_cache_dir`] where that configuration names none (either way in its
+/// [`KERNELS_CODE_FOLDER`]), unless something set it already (as [`crate::LaunchLog::start`]
+/// does). Returns the folder the compiled kernels are kept in, if any.
 #[cfg(any(feature = "cuda-untuned", feature = "wgpu-untuned"))]
 pub fn configure() -> Option<PathBuf> {
     use burn::cubecl::config::cache::CacheConfig;
@@ -100,6 +111,23 @@ mod tests {
         assert_eq!(kernel_cache_dir(env(&all)), Some(PathBuf::from("/k")));
         assert_eq!(kernel_cache_dir(env(&all[1..])), Some(PathBuf::from("/x/lerobot-rs/kernels")));
         assert_eq!(kernel_cache_dir(env(&all[2..])), Some(PathBuf::from("/h/.cache/lerobot-rs/kernels")));
+    }
+
+    #[test]
+    fn each_version_of_our_kernels_has_a_folder_of_its_own() {
+        let hash = KERNELS_CODE_FOLDER.strip_prefix("code-").expect("named code-<hash>");
+        assert!(hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()), "{KERNELS_CODE_FOLDER}");
+        let home = [("HOME", "/h")];
+        assert_eq!(
+            compiled_kernels_dir(None, env(&home)),
+            Some(PathBuf::from("/h/.cache/lerobot-rs/kernels").join(KERNELS_CODE_FOLDER))
+        );
+        // A folder cubecl's own configuration names wins, keyed the same way.
+        assert_eq!(
+            compiled_kernels_dir(Some(PathBuf::from("/named")), env(&home)),
+            Some(PathBuf::from("/named").join(KERNELS_CODE_FOLDER))
+        );
+        assert_eq!(compiled_kernels_dir(None, env(&[])), None);
     }
 
     #[test]

@@ -322,6 +322,12 @@ fn the_gather_casts_half_precision_gradients_up<Gpu: WgpuKernels>() {
         let sum = f64::from(read::<Gpu>(&squares)[0]);
         assert!((sum - exact).abs() <= 1e-5 * exact, "{half:?}: Σ x² {sum} against {exact}");
         assert_eq!(read::<Gpu>(&Gpu::concat_flat(parts(), None, &gpu)), expected, "{half:?}, without squares");
+        // Gathered and clipped: the factors of the same sum, to the bit.
+        let [flat, norm, scale] = Gpu::concat_flat_and_clip(parts(), None, &gpu, 1.0, 2.0);
+        assert_eq!(read::<Gpu>(&flat), expected, "{half:?}, clipped");
+        let [apart_norm, apart_scale] = Gpu::clip_factors(squares, 1.0, 2.0);
+        assert_eq!(read::<Gpu>(&norm), read::<Gpu>(&apart_norm), "{half:?}: the norm");
+        assert_eq!(read::<Gpu>(&scale), read::<Gpu>(&apart_scale), "{half:?}: the scale");
     }
 }
 

@@ -382,10 +382,12 @@ impl Plan {
             || math == sys::cudnnMathType_t::CUDNN_FMA_MATH
     }
 
-    /// The plan of `problem`, made at its first use.
-    fn of(problem: ConvProblem) -> Result<Arc<Plan>, CudnnError> {
-        /// The plans made, by problem and settings.
-        type Plans = HashMap<(ConvProblem, Settings), Arc<Plan>>;
+    /// The plan of `problem` on `device`, made at its first use there. Each device has its own,
+    /// as torch's benchmark cache keys its choices by device: the graph API's plans are built
+    /// with one device's cuDNN handle and run only with it.
+    fn of(problem: ConvProblem, device: usize) -> Result<Arc<Plan>, CudnnError> {
+        /// The plans made, by device, problem and settings.
+        type Plans = HashMap<(usize, ConvProblem, Settings), Arc<Plan>>;
         static PLANS: OnceLock<Mutex<Plans>> = OnceLock::new();
         let settings = Settings {
             exact: !tf32().load(Ordering::Relaxed),
@@ -393,11 +395,11 @@ impl Plan {
             graph: graph::graph_use(),
         };
         let mut plans = PLANS.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(plan) = plans.get(&(problem, settings)) {
+        if let Some(plan) = plans.get(&(device, problem, settings)) {
             return Ok(plan.clone());
         }
         let plan = Arc::new(Plan::new(problem, settings)?);
-        plans.insert((problem, settings), plan.clone());
+        plans.insert((device, problem, settings), plan.clone());
         Ok(plan)
     }
 }
@@ -507,14 +509,14 @@ pub(super) fn buffers(tensors: &[&CudaTensor], workspace: Option<&cubecl::server
 
 /// Runs one pass: `inputs` (contiguous) in, a new tensor of `out_shape` out.
 fn run(pass: Pass, problem: ConvProblem, inputs: [&CudaTensor; 2], dtype: DType) -> Result<CudaTensor, String> {
-    let plan = Plan::of(problem).map_err(|e| format!("descriptors: {e}"))?;
+    let device = inputs[0].device.index;
+    let plan = Plan::of(problem, device).map_err(|e| format!("descriptors: {e}"))?;
     let out_shape = match pass {
         Pass::Output => problem.output_shape(),
         Pass::InputGrad => problem.input.map(|d| d as usize),
         Pass::WeightGrad => problem.weight.map(|d| d as usize),
     };
     let output = crate::cube::empty_like(inputs[0], Shape::from(out_shape.to_vec()), dtype);
-    let device = inputs[0].device.index;
     if plan.no_algorithm[pass as usize].load(Ordering::Relaxed) {
         return Err(format!("{pass:?}: no algorithm was found for this problem"));
     }

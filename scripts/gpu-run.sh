@@ -99,8 +99,18 @@ EOF
 touch "$work/cubecl-compilation-$stage.log"
 while sleep 10; do echo "$(date +%T) $(wc -l < "$work/cubecl-compilation-$stage.log")"; done > "$out/compile-progress-$stage.txt" &
 progress=$!
+# The compiled kernels sit in a folder named by our kernels' code (kernels/src/kernel_cache.rs):
+# the cache sent back keeps the newest such folder, cuDNN's kept algorithms and the autotune cache,
+# not an older build's kernels, which no later kit reads.
+prune_cache() {
+  local newest entry
+  newest=$(ls -dt "$cache"/compilation/code-* 2>/dev/null | head -1)
+  for entry in "$cache"/compilation/*; do
+    if [ "$entry" != "$newest" ] && [ "$(basename "$entry")" != cudnn ]; then rm -rf "$entry"; fi
+  done
+}
 trap 'kill ${smi:-} $progress 2>/dev/null || true; cp "$work"/cubecl-*-"$stage".log "$out/" 2>/dev/null || true
-      tar -C "$cache" -cJf "$out/gpu-cache.tar.xz" . 2>/dev/null || true' EXIT
+      prune_cache 2>/dev/null || true; tar -C "$cache" -cJf "$out/gpu-cache.tar.xz" . 2>/dev/null || true' EXIT
 
 # Datasets with their images in parquet (this build has no FFmpeg), for the sweeps.
 for preset in pusht-like aloha-like; do
@@ -181,7 +191,7 @@ case "$stage" in
     # so far` line counts its searches and the passes on kept algorithms). cuDNN's graph API's
     # plans are timed beside the legacy algorithms (LEROBOT_RS_CUDNN_GRAPH=1,
     # kernels/src/cudnn/graph.rs), each pass's choice logged with both times.
-    rm -f "$cache"/compilation/code-*/cudnn/algorithms-*.json
+    rm -f "$cache"/compilation/cudnn/algorithms-*.json
     step untuned "cuDNN, f32" 120 --batch 64,256 --warmup 2 --steps 5
     RUST_LOG=${RUST_LOG:-kernels::cudnn=debug} \
       step fusion "cuDNN, f32, then the real loop" 200 --batch 64,256 --warmup 2 --steps 5 --loop-steps 20 --num-workers 4
@@ -220,7 +230,7 @@ case "$stage" in
     # A window of fixed counts is fragile: bench/ncu_summary.py says when it misses the step.
     # The algorithms earlier stages chose are forgotten, so that the search runs as it did when
     # those defaults were counted (kernels/src/cudnn/kept.rs).
-    rm -f "$cache"/compilation/code-*/cudnn/algorithms-*.json
+    rm -f "$cache"/compilation/cudnn/algorithms-*.json
     fixture=$PWD/tests/fixtures/lerobot-0.6.1/pusht_images
     ncu=$(command -v ncu || compgen -G "/opt/nvidia/nsight-compute/*/ncu" | sort -V | tail -1 || true)
     [ -n "$ncu" ] || { echo "no ncu on this machine" | tee "$out/steps.txt"; exit 1; }

@@ -68,7 +68,9 @@ pub(crate) fn install(adjust: impl FnOnce(&mut burn::cubecl::config::CubeClRunti
 /// (`cubecl.toml` and its environment variables), with the compiled-kernel cache in
 /// [`kernel_cache_dir`] where that configuration names none (either way in its
 /// [`KERNELS_CODE_FOLDER`]), unless something set it already (as [`crate::LaunchLog::start`]
-/// does). Returns the folder the compiled kernels are kept in, if any.
+/// does). Returns the kernel cache's folder, if any: the compiled kernels are in its
+/// [`KERNELS_CODE_FOLDER`], and what does not depend on our kernels' code (cuDNN's kept
+/// algorithms) in the folder itself, kept when the kernels change.
 #[cfg(any(feature = "cuda-untuned", feature = "wgpu-untuned"))]
 pub fn configure() -> Option<PathBuf> {
     use burn::cubecl::config::cache::CacheConfig;
@@ -80,7 +82,13 @@ pub fn configure() -> Option<PathBuf> {
         .get_or_init(|| {
             // Already set (or read): it stays as it is.
             install(|_| {});
-            let kept_in = CubeClRuntimeConfig::get().compilation.cache.as_ref().map(CacheConfig::root);
+            let compiled_in = CubeClRuntimeConfig::get().compilation.cache.as_ref().map(CacheConfig::root);
+            let kept_in = compiled_in.map(|dir| match dir.file_name() {
+                Some(name) if name == KERNELS_CODE_FOLDER => {
+                    dir.parent().map_or(dir.clone(), std::path::Path::to_path_buf)
+                }
+                _ => dir,
+            });
             match &kept_in {
                 Some(dir) => tracing::info!(
                     "GPU kernels compile at their first use (minutes for PushT's model on a fresh machine) \

@@ -158,14 +158,15 @@ pub fn graph_calls() -> u64 {
     GRAPH_CALLS.load(Ordering::Relaxed)
 }
 
-/// The algorithm searches this process has run (one a pass of a problem, where no earlier run's
-/// choice was taken).
+/// The algorithm searches this process has run (one a pass of a problem on a device, where no
+/// kept choice was taken).
 static SEARCHES: AtomicU64 = AtomicU64::new(0);
 
 /// The legacy searches whose second round chose another algorithm than their first.
 static SECOND_ROUND_CHANGES: AtomicU64 = AtomicU64::new(0);
 
-/// The passes of problems that took an earlier run's algorithm instead of searching.
+/// The passes of problems that took a kept algorithm (an earlier run's, or another device's in
+/// this run) instead of searching.
 static EARLIER_RUNS_CHOICES: AtomicU64 = AtomicU64::new(0);
 
 /// How many algorithm searches (legacy, with the graph API's where it is on) this process has
@@ -180,8 +181,8 @@ pub fn second_round_changes() -> u64 {
     SECOND_ROUND_CHANGES.load(Ordering::Relaxed)
 }
 
-/// How many passes of problems took the algorithm an earlier run chose and kept, without
-/// searching, in this process.
+/// How many passes of problems took a kept algorithm (an earlier run's, or another device's of
+/// the same model in this run), without searching, in this process.
 pub fn earlier_runs_choices() -> u64 {
     EARLIER_RUNS_CHOICES.load(Ordering::Relaxed)
 }
@@ -384,7 +385,7 @@ impl Plan {
 
     /// The plan of `problem` on `device`, made at its first use there. Each device has its own,
     /// as torch's benchmark cache keys its choices by device: the graph API's plans are built
-    /// with one device's cuDNN handle and run only with it.
+    /// with one device's cuDNN handle and run only on that device.
     fn of(problem: ConvProblem, device: usize) -> Result<Arc<Plan>, CudnnError> {
         /// The plans made, by device, problem and settings.
         type Plans = HashMap<(usize, ConvProblem, Settings), Arc<Plan>>;

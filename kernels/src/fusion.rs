@@ -241,6 +241,36 @@ enum GatherOutputs {
     ClipFactors { max_norm: f64, grad_scale: f64 },
 }
 
+impl GatherOutputs {
+    /// The custom operation's name, and how many `[1]` outputs follow the flat buffer.
+    fn name_and_totals(self) -> (&'static str, usize) {
+        match self {
+            Self::Flat => ("lerobot_rs_gather", 0),
+            Self::Squares => ("lerobot_rs_gather_squares", 1),
+            Self::ClipFactors { .. } => ("lerobot_rs_gather_clip", 2),
+        }
+    }
+}
+
+/// Whether the inner backend's gather reads every one of `parts` (at least one).
+fn gathers_all<B: FusionBackend>(parts: &[FloatTensor<Fusion<B>>]) -> bool {
+    !parts.is_empty() && parts.iter().all(|p| crate::kernel_float(p.dtype))
+}
+
+/// `parts` ([`gathers_all`]) registered as one [`GatherOp`]: the flat buffer, then the `[1]`
+/// totals `outputs` names.
+fn register_gather<B: FusionBackend + Kernels>(
+    parts: Vec<FloatTensor<Fusion<B>>>,
+    outputs: GatherOutputs,
+) -> Vec<FloatTensor<Fusion<B>>> {
+    let (name, totals) = outputs.name_and_totals();
+    let total = parts.iter().map(|p| p.shape.num_elements()).sum::<usize>();
+    let mut shapes = vec![(Shape::from(vec![total]), DType::F32)];
+    shapes.extend((0..totals).map(|_| (Shape::from(vec![1]), DType::F32)));
+    let make = |desc| GatherOp::<B> { desc, outputs, backend: PhantomData };
+    register_custom::<B, _>(name, parts, shapes, make)
+}
+
 /// The gradients' gather as fusion's custom operation: the parts in, the flat buffer out, with
 /// what `outputs` names.
 #[derive(Debug, Clone)]
@@ -307,13 +337,10 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
     ) -> FloatTensor<Self> {
         // Fusion's allocator keeps freed buffers: a new flat buffer costs no page faults here.
         drop(reuse);
-        if parts.is_empty() || !parts.iter().all(|p| crate::kernel_float(p.dtype)) {
+        if !gathers_all::<B>(&parts) {
             return crate::portable::concat_flat::<Self>(parts, device);
         }
-        let total = parts.iter().map(|p| p.shape.num_elements()).sum::<usize>();
-        let output = (Shape::from(vec![total]), DType::F32);
-        let make = |desc| GatherOp::<B> { desc, outputs: GatherOutputs::Flat, backend: PhantomData };
-        register_custom::<B, _>("lerobot_rs_gather", parts, vec![output], make).output()
+        register_gather::<B>(parts, GatherOutputs::Flat).output()
     }
 
     fn concat_flat_with_squares(
@@ -321,14 +348,11 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         reuse: Option<FloatTensor<Self>>,
         device: &Self::Device,
     ) -> [FloatTensor<Self>; 2] {
-        if parts.is_empty() || !parts.iter().all(|p| crate::kernel_float(p.dtype)) {
+        if !gathers_all::<B>(&parts) {
             return crate::concat_flat_then_squares::<Self>(parts, reuse, device);
         }
         drop(reuse);
-        let total = parts.iter().map(|p| p.shape.num_elements()).sum::<usize>();
-        let outputs = vec![(Shape::from(vec![total]), DType::F32), (Shape::from(vec![1]), DType::F32)];
-        let make = |desc| GatherOp::<B> { desc, outputs: GatherOutputs::Squares, backend: PhantomData };
-        let outputs = register_custom::<B, _>("lerobot_rs_gather_squares", parts, outputs, make);
+        let outputs = register_gather::<B>(parts, GatherOutputs::Squares);
         outputs.try_into().unwrap_or_else(|_| unreachable!("two outputs registered"))
     }
 
@@ -339,16 +363,11 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         max_norm: f64,
         grad_scale: f64,
     ) -> [FloatTensor<Self>; 3] {
-        if parts.is_empty() || !parts.iter().all(|p| crate::kernel_float(p.dtype)) {
+        if !gathers_all::<B>(&parts) {
             return crate::concat_flat_then_clip::<Self>(parts, reuse, device, max_norm, grad_scale);
         }
         drop(reuse);
-        let total = parts.iter().map(|p| p.shape.num_elements()).sum::<usize>();
-        let one = (Shape::from(vec![1]), DType::F32);
-        let outputs = vec![(Shape::from(vec![total]), DType::F32), one.clone(), one];
-        let clip = GatherOutputs::ClipFactors { max_norm, grad_scale };
-        let make = |desc| GatherOp::<B> { desc, outputs: clip, backend: PhantomData };
-        let outputs = register_custom::<B, _>("lerobot_rs_gather_clip", parts, outputs, make);
+        let outputs = register_gather::<B>(parts, GatherOutputs::ClipFactors { max_norm, grad_scale });
         outputs.try_into().unwrap_or_else(|_| unreachable!("three outputs registered"))
     }
 

@@ -430,10 +430,7 @@ impl<B: TrainingBackend> StepRunner<B> {
     pub fn finish(&mut self, step: usize) -> Result<StepOutput<B::InnerBackend>> {
         let mut pending = self.pending.take().expect("accumulate() comes before finish()");
         pending.grads = self.replica.all_reduce_sum(pending.grads)?;
-        let clipping = match pending.clipping.take() {
-            Some(clipping) => clipping,
-            None => self.clip(&pending.grads),
-        };
+        let clipping = pending.clipping.take().unwrap_or_else(|| self.clip(&pending.grads));
         let applied = match &mut self.scaler {
             Some(scaler) => {
                 let norm: f32 = clipping.norm.clone().into_scalar().elem();

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::dataset_source::DatasetSource;
 use crate::report::{Series, line_plot, markdown_table, table, write_csv, write_json};
-use crate::sys::{git_revision, machine, memcpy_bandwidth, quantile, rss_bytes};
+use crate::sys::{frame_copy_bandwidth, git_revision, machine, memcpy_bandwidth, quantile, rss_bytes};
 
 /// Arguments of `bench loader`.
 #[derive(Debug, Clone, Args)]
@@ -124,6 +124,9 @@ pub struct LoaderReport {
     pub bytes_per_sample: usize,
     /// Single-thread memcpy bandwidth, GB/s.
     pub memcpy_gb_s: f64,
+    /// Single-thread bandwidth of frame-sized copies ([`frame_copy_bandwidth`]), GB/s: by
+    /// `copy_from_slice`, and past the caches.
+    pub frame_copy_gb_s: [f64; 2],
     /// The cells.
     pub cells: Vec<Cell>,
 }
@@ -264,6 +267,7 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
         cache_build_s,
         bytes_per_sample,
         memcpy_gb_s: memcpy / 1e9,
+        frame_copy_gb_s: [false, true].map(|past_caches| frame_copy_bandwidth(5, past_caches) / 1e9),
         cells,
     };
     write_outputs(&args.out, &report)?;
@@ -323,7 +327,8 @@ fn rows(report: &LoaderReport) -> Vec<Vec<String>> {
 /// The sweep as an aligned table, with its context line.
 pub fn render(report: &LoaderReport) -> String {
     format!(
-        "{}\n{} ({}, {} order, {} frames), open {:.3}s, {} bytes/sample, memcpy {:.1} GB/s, {}\n{}",
+        "{}\n{} ({}, {} order, {} frames), open {:.3}s, {} bytes/sample, memcpy {:.1} GB/s \
+         (frame-sized copies {:.1}, past the caches {:.1}), {}\n{}",
         report.machine,
         report.dataset,
         match (report.frame_cache, report.cache_build_s) {
@@ -336,6 +341,8 @@ pub fn render(report: &LoaderReport) -> String {
         report.open_s,
         report.bytes_per_sample,
         report.memcpy_gb_s,
+        report.frame_copy_gb_s[0],
+        report.frame_copy_gb_s[1],
         report.revision,
         table(&HEADER, &rows(report))
     )

@@ -32,6 +32,33 @@ pub fn memcpy_bandwidth(repeats: usize) -> f64 {
     LEN as f64 / best
 }
 
+/// Single-thread bandwidth, in bytes/s, of copies of one camera frame's size (512 KiB) through
+/// a 64 MiB buffer: by `copy_from_slice` (`past_caches` false) or past the caches
+/// ([`bulk_copy::copy_past_caches`], as the loader copies a large batch's frames); the best of
+/// `repeats` passes after a warm-up.
+pub fn frame_copy_bandwidth(repeats: usize, past_caches: bool) -> f64 {
+    const LEN: usize = 64 << 20;
+    const PIECE: usize = 512 << 10;
+    let src = vec![1u8; LEN];
+    let mut dst = vec![0u8; LEN];
+    let mut best = f64::INFINITY;
+    for pass in 0..=repeats.max(1) {
+        let started = Instant::now();
+        for (to, from) in dst.chunks_mut(PIECE).zip(std::hint::black_box(&src).chunks(PIECE)) {
+            if past_caches {
+                bulk_copy::copy_past_caches(to, from);
+            } else {
+                to.copy_from_slice(from);
+            }
+        }
+        std::hint::black_box(&mut dst);
+        if pass > 0 {
+            best = best.min(started.elapsed().as_secs_f64());
+        }
+    }
+    LEN as f64 / best
+}
+
 /// The CPU's model name (`/proc/cpuinfo`), e.g. `AMD EPYC`.
 pub fn cpu_model() -> String {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();

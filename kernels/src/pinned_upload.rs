@@ -4,8 +4,8 @@
 //! burn's `from_data` on cubecl-cuda 0.10 copies the bytes twice on the host (into the tensor's
 //! data, then into a fresh vector for the write: cubecl-runtime's `do_create`), then to the device
 //! from that pageable memory, which the driver stages itself: 0.4 to 0.9 GB/s measured on an
-//! H200. Here the bytes are copied once, in parallel, into a page-locked buffer kept for the next
-//! batches, and the DMA is enqueued on the stream cubecl orders the buffer's work on (the vendored
+//! H200. Here the bytes are copied once, in parallel and past the CPU's caches, into a
+//! page-locked buffer kept for the next batches, and the DMA is enqueued on the stream cubecl orders the buffer's work on (the vendored
 //! cubecl-cuda's `GpuResource::stream`): the kernels that read the frames run after it, and the
 //! host goes on. An event recorded after the copy tells when the staging buffer may be written
 //! again.
@@ -42,10 +42,13 @@ unsafe impl Send for Staging {}
 
 impl Staging {
     fn new(capacity: usize) -> Result<Self, String> {
-        // SAFETY: a new allocation of `capacity` bytes and a new event, both owned here.
+        // SAFETY: a new allocation of `capacity` bytes (written only within them) and a new event,
+        // both owned here.
         unsafe {
             // Portable: pinned for every context, as data-parallel replicas each have their own.
             let host = result::malloc_host(capacity, sys::CU_MEMHOSTALLOC_PORTABLE).map_err(driver)?.cast::<u8>();
+            // Initialised once, so that the copies may take the buffer as a byte slice.
+            std::ptr::write_bytes(host, 0, capacity);
             let copied = match result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING) {
                 Ok(event) => event,
                 Err(e) => {
@@ -87,15 +90,15 @@ pub fn upload_u8(bytes: &[u8], shape: Shape, device: &CudaDevice) -> Result<Cube
 
     let staging = take_staging(device.index, bytes.len())?;
     const CHUNK: usize = 4 << 20;
-    let base = staging.host as usize;
-    bytes.par_chunks(CHUNK).enumerate().for_each(|(k, from)| {
-        // SAFETY: the buffer holds `capacity >= bytes.len()` bytes, and its last copy has
-        // finished (`take_staging`), so nothing reads it while it is written; the chunks are
-        // disjoint.
-        unsafe { std::ptr::copy_nonoverlapping(from.as_ptr(), (base as *mut u8).add(k * CHUNK), from.len()) }
-    });
-    // SAFETY: the first `bytes.len()` bytes were just written.
-    let host = unsafe { std::slice::from_raw_parts(staging.host.cast_const(), bytes.len()) };
+    // SAFETY: the buffer holds `capacity >= bytes.len()` bytes, initialised (`Staging::new`),
+    // and its last copy has finished (`take_staging`), so nothing else reads or writes it while
+    // this slice lives.
+    let host = unsafe { std::slice::from_raw_parts_mut(staging.host, bytes.len()) };
+    // Past the CPU's caches: only the DMA reads these bytes.
+    host.par_chunks_mut(CHUNK)
+        .zip(bytes.par_chunks(CHUNK))
+        .for_each(|(to, from)| bulk_copy::copy_past_caches(to, from));
+    let host = &*host;
     // SAFETY: `target` is a new device buffer of `bytes.len()` bytes, held (`resource`) until
     // the copy is enqueued; `host` stays untouched until the event recorded after it completes.
     let enqueued = unsafe {

@@ -22,6 +22,21 @@ use crate::error::{Error, Result};
 use crate::layout::{BatchLayout, Source};
 use crate::sampler::BatchPlan;
 
+/// A batch whose camera frames take at least this many bytes has them copied past the CPU's
+/// caches ([`bulk_copy::copy_past_caches`]): more than a last-level cache keeps until the batch
+/// is read, after the batches queued before it (PushT's 96x96 frames take 3.5 MB at batch 64,
+/// four 480x640 cameras 236 MB).
+pub const PAST_CACHES_MIN_BYTES: usize = 16 << 20;
+
+/// `from` copied into `out`, past the caches when `past_caches`.
+fn copy_into(out: &mut [u8], from: &[u8], past_caches: bool) {
+    if past_caches {
+        bulk_copy::copy_past_caches(out, from);
+    } else {
+        out.copy_from_slice(from);
+    }
+}
+
 /// The name of the variable that slows every batch down by its value in microseconds, in a
 /// build with the `test-delay` feature only. It exists to show that CI's regression check
 /// (`bench regress`) catches a slower loader; nothing else sets it.
@@ -228,6 +243,8 @@ impl Assembler {
                 _ => Vec::new(),
             })
             .collect();
+        let frame_bytes: usize = slots.iter().flatten().flatten().map(|slot| slot.len()).sum();
+        let past_caches = frame_bytes >= PAST_CACHES_MIN_BYTES;
 
         // Frame cache and PNG frames (independent per slot) apart from video frames (every
         // request of the batch, grouped by file and sorted by time).
@@ -253,7 +270,8 @@ impl Assembler {
                 }
             }
         }
-        let copy_one = |(f, row, out): (usize, usize, &mut [u8])| -> Result<()> { self.copy_frame(f, row, out) };
+        let copy_one =
+            |(f, row, out): (usize, usize, &mut [u8])| -> Result<()> { self.copy_frame(f, row, out, past_caches) };
         if self.pieces > 1 && copies.len() > 1 {
             let chunk = copies.len().div_ceil(self.pieces);
             let mut pieces: Vec<Vec<(usize, usize, &mut [u8])>> = Vec::new();
@@ -276,14 +294,15 @@ impl Assembler {
             pieces.push(chunk.iter().map(|r| (*r, slots[r.field][r.slot].take().expect("each slot once"))).collect());
         }
         if pieces.len() > 1 {
-            pieces.into_par_iter().try_for_each(|piece| self.decode_piece(piece))
+            pieces.into_par_iter().try_for_each(|piece| self.decode_piece(piece, past_caches))
         } else {
-            pieces.into_iter().try_for_each(|piece| self.decode_piece(piece))
+            pieces.into_iter().try_for_each(|piece| self.decode_piece(piece, past_caches))
         }
     }
 
-    /// Decodes a sorted run of requests with this thread's decoders.
-    fn decode_piece(&self, mut piece: Vec<(Request, &mut [u8])>) -> Result<()> {
+    /// Decodes a sorted run of requests with this thread's decoders; the frames it copies (a
+    /// repeated one, one from the blocks order's buffer) past the caches when `past_caches`.
+    fn decode_piece(&self, mut piece: Vec<(Request, &mut [u8])>, past_caches: bool) -> Result<()> {
         let worker = rayon::current_thread_index().unwrap_or(0) % self.decoders.len();
         let mut decoders = self.decoders[worker].lock().unwrap_or_else(PoisonError::into_inner);
         for i in 0..piece.len() {
@@ -294,7 +313,7 @@ impl Assembler {
                 && previous.file == request.file
                 && previous.time_s == request.time_s
             {
-                out.copy_from_slice(from);
+                copy_into(out, from, past_caches);
                 continue;
             }
             let dataset = &self.parts[request.part].dataset;
@@ -329,20 +348,21 @@ impl Assembler {
                 decoder.encoded_frame_at(t, tolerance_s, encoding, into).map(|_| ())
             };
             let frame = held.frame(request.frame, decode)?.expect("a sample's frames are inside its episode");
-            out.copy_from_slice(frame);
+            copy_into(out, frame, past_caches);
         }
         Ok(())
     }
 
-    /// One frame (joint index `index`) from the frame cache or a PNG in parquet.
-    fn copy_frame(&self, field: usize, index: usize, out: &mut [u8]) -> Result<()> {
+    /// One frame (joint index `index`) from the frame cache or a PNG in parquet, copied past the
+    /// caches when `past_caches`.
+    fn copy_frame(&self, field: usize, index: usize, out: &mut [u8], past_caches: bool) -> Result<()> {
         let field = &self.layout.fields[field];
         let (part, row) = self.locate(index)?;
         let Part { dataset, cache, .. } = &self.parts[part];
         match field.sources[part] {
             Source::FrameCache => {
                 let cache = cache.as_ref().expect("a frame-cache field has a cache");
-                out.copy_from_slice(cache.camera(&field.key).expect("checked at build").frame(row));
+                copy_into(out, cache.camera(&field.key).expect("checked at build").frame(row), past_caches);
             }
             Source::Image => {
                 let Some(ColumnValues::Image(images)) = dataset.table().column(&field.key).map(|c| &c.values) else {
@@ -359,7 +379,7 @@ impl Assembler {
                 if shape != declared {
                     return Err(image_error(format!("image is {shape}, meta/info.json declares {declared}")).into());
                 }
-                out.copy_from_slice(&chw);
+                copy_into(out, &chw, past_caches);
             }
             _ => unreachable!("only cached and image frames are copied"),
         }

@@ -49,6 +49,7 @@ mod permutation;
 mod prefetch;
 mod sampler;
 
+pub use assemble::PAST_CACHES_MIN_BYTES;
 pub use batch::{Batch, Buffer};
 pub use error::{Error, Result};
 pub use layout::{BatchLayout, Field, Source, ValueType};

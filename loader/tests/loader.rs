@@ -80,6 +80,31 @@ fn every_path_gives_the_same_batches() {
     }
 }
 
+/// Batches whose frames pass the loader's threshold for copies past the CPU's caches
+/// ([`loader::PAST_CACHES_MIN_BYTES`], 16 MiB: 24 samples of two 240x320 cameras at two time steps take 22 MB) are the same from the frame
+/// cache as from the videos.
+#[test]
+fn large_batches_copied_past_the_caches_are_the_same_from_the_frame_cache() {
+    let camera = |key: &str| CameraSpec { key: key.into(), height: 240, width: 320 };
+    let f = fixture(SynthConfig {
+        episodes: 3,
+        min_length: 20,
+        max_length: 24,
+        episodes_per_file: Some(2),
+        cameras: vec![camera("observation.images.top"), camera("observation.images.side")],
+        seed: 4,
+        ..SynthConfig::default()
+    });
+    let large = || Loader::builder(f.dataset.clone()).batch_size(24).seed(5).windows(f.windows.clone()).num_workers(2);
+    let from_videos = collect(large().build().unwrap(), 3);
+    assert_eq!(from_videos.len(), 3);
+    let is_frames = |key: &str| key.starts_with("observation.images") && !key.ends_with("_is_pad");
+    let frames: usize = from_videos[0].0.iter().filter(|(key, _)| is_frames(key)).map(|(_, t)| t.values.len()).sum();
+    assert!(frames >= loader::PAST_CACHES_MIN_BYTES, "a batch's frames take {frames} bytes, under the threshold");
+    let from_cache = collect(large().frame_cache(&f.cache).build().unwrap(), 3);
+    assert!(from_cache == from_videos, "large batches differ between the frame cache and the videos");
+}
+
 #[test]
 fn yuv420_batches_are_the_same_from_the_videos_and_from_a_yuv420_frame_cache() {
     let f = fixture(small());

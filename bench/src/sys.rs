@@ -32,7 +32,7 @@ pub fn memcpy_bandwidth(repeats: usize) -> f64 {
     LEN as f64 / best
 }
 
-/// Single-thread bandwidth, in bytes/s, of copies of one camera frame's size (512 KiB) through
+/// Single-thread bandwidth, in bytes/s, of copies of about a camera frame's size (512 KiB) through
 /// a 64 MiB buffer: by `copy_from_slice` (`past_caches` false) or past the caches
 /// ([`bulk_copy::copy_past_caches`], as the loader copies a large batch's frames); the best of
 /// `repeats` passes after a warm-up.

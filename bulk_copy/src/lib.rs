@@ -14,7 +14,7 @@
 //! `copy_from_slice`.
 
 /// Copies `src` into `dst` past the caches where the CPU can ([`copy_from_slice`]'s result,
-/// same panic when the lengths differ). The stores are fenced before it returns, so another
+/// a panic when the lengths differ). The stores are fenced before it returns, so another
 /// thread that is handed `dst` afterwards (through a channel, a lock, rayon's join) sees them.
 ///
 /// [`copy_from_slice`]: slice::copy_from_slice

@@ -5,9 +5,9 @@
 //! data, then into a fresh vector for the write: cubecl-runtime's `do_create`), then to the device
 //! from that pageable memory, which the driver stages itself: 0.4 to 0.9 GB/s measured on an
 //! H200. Here the bytes are copied once, in parallel and past the CPU's caches, into a
-//! page-locked buffer kept for the next batches, and the DMA is enqueued on the stream cubecl orders the buffer's work on (the vendored
-//! cubecl-cuda's `GpuResource::stream`): the kernels that read the frames run after it, and the
-//! host goes on. An event recorded after the copy tells when the staging buffer may be written
+//! page-locked buffer kept for the next batches, and the DMA is enqueued on the stream cubecl
+//! orders the buffer's work on (the vendored cubecl-cuda's `GpuResource::stream`): the kernels
+//! that read the frames run after it, and the host goes on. An event recorded after the copy tells when the staging buffer may be written
 //! again.
 
 #![expect(
@@ -94,7 +94,8 @@ pub fn upload_u8(bytes: &[u8], shape: Shape, device: &CudaDevice) -> Result<Cube
     // and its last copy has finished (`take_staging`), so nothing else reads or writes it while
     // this slice lives.
     let host = unsafe { std::slice::from_raw_parts_mut(staging.host, bytes.len()) };
-    // Past the CPU's caches: only the DMA reads these bytes.
+    // Past the CPU's caches: only the DMA reads these bytes. Each copy fences its stores, and
+    // rayon's join orders them before the DMA is enqueued.
     host.par_chunks_mut(CHUNK)
         .zip(bytes.par_chunks(CHUNK))
         .for_each(|(to, from)| bulk_copy::copy_past_caches(to, from));
@@ -127,7 +128,8 @@ fn with_pool<T>(ordinal: usize, f: impl FnOnce(&mut Vec<Staging>) -> T) -> T {
 /// `ordinal`'s pool: the smallest free one that is large enough, else a new one while the pool
 /// has room, else its oldest, waited for and grown where it must.
 fn take_staging(ordinal: usize, len: usize) -> Result<Staging, String> {
-    let capacity = len.next_multiple_of(2 << 20);
+    // Never empty: a page-locked buffer of no bytes would have no address to take a slice of.
+    let capacity = len.max(1).next_multiple_of(2 << 20);
     let taken = with_pool(ordinal, |pool| {
         let free = pool.iter().enumerate().filter(|(_, s)| s.capacity >= len && s.is_free());
         if let Some((index, _)) = free.min_by_key(|(_, s)| s.capacity) {

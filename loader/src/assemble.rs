@@ -25,7 +25,7 @@ use crate::sampler::BatchPlan;
 /// A batch whose camera frames take at least this many bytes has them copied past the CPU's
 /// caches ([`bulk_copy::copy_past_caches`]): more than a last-level cache keeps until the batch
 /// is read, after the batches queued before it (PushT's 96x96 frames take 3.5 MB at batch 64,
-/// four 480x640 cameras 236 MB).
+/// four 480x640 cameras as YUV planes 236 MB).
 pub const PAST_CACHES_MIN_BYTES: usize = 16 << 20;
 
 /// `from` copied into `out`, past the caches when `past_caches`.

@@ -81,8 +81,8 @@ fn every_path_gives_the_same_batches() {
 }
 
 /// Batches whose frames pass the loader's threshold for copies past the CPU's caches
-/// ([`loader::PAST_CACHES_MIN_BYTES`], 16 MiB: 24 samples of two 240x320 cameras at two time steps take 22 MB) are the same from the frame
-/// cache as from the videos.
+/// ([`loader::PAST_CACHES_MIN_BYTES`], 16 MiB: 24 samples of two 240x320 cameras at two time
+/// steps take 22 MB) are the same from the frame cache as from the videos.
 #[test]
 fn large_batches_copied_past_the_caches_are_the_same_from_the_frame_cache() {
     let camera = |key: &str| CameraSpec { key: key.into(), height: 240, width: 320 };

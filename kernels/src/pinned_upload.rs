@@ -7,8 +7,8 @@
 //! H200. Here the bytes are copied once, in parallel and past the CPU's caches, into a
 //! page-locked buffer kept for the next batches, and the DMA is enqueued on the stream cubecl
 //! orders the buffer's work on (the vendored cubecl-cuda's `GpuResource::stream`): the kernels
-//! that read the frames run after it, and the host goes on. An event recorded after the copy tells when the staging buffer may be written
-//! again.
+//! that read the frames run after it, and the host goes on. An event recorded after the copy
+//! tells when the staging buffer may be written again.
 
 #![expect(
     unsafe_code,

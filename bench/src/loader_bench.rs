@@ -124,9 +124,8 @@ pub struct LoaderReport {
     pub bytes_per_sample: usize,
     /// Single-thread memcpy bandwidth, GB/s.
     pub memcpy_gb_s: f64,
-    /// Single-thread bandwidth of frame-sized copies ([`frame_copy_bandwidth`]), GB/s: by
-    /// `copy_from_slice`, and past the caches.
-    pub frame_copy_gb_s: [f64; 2],
+    /// The bandwidth of frame-sized copies, what reading from a frame cache is bound by.
+    pub frame_copies: FrameCopies,
     /// The cells.
     pub cells: Vec<Cell>,
 }
@@ -157,6 +156,24 @@ fn auto_frame_cache(dataset: &Dataset, encoding: FrameEncoding) -> Result<(PathB
             Ok((dir, started.elapsed().as_secs_f64()))
         }
         other => anyhow::bail!("{other}"),
+    }
+}
+
+/// The bandwidth of frame-sized copies ([`frame_copy_bandwidth`]), GB/s, on one thread and on
+/// two at once.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct FrameCopies {
+    /// By `copy_from_slice`: one thread, two threads.
+    pub copy_from_slice_gb_s: [f64; 2],
+    /// Past the caches ([`bulk_copy::copy_past_caches`]): one thread, two threads.
+    pub past_caches_gb_s: [f64; 2],
+}
+
+impl FrameCopies {
+    /// Measured now.
+    fn measure() -> Self {
+        let gb_s = |past_caches: bool| [1, 2].map(|threads| frame_copy_bandwidth(5, past_caches, threads) / 1e9);
+        Self { copy_from_slice_gb_s: gb_s(false), past_caches_gb_s: gb_s(true) }
     }
 }
 
@@ -267,7 +284,7 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
         cache_build_s,
         bytes_per_sample,
         memcpy_gb_s: memcpy / 1e9,
-        frame_copy_gb_s: [false, true].map(|past_caches| frame_copy_bandwidth(5, past_caches) / 1e9),
+        frame_copies: FrameCopies::measure(),
         cells,
     };
     write_outputs(&args.out, &report)?;
@@ -328,7 +345,7 @@ fn rows(report: &LoaderReport) -> Vec<Vec<String>> {
 pub fn render(report: &LoaderReport) -> String {
     format!(
         "{}\n{} ({}, {} order, {} frames), open {:.3}s, {} bytes/sample, memcpy {:.1} GB/s \
-         (frame-sized copies {:.1}, past the caches {:.1}), {}\n{}",
+         (frame-sized copies on 1 / 2 threads {:.1} / {:.1}, past the caches {:.1} / {:.1}), {}\n{}",
         report.machine,
         report.dataset,
         match (report.frame_cache, report.cache_build_s) {
@@ -341,8 +358,10 @@ pub fn render(report: &LoaderReport) -> String {
         report.open_s,
         report.bytes_per_sample,
         report.memcpy_gb_s,
-        report.frame_copy_gb_s[0],
-        report.frame_copy_gb_s[1],
+        report.frame_copies.copy_from_slice_gb_s[0],
+        report.frame_copies.copy_from_slice_gb_s[1],
+        report.frame_copies.past_caches_gb_s[0],
+        report.frame_copies.past_caches_gb_s[1],
         report.revision,
         table(&HEADER, &rows(report))
     )

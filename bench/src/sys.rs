@@ -32,31 +32,39 @@ pub fn memcpy_bandwidth(repeats: usize) -> f64 {
     LEN as f64 / best
 }
 
-/// Single-thread bandwidth, in bytes/s, of copies of about a camera frame's size (512 KiB) through
-/// a 64 MiB buffer: by `copy_from_slice` (`past_caches` false) or past the caches
-/// ([`bulk_copy::copy_past_caches`], as the loader copies a large batch's frames); the best of
-/// `repeats` passes after a warm-up.
-pub fn frame_copy_bandwidth(repeats: usize, past_caches: bool) -> f64 {
-    const LEN: usize = 64 << 20;
-    const PIECE: usize = 512 << 10;
-    let src = vec![1u8; LEN];
-    let mut dst = vec![0u8; LEN];
+/// Bandwidth, in bytes/s, of `threads` threads at once each copying a 128 MiB buffer in pieces of
+/// about a camera frame's size (512 KiB): by `copy_from_slice` (`past_caches` false) or past the
+/// caches ([`bulk_copy::copy_past_caches`], as the loader copies a large batch's frames); the
+/// best of `repeats` passes after a warm-up.
+pub fn frame_copy_bandwidth(repeats: usize, past_caches: bool, threads: usize) -> f64 {
+    const LEN: usize = 128 << 20;
+    let mut buffers: Vec<(Vec<u8>, Vec<u8>)> = (0..threads.max(1)).map(|_| (vec![1; LEN], vec![0; LEN])).collect();
     let mut best = f64::INFINITY;
     for pass in 0..=repeats.max(1) {
         let started = Instant::now();
-        for (to, from) in dst.chunks_mut(PIECE).zip(std::hint::black_box(&src).chunks(PIECE)) {
-            if past_caches {
-                bulk_copy::copy_past_caches(to, from);
-            } else {
-                to.copy_from_slice(from);
+        std::thread::scope(|scope| {
+            for (src, dst) in &mut buffers {
+                scope.spawn(move || copy_in_pieces(dst, src, past_caches));
             }
-        }
-        std::hint::black_box(&mut dst);
+        });
         if pass > 0 {
             best = best.min(started.elapsed().as_secs_f64());
         }
     }
-    LEN as f64 / best
+    (buffers.len() * LEN) as f64 / best
+}
+
+/// `src` copied into `dst` 512 KiB at a time, as [`frame_copy_bandwidth`] says.
+fn copy_in_pieces(dst: &mut [u8], src: &[u8], past_caches: bool) {
+    const PIECE: usize = 512 << 10;
+    for (to, from) in dst.chunks_mut(PIECE).zip(std::hint::black_box(src).chunks(PIECE)) {
+        if past_caches {
+            bulk_copy::copy_past_caches(to, from);
+        } else {
+            to.copy_from_slice(from);
+        }
+    }
+    std::hint::black_box(dst);
 }
 
 /// The CPU's model name (`/proc/cpuinfo`), e.g. `AMD EPYC`.

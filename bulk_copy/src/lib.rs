@@ -5,10 +5,10 @@
 //! non-temporal store writes the line to memory without reading it, so a copy moves two. When
 //! the copy is larger than the last-level cache, and nothing reads the destination again soon
 //! (a batch of camera frames that waits in the prefetch queue, a page-locked buffer that only
-//! the GPU's DMA reads), that is the whole difference: on a 2-core AMD EPYC VM, one thread
-//! copies 512 KiB pieces at 13.5-13.9 GB/s with `copy_from_slice` and at 18.8-20.8 GB/s this
-//! way (`bench loader`'s header; bench/RESULTS.md, "Large batches' frames copied past the
-//! caches").
+//! the GPU's DMA reads), that is the whole difference: on a 2-core AMD EPYC VM, 512 KiB pieces
+//! copy at 10.9-11.3 GB/s on one thread and 22.5-22.7 on two with `copy_from_slice`, at
+//! 14.4-15.6 and 27.4-29.8 this way (`bench loader`'s header; bench/RESULTS.md, "Large batches'
+//! frames copied past the caches").
 //!
 //! On x86-64 the stores are SSE2's `movntdq`, part of every x86-64 CPU; elsewhere the copy is
 //! `copy_from_slice`.

@@ -27,7 +27,7 @@ use loader::{Loader, SampleOrder, SampleOrdering};
 use serde::{Deserialize, Serialize};
 
 use crate::report::table;
-use crate::sys::{cpu_model, git_revision, machine, memcpy_bandwidth};
+use crate::sys::{best_seconds_after_warm_up, cpu_model, git_revision, machine, memcpy_bandwidth};
 use crate::train_bench::{self, TrainStepArgs};
 
 /// Arguments of `bench regress`.
@@ -157,14 +157,9 @@ fn reference_matmul_ms() -> f64 {
     let device = Default::default();
     let a = Tensor::<Flex, 2>::ones([1024, 1024], &device);
     let b = Tensor::<Flex, 2>::ones([1024, 1024], &device);
-    let _ = a.clone().matmul(b.clone()).into_data();
-    (0..5)
-        .map(|_| {
-            let t = Instant::now();
-            let _ = a.clone().matmul(b.clone()).into_data();
-            1e3 * t.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min)
+    1e3 * best_seconds_after_warm_up(5, || {
+        let _ = a.clone().matmul(b.clone()).into_data();
+    })
 }
 
 /// The optimiser's fused update (Adam with decay and an EMA over 16 M weights, the CPU's

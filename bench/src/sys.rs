@@ -15,20 +15,30 @@ fn status_kib(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The fastest of `repeats` (at least one) timed runs of `run`, in seconds, after one untimed
+/// run that warms up (faults the pages in, fills the caches); best-of, so that whatever else
+/// the machine runs for a moment counts least.
+pub fn best_seconds_after_warm_up(repeats: usize, mut run: impl FnMut()) -> f64 {
+    run();
+    let mut best = f64::INFINITY;
+    for _ in 0..repeats.max(1) {
+        let started = Instant::now();
+        run();
+        best = best.min(started.elapsed().as_secs_f64());
+    }
+    best
+}
+
 /// Single-thread memcpy bandwidth in bytes/s: the best of `repeats` copies of a 64 MiB buffer
 /// (larger than any cache), after one warm-up copy that also faults the pages in.
 pub fn memcpy_bandwidth(repeats: usize) -> f64 {
     const LEN: usize = 64 << 20;
     let src = vec![1u8; LEN];
     let mut dst = vec![0u8; LEN];
-    dst.copy_from_slice(&src);
-    let mut best = f64::INFINITY;
-    for _ in 0..repeats.max(1) {
-        let started = Instant::now();
+    let best = best_seconds_after_warm_up(repeats, || {
         dst.copy_from_slice(std::hint::black_box(&src));
         std::hint::black_box(&mut dst);
-        best = best.min(started.elapsed().as_secs_f64());
-    }
+    });
     LEN as f64 / best
 }
 
@@ -39,18 +49,13 @@ pub fn memcpy_bandwidth(repeats: usize) -> f64 {
 pub fn frame_copy_bandwidth(repeats: usize, past_caches: bool, threads: usize) -> f64 {
     const LEN: usize = 128 << 20;
     let mut buffers: Vec<(Vec<u8>, Vec<u8>)> = (0..threads.max(1)).map(|_| (vec![1; LEN], vec![0; LEN])).collect();
-    let mut best = f64::INFINITY;
-    for pass in 0..=repeats.max(1) {
-        let started = Instant::now();
+    let best = best_seconds_after_warm_up(repeats, || {
         std::thread::scope(|scope| {
             for (src, dst) in &mut buffers {
                 scope.spawn(move || copy_in_pieces(dst, src, past_caches));
             }
         });
-        if pass > 0 {
-            best = best.min(started.elapsed().as_secs_f64());
-        }
-    }
+    });
     (buffers.len() * LEN) as f64 / best
 }
 

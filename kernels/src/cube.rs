@@ -5,7 +5,9 @@
 //!   device's bindings allow), where the portable versions are a launch per parameter for the
 //!   gather and some twenty of burn's operations per parameter for the update; in mixed
 //!   precision the gather casts the half-precision gradients up as it copies them, and the
-//!   update writes the new weights' half-precision copies beside them;
+//!   update writes the new weights' half-precision copies beside them; where the weights are
+//!   views of one buffer ([`Kernels::weight_views`]), the update is one launch over it
+//!   ([`adam_views_kernel`]);
 //! - GroupNorm with the activation after it: one launch forward (a cube per group: mean, then
 //!   variance, then the output), two backward (the input's gradient, a cube per group; the
 //!   scale's and shift's, a cube per channel), where burn's operations take about ten launches
@@ -37,7 +39,9 @@ use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElemen
 use cubecl::CubeDim;
 use cubecl::prelude::*;
 
-use crate::{Activation, AdamStep, FlatBuffers, Kernels, RuntimeLibraries, UpdatedWeights, Yuv420Terms, portable};
+use crate::{
+    Activation, AdamStep, FlatBuffers, Kernels, RuntimeLibraries, UpdatedWeights, ViewTable, Yuv420Terms, portable,
+};
 
 /// The most parameters one launch takes: the kernel is unrolled over them, and each is a
 /// binding or two. Not more: unrolled over all of PushT's parameters at once (four launches of
@@ -58,12 +62,50 @@ struct AdamScalars {
     ema_weight: f32,
 }
 
+/// Adam's update of element `j` of the flat buffers, whose weight is `w`, in [`AdamStep`]'s
+/// (torch's) order of operations, the decay added only where there is one (as the CPU's pass and
+/// the portable operations do): writes the moments and, when `has_average`, the average at `j`
+/// in place, and returns the new weight.
+#[cube]
+#[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
+fn adam_element<F: Float>(
+    w: F,
+    j: usize,
+    grads: &Tensor<F>,
+    moment_1: &mut Tensor<F>,
+    moment_2: &mut Tensor<F>,
+    average: &mut Tensor<F>,
+    scale: &Tensor<F>,
+    scalars: &AdamScalars,
+    #[comptime] has_weight_decay: bool,
+    #[comptime] has_average: bool,
+) -> F {
+    let mut g = grads[j] * scale[0];
+    if has_weight_decay {
+        g += w * F::cast_from(scalars.weight_decay);
+    }
+    let m = moment_1[j] + (g - moment_1[j]) * F::cast_from(scalars.one_minus_beta_1);
+    let v = moment_2[j] * F::cast_from(scalars.beta_2) + g * F::cast_from(scalars.one_minus_beta_2) * g;
+    let denominator = F::sqrt(v) / F::cast_from(scalars.bias_correction_2_sqrt) + F::cast_from(scalars.epsilon);
+    let w = w + m / denominator * -F::cast_from(scalars.step_size);
+    moment_1[j] = m;
+    moment_2[j] = v;
+    if has_average {
+        let ema = F::cast_from(scalars.ema_weight);
+        if ema >= F::new(1.0) {
+            average[j] = w;
+        } else {
+            average[j] = average[j] + (w - average[j]) * ema;
+        }
+    }
+    w
+}
+
 /// The units of cube row `t` stride over parameter `t`'s elements `i`: `weights[t][i]` updated in
 /// place (each unit reads its element, then writes it) from itself and the flat buffers' element
-/// `j = starts[t] + i`, in [`AdamStep`]'s (torch's) order of operations, the decay added only
-/// where there is one (as the CPU's pass and the portable operations do); the moments and, when
-/// `has_average`, the average are updated in place too. With `has_copies`, `copies[t][i]` is the
-/// new weight cast to `H`, as burn's cast kernel casts it.
+/// `j = starts[t] + i` ([`adam_element`]), which also updates the moments and, when
+/// `has_average`, the average in place. With `has_copies`, `copies[t][i]` is the new weight cast
+/// to `H`, as burn's cast kernel casts it.
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
 fn adam_kernel<F: Float, H: Float>(
@@ -90,36 +132,89 @@ fn adam_kernel<F: Float, H: Float>(
             let (start, len) = (starts[t], lens[t]);
             let mut i = ABSOLUTE_POS_X as usize;
             while i < len {
-                let j = start + i;
-                let w = weights[t][i];
-                let mut g = grads[j] * scale[0];
-                if has_weight_decay {
-                    g += w * F::cast_from(scalars.weight_decay);
-                }
-                let m = moment_1[j] + (g - moment_1[j]) * F::cast_from(scalars.one_minus_beta_1);
-                let v = moment_2[j] * F::cast_from(scalars.beta_2) + g * F::cast_from(scalars.one_minus_beta_2) * g;
-                let denominator =
-                    F::sqrt(v) / F::cast_from(scalars.bias_correction_2_sqrt) + F::cast_from(scalars.epsilon);
-                let w = w + m / denominator * -F::cast_from(scalars.step_size);
-                moment_1[j] = m;
-                moment_2[j] = v;
+                let w = adam_element::<F>(
+                    weights[t][i],
+                    start + i,
+                    grads,
+                    moment_1,
+                    moment_2,
+                    average,
+                    scale,
+                    scalars,
+                    has_weight_decay,
+                    has_average,
+                );
                 let out = weights.index_mut(t);
                 out[i] = w;
                 if has_copies {
                     let copy = copies.index_mut(t);
                     copy[i] = H::cast_from(w);
                 }
-                if has_average {
-                    let ema = F::cast_from(scalars.ema_weight);
-                    if ema >= F::new(1.0) {
-                        average[j] = w;
-                    } else {
-                        average[j] = average[j] + (w - average[j]) * ema;
-                    }
-                }
                 i += stride;
             }
         }
+    }
+}
+
+/// Every parameter's update in one launch, its weights views of one buffer ([`ViewTable`]): the
+/// units stride over the flat buffers' elements `j < len`, each finding its parameter once (a
+/// binary search of `ends`) and then walking forward with its stride; the weight of element `j`
+/// is `weights[j + shifts[p]]`, updated in place ([`adam_element`]), and with `has_copies`,
+/// `copies` at the same place is the new weight cast to `H`.
+#[cube(launch_unchecked)]
+#[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
+fn adam_views_kernel<F: Float, H: Float, I: Int>(
+    weights: &mut Tensor<F>,
+    copies: &mut Tensor<H>,
+    ends: &Tensor<I>,
+    shifts: &Tensor<I>,
+    parts: usize,
+    len: usize,
+    grads: &Tensor<F>,
+    moment_1: &mut Tensor<F>,
+    moment_2: &mut Tensor<F>,
+    average: &mut Tensor<F>,
+    scale: &Tensor<F>,
+    scalars: &AdamScalars,
+    #[comptime] has_weight_decay: bool,
+    #[comptime] has_average: bool,
+    #[comptime] has_copies: bool,
+    #[define(F, H, I)] _dtypes: [StorageType; 3],
+) {
+    let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
+    let mut j = ABSOLUTE_POS_X as usize;
+    let mut part = 0;
+    let mut past = parts;
+    while part < past {
+        let middle = (part + past) / 2;
+        if usize::cast_from(ends[middle]) > j {
+            past = middle;
+        } else {
+            part = middle + 1;
+        }
+    }
+    while j < len {
+        while usize::cast_from(ends[part]) <= j {
+            part += 1;
+        }
+        let at = j + usize::cast_from(shifts[part]);
+        let w = adam_element::<F>(
+            weights[at],
+            j,
+            grads,
+            moment_1,
+            moment_2,
+            average,
+            scale,
+            scalars,
+            has_weight_decay,
+            has_average,
+        );
+        weights[at] = w;
+        if has_copies {
+            copies[at] = H::cast_from(w);
+        }
+        j += stride;
     }
 }
 
@@ -1330,7 +1425,167 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Kerne
         // SAFETY: `kernel_updates` holds, checked just above.
         unsafe { update_all(weights, offsets, flat, scale, step, Some(copy.into())) }
     }
+
+    fn weight_view_alignment(device: &Self::Device) -> Option<usize> {
+        Some(R::client(device).properties().memory.alignment as usize)
+    }
+
+    fn weight_views(flat: FloatTensor<Self>, starts: &[usize], lens: &[usize]) -> Vec<FloatTensor<Self>> {
+        weight_views(flat, starts, lens)
+    }
+
+    fn adam_update_views(
+        weights: FloatTensor<Self>,
+        copies: Option<FloatTensor<Self>>,
+        table: &ViewTable<Self>,
+        flat: &mut FlatBuffers<Self>,
+        scale: &FloatTensor<Self>,
+        step: &AdamStep,
+    ) -> (FloatTensor<Self>, Option<FloatTensor<Self>>) {
+        check_views_update(&weights, copies.as_ref(), table, flat, scale);
+        // SAFETY: `check_views_update` holds, checked just above.
+        unsafe { update_views(weights, copies, table, flat, scale, step) }
+    }
 }
+
+/// Views of `flat` ([`Kernels::weight_views`]): its memory, from byte `starts[k]·size` on, for
+/// `lens[k]` elements. A view's binding covers an even number of elements (wgpu binds storage
+/// in multiples of four bytes; the padding after each range leaves the room).
+fn weight_views<R: CubeRuntime>(flat: CubeTensor<R>, starts: &[usize], lens: &[usize]) -> Vec<CubeTensor<R>> {
+    let size = flat.dtype.size();
+    let total = flat.meta.num_elements();
+    let alignment = flat.client.properties().memory.alignment as usize;
+    assert!(flat.is_contiguous() && flat.meta.num_dims() == 1, "weight views are of a contiguous 1-D buffer");
+    starts
+        .iter()
+        .zip(lens)
+        .map(|(&start, &len)| {
+            let bound = len.next_multiple_of(2);
+            assert!(
+                (start * size).is_multiple_of(alignment) && start + bound <= total,
+                "a weight view at {start} of {len} elements is not aligned to {alignment} bytes within {total}"
+            );
+            let handle = flat
+                .handle
+                .clone()
+                .offset_start((start * size) as u64)
+                .offset_end(((total - start - bound) * size) as u64);
+            CubeTensor::new_contiguous(flat.client.clone(), flat.device.clone(), [len].into(), handle, flat.dtype)
+        })
+        .collect()
+}
+
+/// Checks what [`adam_views_kernel`] reads and writes without bounds checks: f32 weights,
+/// gradients, moments (and average), int tables of one value a parameter, the scale's one
+/// value; the flat buffers of `table.len` elements, the views' buffer (and the copies', f16 or
+/// bf16, of its length) long enough for every shifted range. A caller's mistake, so it panics
+/// with what does not fit.
+fn check_views_update<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement>(
+    weights: &CubeTensor<R>,
+    copies: Option<&CubeTensor<R>>,
+    table: &ViewTable<CubeBackend<R, F, I, BT>>,
+    flat: &FlatBuffers<CubeBackend<R, F, I, BT>>,
+    scale: &CubeTensor<R>,
+) {
+    let elements = |t: &CubeTensor<R>| t.meta.num_elements();
+    let f32_of = |t: &CubeTensor<R>, len: usize| t.dtype == DType::F32 && elements(t) >= len;
+    let buffers = [&flat.grads, &flat.moment_1, &flat.moment_2].into_iter().chain(flat.average.as_ref());
+    assert!(buffers.into_iter().all(|t| f32_of(t, table.len)), "the flat buffers hold {} f32 values", table.len);
+    assert!(f32_of(scale, 1), "the scale is one f32 value");
+    assert!(
+        table.parts > 0 && [&table.ends, &table.shifts].iter().all(|t| elements(t) == table.parts && t.dtype.is_int())
+    );
+    assert!(f32_of(weights, table.len) && weights.is_contiguous(), "the views' buffer holds contiguous f32 weights");
+    if let Some(copies) = copies {
+        assert!(matches!(copies.dtype, DType::F16 | DType::BF16), "the copies are f16 or bf16");
+        assert_eq!(elements(copies), elements(weights), "the copies' buffer is the weights' length");
+    }
+}
+
+/// [`Kernels::adam_update_views`] by [`adam_views_kernel`], in one launch.
+///
+/// # Safety
+/// [`check_views_update`] holds, and `table` describes the views' buffer: every shifted range
+/// lies inside it, and the ranges are apart (the kernel reads and writes without bounds checks).
+unsafe fn update_views<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement>(
+    weights: CubeTensor<R>,
+    copies: Option<CubeTensor<R>>,
+    table: &ViewTable<CubeBackend<R, F, I, BT>>,
+    flat: &mut FlatBuffers<CubeBackend<R, F, I, BT>>,
+    scale: &CubeTensor<R>,
+    step: &AdamStep,
+) -> (CubeTensor<R>, Option<CubeTensor<R>>) {
+    let take = |buffer: &mut CubeTensor<R>| {
+        let empty = empty_f32(buffer, [0].into());
+        writable(std::mem::replace(buffer, empty))
+    };
+    let moment_1 = take(&mut flat.moment_1);
+    let moment_2 = take(&mut flat.moment_2);
+    let has_average = flat.average.is_some() && step.ema_weight.is_some();
+    let average = match &mut flat.average {
+        Some(average) if has_average => take(average),
+        // Not read: any f32 buffer stands in.
+        _ => moment_2.clone(),
+    };
+    let grads = into_contiguous(flat.grads.clone());
+    let scale = into_contiguous(scale.clone());
+    let (ends, shifts) = (into_contiguous(table.ends.clone()), into_contiguous(table.shifts.clone()));
+    let client = grads.client.clone();
+    let c = step.constants();
+    let scalars = AdamScalarsLaunch::new(
+        c.weight_decay,
+        c.one_minus_beta_1,
+        c.beta_2,
+        c.one_minus_beta_2,
+        c.bias_correction_2_sqrt,
+        c.epsilon,
+        c.step_size,
+        step.ema_weight.unwrap_or(0.0),
+    );
+    let cubes = table.len.div_ceil(UNITS_PER_CUBE as usize).clamp(1, MAX_CUBES_PER_VIEWS_UPDATE);
+    // Not written without copies: the weights stand in, of another dtype than the kernel's `H`
+    // only in name (never read or written).
+    let copy_dtype = copies.as_ref().map_or(DType::F32, |c| c.dtype);
+    let copies_arg = copies.as_ref().unwrap_or(&weights).clone().into_tensor_arg();
+    // SAFETY: the units read and write the flat buffers below `table.len`, which each holds, the
+    // scale at 0, the tables below `parts`, and the views' buffers at shifted places inside them
+    // (the caller's contract); the weights and copies are written in place through views that
+    // only read them outside this launch, the moments and average are uniquely held
+    // ([`writable`]) and contiguous, and no two units touch one element.
+    unsafe {
+        adam_views_kernel::launch_unchecked::<R>(
+            &client,
+            CubeCount::new_1d(cubes as u32),
+            CubeDim::new_1d(UNITS_PER_CUBE),
+            weights.clone().into_tensor_arg(),
+            copies_arg,
+            ends.clone().into_tensor_arg(),
+            shifts.clone().into_tensor_arg(),
+            table.parts,
+            table.len,
+            grads.into_tensor_arg(),
+            moment_1.clone().into_tensor_arg(),
+            moment_2.clone().into_tensor_arg(),
+            average.clone().into_tensor_arg(),
+            scale.into_tensor_arg(),
+            scalars,
+            c.weight_decay != 0.0,
+            has_average,
+            copies.is_some(),
+            [DType::F32.into(), copy_dtype.into(), ends.dtype.into()],
+        );
+    }
+    flat.moment_1 = moment_1;
+    flat.moment_2 = moment_2;
+    if has_average {
+        flat.average = Some(average);
+    }
+    (weights, copies)
+}
+
+/// The most cubes of [`adam_views_kernel`]'s launch: enough to fill a large GPU (1,024 cubes of
+/// 256 units), few enough that each unit updates many elements for its one search.
+const MAX_CUBES_PER_VIEWS_UPDATE: usize = 1024;
 
 /// [`portable::adam_update`] on each parameter in turn.
 fn portable_update_each<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement>(

@@ -112,6 +112,23 @@ pub struct UpdatedWeights<B: Backend> {
     pub copies: Vec<FloatTensor<B>>,
 }
 
+/// Where each parameter's weights sit in a flat buffer of views ([`Kernels::weight_views`]), for
+/// [`Kernels::adam_update_views`]: parameter `k`'s range of the optimiser's flat buffers (laid end
+/// to end, in order) ends before `ends[k]`, and its weights start `shifts[k]` elements further
+/// into the views' buffer than that range starts in the flat buffers (the padding that aligns
+/// each view). Both 1-D int tensors of `parts` values, on the weights' device.
+#[derive(Debug, Clone)]
+pub struct ViewTable<B: Backend> {
+    /// Where each parameter's range of the flat buffers ends.
+    pub ends: IntTensor<B>,
+    /// How much further each parameter's weights start in the views' buffer.
+    pub shifts: IntTensor<B>,
+    /// Parameters.
+    pub parts: usize,
+    /// Elements of the flat buffers (the last of `ends`).
+    pub len: usize,
+}
+
 /// The f32 constants of one [`AdamStep`], derived in f64 as torch derives them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AdamConstants {
@@ -261,6 +278,39 @@ pub trait Kernels: Backend {
         copy: FloatDType,
     ) -> UpdatedWeights<Self> {
         update_then_cast::<Self>(weights, offsets, flat, scale, step, copy)
+    }
+
+    /// The alignment, in bytes, at which this backend keeps weights as views of one flat buffer
+    /// ([`Kernels::weight_views`]) that [`Kernels::adam_update_views`] updates in one pass over
+    /// every parameter; `None` (the default) where it keeps none, and the weights are updated
+    /// tensor by tensor ([`Kernels::adam_update_all`]).
+    fn weight_view_alignment(_device: &Self::Device) -> Option<usize> {
+        None
+    }
+
+    /// Views of the 1-D buffer `flat`, which share its memory: the `k`-th is 1-D, `lens[k]`
+    /// elements from `starts[k]` (each a multiple of [`Kernels::weight_view_alignment`] in bytes,
+    /// the ranges apart). Only on a backend that keeps views; others panic, as their alignment
+    /// (`None`) says.
+    fn weight_views(_flat: FloatTensor<Self>, _starts: &[usize], _lens: &[usize]) -> Vec<FloatTensor<Self>> {
+        panic!("this backend keeps no weight views: Kernels::weight_view_alignment is None")
+    }
+
+    /// [`Kernels::adam_update_all`] of weights kept as views ([`Kernels::weight_views`]) of
+    /// `weights`, the flat f32 buffer laid out as `table` says, in one pass: written in place,
+    /// though the views share it (so that the model reads the new weights), as are `copies`,
+    /// the views' buffer of the half-precision copies when one is kept. Returns both buffers.
+    /// The same numbers as [`Kernels::adam_update_all`]. Only on a backend that keeps views;
+    /// others panic.
+    fn adam_update_views(
+        _weights: FloatTensor<Self>,
+        _copies: Option<FloatTensor<Self>>,
+        _table: &ViewTable<Self>,
+        _flat: &mut FlatBuffers<Self>,
+        _scale: &FloatTensor<Self>,
+        _step: &AdamStep,
+    ) -> (FloatTensor<Self>, Option<FloatTensor<Self>>) {
+        panic!("this backend keeps no weight views: Kernels::weight_view_alignment is None")
     }
 
     /// Whether [`Kernels::conv2d_no_bias`] and its gradients are this backend's own

@@ -11,7 +11,7 @@ use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 use burn::prelude::*;
 use burn::tensor::ops::FloatTensor;
 use burn::tensor::{DType, FloatDType, TensorMetadata, TensorPrimitive};
-use kernels::{AdamStep, FlatBuffers, Kernels, MAX_PARTS_PER_LAUNCH};
+use kernels::{AdamStep, FlatBuffers, Kernels, MAX_PARTS_PER_LAUNCH, ViewTable};
 
 /// A wgpu backend our kernels serve: each check below runs on cubecl's own (`direct::*`) and,
 /// with `gpu-fusion`, on burn's fusion over it (`fused::*`).
@@ -51,6 +51,7 @@ tests_on_each_backend!(
     the_gather_equals_the_cpus_for_every_layout,
     the_clip_factors_equal_the_cpus,
     the_update_writes_the_half_copies_burns_cast_would,
+    the_update_of_weights_kept_as_views_equals_the_update_of_each,
     the_gather_casts_half_precision_gradients_up,
     the_group_norm_kernels_equal_the_cpus,
     group_norm_in_half_precision_equals_casting_around_it,
@@ -294,6 +295,86 @@ fn the_update_writes_the_half_copies_burns_cast_would<Gpu: WgpuKernels>() {
         ];
         for (name, a, b) in pairs {
             assert_eq!(read::<Gpu>(a), read::<Gpu>(b), "{copy:?}: {name}");
+        }
+    }
+}
+
+/// Weights kept as views of one buffer, at aligned places with padding between, updated in one
+/// launch over three steps, with and without half-precision copies (themselves views of a second
+/// buffer): every view, made before the updates, reads the same weights (and copies) as the
+/// update of each weight gives, to the bit; the moments and the average are the same; the
+/// padding is left as it was.
+fn the_update_of_weights_kept_as_views_equals_the_update_of_each<Gpu: WgpuKernels>() {
+    let gpu = WgpuDevice::default();
+    let alignment = Gpu::weight_view_alignment(&gpu).expect("cubecl's backends keep weight views");
+    let step_of = |time| AdamStep {
+        lr: 1e-3,
+        beta_1: 0.95,
+        beta_2: 0.999,
+        epsilon: 1e-8,
+        weight_decay: 1e-6,
+        time,
+        ema_weight: Some(if time == 1 { 1.0 } else { 0.25 }),
+    };
+    let copies = [None].into_iter().chain(half_dtypes::<Gpu>(&gpu).into_iter().map(Some));
+    for copy in copies {
+        let sizes: Vec<usize> =
+            [5_000, 1].into_iter().chain((0..MAX_PARTS_PER_LAUNCH + 3).map(|i| 1 + i * 37 % 300)).collect();
+        let len: usize = sizes.iter().sum();
+        let offsets = sizes.iter().scan(0, |at, &n| Some(std::mem::replace(at, *at + n))).collect::<Vec<_>>();
+        let initial = |i: usize| values(sizes[i], 5.0 + i as f32);
+        // Each place a multiple of the alignment for two-byte copies, with room after it.
+        let place = (alignment / 2).max(2);
+        let starts = sizes.iter().scan(0, |at, &n| Some(std::mem::replace(at, (*at + n + 1).next_multiple_of(place))));
+        let starts: Vec<usize> = starts.collect();
+        let total = (starts.last().unwrap() + sizes.last().unwrap() + 1).next_multiple_of(place);
+        let mut padded = vec![-7.0; total];
+        for (i, &start) in starts.iter().enumerate() {
+            padded[start..start + sizes[i]].copy_from_slice(&initial(i));
+        }
+        let mut weights = primitive::<Gpu>(padded.clone(), &gpu);
+        let views = Gpu::weight_views(weights.clone(), &starts, &sizes);
+        let mut copies = copy.map(|dtype| Gpu::float_cast(weights.clone(), dtype));
+        let copy_views = copies.as_ref().map(|c| Gpu::weight_views(c.clone(), &starts, &sizes));
+        let int = |values: Vec<i64>| {
+            Tensor::<Gpu, 1, Int>::from_data(TensorData::new(values, [sizes.len()]), &gpu).into_primitive()
+        };
+        let table = ViewTable::<Gpu> {
+            ends: int(offsets.iter().zip(&sizes).map(|(o, n)| (o + n) as i64).collect()),
+            shifts: int(starts.iter().zip(&offsets).map(|(s, o)| (s - o) as i64).collect()),
+            parts: sizes.len(),
+            len,
+        };
+        let scale = primitive::<Gpu>(vec![0.37], &gpu);
+        let (mut each, mut all) = (buffers::<Gpu>(len, &gpu), buffers::<Gpu>(len, &gpu));
+        let mut separate: Vec<_> = (0..sizes.len()).map(|i| primitive::<Gpu>(initial(i), &gpu)).collect();
+        let mut separate_copies = Vec::new();
+        for time in 1..=3 {
+            let grads = values(len, 10.0 + time as f32);
+            each.grads = primitive::<Gpu>(grads.clone(), &gpu);
+            all.grads = primitive::<Gpu>(grads, &gpu);
+            let step = step_of(time);
+            let updated = kernels::adam_update_all_copying(separate, &offsets, &mut each, &scale, &step, copy);
+            (separate, separate_copies) = (updated.weights, updated.copies);
+            (weights, copies) = Gpu::adam_update_views(weights, copies, &table, &mut all, &scale, &step);
+        }
+        let case = format!("copies in {copy:?}");
+        for (i, (view, weight)) in views.iter().zip(&separate).enumerate() {
+            assert_eq!(read::<Gpu>(view), read::<Gpu>(weight), "{case}: the view of parameter {i}");
+        }
+        for (i, (view, copy)) in copy_views.iter().flatten().zip(&separate_copies).enumerate() {
+            assert_eq!(bytes::<Gpu>(view), bytes::<Gpu>(copy), "{case}: the copy's view of parameter {i}");
+        }
+        let after = read::<Gpu>(&weights);
+        let inside = |k: usize| starts.iter().zip(&sizes).any(|(&s, &n)| (s..s + n).contains(&k));
+        assert!((0..total).filter(|&k| !inside(k)).all(|k| after[k] == padded[k]), "{case}: the padding is left alone");
+        let pairs = [
+            ("first moment", &each.moment_1, &all.moment_1),
+            ("second moment", &each.moment_2, &all.moment_2),
+            ("average", each.average.as_ref().unwrap(), all.average.as_ref().unwrap()),
+        ];
+        for (name, a, b) in pairs {
+            assert_eq!(read::<Gpu>(a), read::<Gpu>(b), "{case}: {name}");
         }
     }
 }

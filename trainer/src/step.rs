@@ -108,7 +108,10 @@ impl<B: TrainingBackend> StepRunner<B> {
         device: B::Device,
     ) -> Self {
         crate::model::materialize(&model);
-        let optim = FlatAdam::new(&config, FlatLayout::of(&model), &device);
+        let mut optim = FlatAdam::new(&config, FlatLayout::of(&model), &device);
+        // Its own copy of the weights where the backend keeps them as views: a model cloned
+        // from another runner's shares that runner's buffer, which its updates write.
+        let model = optim.bind(model);
         let schedule = config.noise_schedule();
         Self {
             model: Some(model),
@@ -148,7 +151,8 @@ impl<B: TrainingBackend> StepRunner<B> {
         let model = self.model.take().expect("the model is only taken during an update");
         let ours = layout.gather_weights(&model.valid());
         let theirs = self.replica.broadcast(ours)?;
-        self.model = Some(layout.scatter_weights(model, &Tensor::from_inner(theirs)));
+        let model = layout.scatter_weights(model, &Tensor::from_inner(theirs));
+        self.model = Some(self.optim.bind(model));
         self.compute = None;
         Ok(())
     }
@@ -219,7 +223,9 @@ impl<B: TrainingBackend> StepRunner<B> {
         Ok(self)
     }
 
-    /// The model.
+    /// The model. On burn's cubecl backends its weights are views of the optimiser's buffer,
+    /// which each update writes in place ([`FlatAdam::bind`]): a clone shares them and sees
+    /// later steps (a runner made from the clone takes its own copy).
     pub fn model(&self) -> &DiffusionModel<B> {
         self.model.as_ref().expect("the model is only taken during an update")
     }

@@ -12,12 +12,13 @@ use kernels::{AdamStep, FlatBuffers, Kernels, UpdatedWeights};
 
 use super::flat::FlatLayout;
 use super::trainable::{MapTrainable, map_trainable};
+use super::views::WeightViews;
 use crate::error::{Error, Result};
 use crate::policy_config::DiffusionConfig;
 
 /// Adam (torch's, with L2 weight decay; see [`kernels::AdamStep`]) whose moments are flat
 /// buffers laid out as [`FlatLayout`] says.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct FlatAdam<B: Backend> {
     layout: FlatLayout,
     moment_1: Tensor<B, 1>,
@@ -26,6 +27,11 @@ pub struct FlatAdam<B: Backend> {
     time: usize,
     /// The last update's gradient buffer, free to be written over by the next gather.
     spare: Option<Tensor<B, 1>>,
+    /// Where the backend keeps weights as views of one buffer, the byte alignment of their
+    /// places ([`Kernels::weight_view_alignment`]).
+    view_alignment: Option<usize>,
+    /// The model's weights as views, once a step has bound them.
+    views: Option<WeightViews<B>>,
     beta_1: f64,
     beta_2: f64,
     epsilon: f64,
@@ -57,6 +63,8 @@ impl<B: Kernels> FlatAdam<B> {
             layout,
             time: 0,
             spare: None,
+            view_alignment: B::weight_view_alignment(device),
+            views: None,
             beta_1: config.optimizer_betas.0,
             beta_2: config.optimizer_betas.1,
             epsilon: config.optimizer_eps,
@@ -114,15 +122,13 @@ impl<B: Kernels> FlatAdam<B> {
             moment_2: take(&mut self.moment_2),
             average: average.as_mut().map(|slot| take(slot)),
         };
-        // The weights are taken out of the model (so that the update, on the CPU or in the
-        // cubecl kernel, holds their only handles and writes in place), updated all at once,
-        // and put back.
-        let (model, taken) = map_trainable(model, TakeWeights::<B>::new(&self.layout));
         let scale = scale.clone().into_primitive().tensor();
-        let UpdatedWeights { weights: updated, copies } =
-            kernels::adam_update_all_copying(taken.weights, &taken.offsets, &mut flat, &scale, &step, copy);
-        let copies = taken.ids.into_iter().zip(copies).collect();
-        let (model, _) = map_trainable(model, PutWeights::<B> { weights: taken.places.into_iter().zip(updated) });
+        let (model, copies) = match self.view_alignment {
+            Some(alignment) if !self.layout.is_empty() => {
+                self.update_views(model, alignment, &mut flat, &scale, &step, copy)
+            }
+            _ => self.update_each(model, &mut flat, &scale, &step, copy),
+        };
         let FlatBuffers { grads, moment_1, moment_2, average: updated_average } = flat;
         self.moment_1 = float(moment_1);
         self.moment_2 = float(moment_2);
@@ -131,6 +137,73 @@ impl<B: Kernels> FlatAdam<B> {
             *slot = float(updated);
         }
         (model, copies)
+    }
+
+    /// The update of weights kept as views of one buffer ([`FlatAdam::bind`], here if not yet),
+    /// written in one pass, as their half-precision copies are.
+    fn update_views<AB: AutodiffBackend<InnerBackend = B>, M: Module<AB>>(
+        &mut self,
+        model: M,
+        alignment: usize,
+        flat: &mut FlatBuffers<B>,
+        scale: &FloatTensor<B>,
+        step: &AdamStep,
+        copy: Option<FloatDType>,
+    ) -> (M, WeightCopies<B>) {
+        let (model, mut views) = match self.views.take() {
+            Some(views) => (model, views),
+            None => WeightViews::bind(model, &self.layout, alignment),
+        };
+        views.keep_copies(copy);
+        let copies = views.copies.as_mut().map(|copies| copies.buffer.clone());
+        let (weights, copies) = B::adam_update_views(views.weights.clone(), copies, &views.table, flat, scale, step);
+        views.weights = weights;
+        let kept = match (views.copies.as_mut(), copies) {
+            (Some(kept), Some(buffer)) => {
+                kept.buffer = buffer;
+                kept.views.clone()
+            }
+            _ => WeightCopies::<B>::new(),
+        };
+        self.views = Some(views);
+        (model, kept)
+    }
+
+    /// The update of weights held tensor by tensor: taken out of the model (so that the update,
+    /// on the CPU or in the cubecl kernel, holds their only handles and writes in place),
+    /// updated all at once, and put back.
+    fn update_each<AB: AutodiffBackend<InnerBackend = B>, M: Module<AB>>(
+        &mut self,
+        model: M,
+        flat: &mut FlatBuffers<B>,
+        scale: &FloatTensor<B>,
+        step: &AdamStep,
+        copy: Option<FloatDType>,
+    ) -> (M, WeightCopies<B>) {
+        let (model, taken) = map_trainable(model, TakeWeights::<B>::new(&self.layout));
+        let UpdatedWeights { weights: updated, copies } =
+            kernels::adam_update_all_copying(taken.weights, &taken.offsets, flat, scale, step, copy);
+        let copies = taken.ids.into_iter().zip(copies).collect();
+        let (model, _) = map_trainable(model, PutWeights::<B> { weights: taken.places.into_iter().zip(updated) });
+        (model, copies)
+    }
+
+    /// Takes `model`'s weights as they are now: where the backend keeps weights as views of one
+    /// buffer ([`Kernels::weight_view_alignment`]), moves them into a buffer of this
+    /// optimiser's and gives the model back with its parameters views of it, which every
+    /// update then writes in place (elsewhere the model comes back as it was). An update binds
+    /// a model not yet bound; bind again after replacing the model's weights (a broadcast, a
+    /// loaded record), or the update keeps writing the old buffer. A model bound from a clone
+    /// of another bound model gets a buffer of its own.
+    pub fn bind<AB: AutodiffBackend<InnerBackend = B>, M: Module<AB>>(&mut self, model: M) -> M {
+        match self.view_alignment {
+            Some(alignment) if !self.layout.is_empty() => {
+                let (model, views) = WeightViews::bind(model, &self.layout, alignment);
+                self.views = Some(views);
+                model
+            }
+            _ => model,
+        }
     }
 
     /// The last update's gradient buffer, for the next gather to write over.

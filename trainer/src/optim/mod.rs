@@ -6,10 +6,14 @@
 //! reduction, and clipping, decay, Adam and the EMA blend are one pass over every parameter
 //! ([`kernels::Kernels::adam_update_all`]) and that buffer and the flat moments ([`FlatAdam`]). The
 //! same buffer is what a data-parallel run reduces across devices, in one call per step.
+//!
+//! On burn's cubecl backends the model's weights are views of one buffer of their own, which the
+//! update writes in one launch for every parameter ([`FlatAdam::bind`], `views.rs`).
 
 mod adam;
 mod flat;
 mod trainable;
+mod views;
 
 pub use adam::{FlatAdam, FlatAdamRecord, WeightCopies};
 pub use flat::FlatLayout;

@@ -1,0 +1,162 @@
+//! The weights kept as views of one flat buffer, where the backend keeps them
+//! ([`kernels::Kernels::weight_view_alignment`], burn's cubecl backends): the model's trainable
+//! parameters read their weights from aligned places of one buffer, and the update writes the
+//! buffer in one launch for the whole model ([`kernels::Kernels::adam_update_views`]), where it
+//! would otherwise take a binding per parameter (four launches for PushT's 212 parameters on
+//! CUDA). The optimiser's other flat buffers keep [`FlatLayout`]'s ranges, end to end, so the
+//! gradients' gather, the checkpoints and the average do not change; a table gives each
+//! parameter's place in both.
+//!
+//! As with torch's optimisers, which hold the parameters they update, the binding holds while the
+//! model keeps these views: a parameter replaced by another tensor (a broadcast from another
+//! replica, a loaded record) is no longer updated until [`super::FlatAdam::bind`] binds the
+//! model again. And as in torch, the update writes the weights in place: a clone of the model
+//! shares them, and sees every later update.
+
+use burn::module::{Module, Param, ParamId};
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::ops::FloatTensor;
+use burn::tensor::{FloatDType, TensorPrimitive};
+use kernels::{Kernels, ViewTable};
+
+use super::WeightCopies;
+use super::flat::FlatLayout;
+use super::trainable::{MapTrainable, map_trainable};
+
+/// The buffer of views, where each parameter's weights sit in it, and the copies' buffer in half
+/// precision once a step asks for one.
+#[derive(Debug)]
+pub(super) struct WeightViews<B: Backend> {
+    /// Every trainable parameter's weights (f32) at an aligned place, zeros between.
+    pub(super) weights: FloatTensor<B>,
+    /// Where each parameter's weights start in `weights`, in the layout's order.
+    starts: Vec<usize>,
+    /// Each parameter's element count.
+    lens: Vec<usize>,
+    /// The same parameters' ids.
+    ids: Vec<ParamId>,
+    /// What the update reads to find each weight in `weights`.
+    pub(super) table: ViewTable<B>,
+    /// The half-precision copies' buffer and its views, laid out as `weights`.
+    pub(super) copies: Option<CopyViews<B>>,
+}
+
+/// The half-precision copies of the weights as views of one buffer.
+#[derive(Debug)]
+pub(super) struct CopyViews<B: Backend> {
+    /// Their precision.
+    pub(super) dtype: FloatDType,
+    /// The buffer the update writes.
+    pub(super) buffer: FloatTensor<B>,
+    /// The views, by parameter, 1-D.
+    pub(super) views: WeightCopies<B>,
+}
+
+impl<B: Kernels> WeightViews<B> {
+    /// Moves `model`'s trainable weights into one buffer whose places are aligned to
+    /// `alignment` bytes (for f32 and for half-precision copies alike), and gives back the model
+    /// with each of them a view of it, trainable as it was.
+    pub(super) fn bind<AB: AutodiffBackend<InnerBackend = B>, M: Module<AB>>(
+        model: M,
+        layout: &FlatLayout,
+        alignment: usize,
+    ) -> (M, Self) {
+        let (model, taken) = map_trainable(model, Take::<B> { layout, parts: Vec::new() });
+        let parts = taken.parts;
+        let device = parts.first().map(|part| part.weights.device()).expect("a model with trainable parameters");
+        // Half-precision copies are laid out alike, so a place aligned for two-byte elements
+        // is aligned for the weights too; each range then also has room for its views' binding
+        // rounded to an even count ([`Kernels::weight_views`]).
+        let step = (alignment / 2).max(2);
+        let mut starts = Vec::with_capacity(parts.len());
+        let mut end = 0;
+        let mut pieces = Vec::with_capacity(2 * parts.len());
+        for part in &parts {
+            let len = part.weights.dims()[0];
+            starts.push(end);
+            pieces.push(part.weights.clone());
+            let next = (end + len).next_multiple_of(step);
+            if next > end + len {
+                pieces.push(Tensor::zeros([next - end - len], &device));
+            }
+            end = next;
+        }
+        let weights = Tensor::cat(pieces, 0).into_primitive().tensor();
+        let lens: Vec<usize> = parts.iter().map(|part| part.weights.dims()[0]).collect();
+        let int = |values: Vec<i64>| Tensor::<B, 1, Int>::from_data(TensorData::new(values, [parts.len()]), &device);
+        let ends =
+            parts.iter().map(|part| i64::try_from(part.offset + part.weights.dims()[0]).expect("fits")).collect();
+        let shifts = parts.iter().zip(&starts).map(|(part, &start)| (start - part.offset) as i64).collect();
+        let table = ViewTable {
+            ends: int(ends).into_primitive(),
+            shifts: int(shifts).into_primitive(),
+            parts: parts.len(),
+            len: layout.len(),
+        };
+        let views = B::weight_views(weights.clone(), &starts, &lens);
+        let ids = parts.iter().map(|part| part.id).collect();
+        let places = parts.into_iter().zip(views).map(|(part, view)| (part.shape, part.trainable, view));
+        let (model, _) = map_trainable(model, Put::<B> { places: places.collect::<Vec<_>>().into_iter() });
+        (model, Self { weights, starts, lens, ids, table, copies: None })
+    }
+
+    /// Keeps the copies' buffer in `dtype` (the update writes every value of it), or none.
+    pub(super) fn keep_copies(&mut self, dtype: Option<FloatDType>) {
+        match dtype {
+            Some(dtype) if self.copies.as_ref().is_some_and(|copies| copies.dtype == dtype) => {}
+            Some(dtype) => {
+                let weights = Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(self.weights.clone()));
+                let buffer = weights.cast(dtype).into_primitive().tensor();
+                let views = B::weight_views(buffer.clone(), &self.starts, &self.lens);
+                let views = self.ids.iter().copied().zip(views).collect();
+                self.copies = Some(CopyViews { dtype, buffer, views });
+            }
+            None => self.copies = None,
+        }
+    }
+}
+
+/// A trainable parameter's weights, taken out of the model flattened, with where it was.
+struct Taken<B: Backend> {
+    id: ParamId,
+    weights: Tensor<B, 1>,
+    offset: usize,
+    shape: Shape,
+    trainable: bool,
+}
+
+/// Takes each trainable parameter's weights out of the model, in the layout's order; an empty
+/// tensor holds each one's place until [`Put`].
+struct Take<'a, B: Backend> {
+    layout: &'a FlatLayout,
+    parts: Vec<Taken<B>>,
+}
+
+impl<AB: AutodiffBackend<InnerBackend = B>, B: Backend> MapTrainable<AB> for Take<'_, B> {
+    fn map<const D: usize>(&mut self, index: usize, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
+        let (id, tensor, mapper) = param.consume();
+        let (device, shape) = (tensor.device(), tensor.shape());
+        let offset = self.layout.offset(index, id);
+        let trainable = tensor.is_require_grad();
+        let weights = tensor.inner().cast(FloatDType::F32).reshape([shape.num_elements()]);
+        self.parts.push(Taken { id, weights, offset, shape, trainable });
+        Param::from_mapped_value(id, Tensor::empty([0; D], &device), mapper)
+    }
+}
+
+/// Puts each parameter back as its view, in the same order, with its shape and as trainable as
+/// it was.
+struct Put<B: Backend> {
+    places: std::vec::IntoIter<(Shape, bool, FloatTensor<B>)>,
+}
+
+impl<AB: AutodiffBackend<InnerBackend = B>, B: Backend> MapTrainable<AB> for Put<B> {
+    fn map<const D: usize>(&mut self, _index: usize, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
+        let (id, _placeholder, mapper) = param.consume();
+        let (shape, trainable, view) = self.places.next().expect("one view per parameter taken");
+        let view = Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(view));
+        let tensor = Tensor::<AB, D>::from_inner(view.reshape(shape));
+        Param::from_mapped_value(id, if trainable { tensor.require_grad() } else { tensor }, mapper)
+    }
+}

@@ -4,9 +4,10 @@
 //! autotunes matrix products and convolutions per shape, compiling each candidate. On an H100
 //! (bench/RESULTS.md, 2026-11-23) PushT's model needed more than 740 compilations, about one a
 //! second, before its first training step ended. cubecl keeps its autotune results on disk by
-//! default but not the compiled kernels; [`configure`] turns that cache on, in one folder per
-//! user, so that only a machine's first run pays for them. A `cubecl.toml` (or `burn.toml`) in
-//! the working folder or above it still decides, as cubecl documents.
+//! default but not the compiled kernels; `configure` (in builds with a GPU backend) turns that
+//! cache on, in one folder per user, so that only a machine's first run pays for them. A
+//! `cubecl.toml` (or `burn.toml`) in the working folder or above it still decides, as cubecl
+//! documents.
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -1515,33 +1515,11 @@ unsafe fn update_views<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: 
     scale: &CubeTensor<R>,
     step: &AdamStep,
 ) -> (CubeTensor<R>, Option<CubeTensor<R>>) {
-    let take = |buffer: &mut CubeTensor<R>| {
-        let empty = empty_f32(buffer, [0].into());
-        writable(std::mem::replace(buffer, empty))
-    };
-    let moment_1 = take(&mut flat.moment_1);
-    let moment_2 = take(&mut flat.moment_2);
-    let has_average = flat.average.is_some() && step.ema_weight.is_some();
-    let average = match &mut flat.average {
-        Some(average) if has_average => take(average),
-        // Not read: any f32 buffer stands in.
-        _ => moment_2.clone(),
-    };
+    let state = AdamState::take(flat, step);
     let grads = into_contiguous(flat.grads.clone());
     let scale = into_contiguous(scale.clone());
     let (ends, shifts) = (into_contiguous(table.ends.clone()), into_contiguous(table.shifts.clone()));
     let client = grads.client.clone();
-    let c = step.constants();
-    let scalars = AdamScalarsLaunch::new(
-        c.weight_decay,
-        c.one_minus_beta_1,
-        c.beta_2,
-        c.one_minus_beta_2,
-        c.bias_correction_2_sqrt,
-        c.epsilon,
-        c.step_size,
-        step.ema_weight.unwrap_or(0.0),
-    );
     let cubes = table.len.div_ceil(UNITS_PER_CUBE as usize).clamp(1, MAX_CUBES_PER_VIEWS_UPDATE);
     // Not written without copies: the weights stand in, of another dtype than the kernel's `H`
     // only in name (never read or written).
@@ -1564,23 +1542,78 @@ unsafe fn update_views<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: 
             table.parts,
             table.len,
             grads.into_tensor_arg(),
-            moment_1.clone().into_tensor_arg(),
-            moment_2.clone().into_tensor_arg(),
-            average.clone().into_tensor_arg(),
+            state.moment_1.clone().into_tensor_arg(),
+            state.moment_2.clone().into_tensor_arg(),
+            state.average.clone().into_tensor_arg(),
             scale.into_tensor_arg(),
-            scalars,
-            c.weight_decay != 0.0,
-            has_average,
+            adam_scalars(step),
+            step.constants().weight_decay != 0.0,
+            state.has_average,
             copies.is_some(),
             [DType::F32.into(), copy_dtype.into(), ends.dtype.into()],
         );
     }
-    flat.moment_1 = moment_1;
-    flat.moment_2 = moment_2;
-    if has_average {
-        flat.average = Some(average);
-    }
+    state.put_back(flat);
     (weights, copies)
+}
+
+/// The buffers an update writes beside the weights, taken out of the optimiser's
+/// [`FlatBuffers`] for the launch (each then held once, [`writable`]) and put back after.
+struct AdamState<R: CubeRuntime> {
+    moment_1: CubeTensor<R>,
+    moment_2: CubeTensor<R>,
+    /// The average, or where none moves, the second moment standing in (never read).
+    average: CubeTensor<R>,
+    /// Whether the step moves the average.
+    has_average: bool,
+}
+
+impl<R: CubeRuntime> AdamState<R> {
+    /// The moments and, where `step` moves one, the average, taken out of `flat`.
+    fn take<F: FloatElement, I: IntElement, BT: BoolElement>(
+        flat: &mut FlatBuffers<CubeBackend<R, F, I, BT>>,
+        step: &AdamStep,
+    ) -> Self {
+        let take = |buffer: &mut CubeTensor<R>| {
+            let empty = empty_f32(buffer, [0].into());
+            writable(std::mem::replace(buffer, empty))
+        };
+        let moment_1 = take(&mut flat.moment_1);
+        let moment_2 = take(&mut flat.moment_2);
+        let has_average = flat.average.is_some() && step.ema_weight.is_some();
+        let average = match &mut flat.average {
+            Some(average) if has_average => take(average),
+            _ => moment_2.clone(),
+        };
+        Self { moment_1, moment_2, average, has_average }
+    }
+
+    /// Puts the buffers back into `flat`, updated.
+    fn put_back<F: FloatElement, I: IntElement, BT: BoolElement>(
+        self,
+        flat: &mut FlatBuffers<CubeBackend<R, F, I, BT>>,
+    ) {
+        flat.moment_1 = self.moment_1;
+        flat.moment_2 = self.moment_2;
+        if self.has_average {
+            flat.average = Some(self.average);
+        }
+    }
+}
+
+/// The scalars of an update's launch: `step`'s constants and the average's weight.
+fn adam_scalars<R: Runtime>(step: &AdamStep) -> AdamScalarsLaunch<R> {
+    let c = step.constants();
+    AdamScalarsLaunch::new(
+        c.weight_decay,
+        c.one_minus_beta_1,
+        c.beta_2,
+        c.one_minus_beta_2,
+        c.bias_correction_2_sqrt,
+        c.epsilon,
+        c.step_size,
+        step.ema_weight.unwrap_or(0.0),
+    )
 }
 
 /// The most cubes of [`adam_views_kernel`]'s launch: enough to fill a large GPU (1,024 cubes of
@@ -1642,18 +1675,7 @@ unsafe fn update_all<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: Bo
     step: &AdamStep,
     copy: Option<DType>,
 ) -> UpdatedWeights<CubeBackend<R, F, I, BT>> {
-    let take = |buffer: &mut CubeTensor<R>| {
-        let empty = empty_f32(buffer, [0].into());
-        writable(std::mem::replace(buffer, empty))
-    };
-    let moment_1 = take(&mut flat.moment_1);
-    let moment_2 = take(&mut flat.moment_2);
-    let has_average = flat.average.is_some() && step.ema_weight.is_some();
-    let average = match &mut flat.average {
-        Some(average) if has_average => take(average),
-        // Not read: any f32 buffer stands in.
-        _ => moment_2.clone(),
-    };
+    let state = AdamState::take(flat, step);
     let grads = into_contiguous(flat.grads.clone());
     let scale = into_contiguous(scale.clone());
     // Written in place: the trainer hands over the model's only handles (a shared one is copied
@@ -1667,22 +1689,11 @@ unsafe fn update_all<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: Bo
         None => Vec::new(),
     };
     let client = grads.client.clone();
-    let c = step.constants();
     let bindings_per_part = if copy.is_some() { 2 } else { 1 };
     for range in launches(&client, weights.len(), bindings_per_part) {
         let starts = &offsets[range.clone()];
         let lens: Vec<usize> = weights[range.clone()].iter().map(|w| w.meta.num_elements()).collect();
         let (cube_count, cube_dim) = grid(&lens);
-        let scalars = AdamScalarsLaunch::new(
-            c.weight_decay,
-            c.one_minus_beta_1,
-            c.beta_2,
-            c.one_minus_beta_2,
-            c.bias_correction_2_sqrt,
-            c.epsilon,
-            c.step_size,
-            step.ema_weight.unwrap_or(0.0),
-        );
         let tensors = |list: &[CubeTensor<R>]| {
             let mut sequence = SequenceArg::new();
             for tensor in &list[range.clone()] {
@@ -1712,22 +1723,18 @@ unsafe fn update_all<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: Bo
                 starts.iter().copied().collect(),
                 lens.into_iter().collect(),
                 grads.clone().into_tensor_arg(),
-                moment_1.clone().into_tensor_arg(),
-                moment_2.clone().into_tensor_arg(),
-                average.clone().into_tensor_arg(),
+                state.moment_1.clone().into_tensor_arg(),
+                state.moment_2.clone().into_tensor_arg(),
+                state.average.clone().into_tensor_arg(),
                 scale.clone().into_tensor_arg(),
-                scalars,
-                c.weight_decay != 0.0,
-                has_average,
+                adam_scalars(step),
+                step.constants().weight_decay != 0.0,
+                state.has_average,
                 copy.is_some(),
                 [DType::F32.into(), copy_dtype.into()],
             );
         }
     }
-    flat.moment_1 = moment_1;
-    flat.moment_2 = moment_2;
-    if has_average {
-        flat.average = Some(average);
-    }
+    state.put_back(flat);
     UpdatedWeights { weights, copies }
 }

@@ -19,7 +19,8 @@
 //! With burn's fusion on, the backends are `Fusion` over these, which runs the same kernels as
 //! its custom operations (`fusion.rs`).
 //!
-//! A launch of the optimiser takes up to [`MAX_PARTS_PER_LAUNCH`] parameters, one row of cubes
+//! A launch of the gather, or of the update of weights held tensor by tensor, takes up to
+//! [`MAX_PARTS_PER_LAUNCH`] parameters, one row of cubes
 //! each (the grid's second axis), as torch's `multi_tensor_apply` hands each block one tensor's
 //! chunk: each unit picks its parameter once, by its cube's row, then strides over that
 //! parameter's elements.
@@ -28,6 +29,8 @@
 //! position through the shape with 64-bit divisions, held the gather at 20 ms and the update at
 //! 9 ms for PushT's 263 million parameters, against 0.5 and 1.7 ms of memory traffic.)
 #![expect(unsafe_code, reason = "cubecl launches a kernel without bounds checks only through unsafe")]
+
+mod views;
 
 use std::ops::Range;
 
@@ -40,7 +43,8 @@ use cubecl::CubeDim;
 use cubecl::prelude::*;
 
 use crate::{
-    Activation, AdamStep, FlatBuffers, Kernels, RuntimeLibraries, UpdatedWeights, ViewTable, Yuv420Terms, portable,
+    Activation, AdamStep, FlatBuffers, Kernels, RuntimeLibraries, UpdatedWeights, ViewPlaces, ViewTable, Yuv420Terms,
+    portable,
 };
 
 /// The most parameters one launch takes: the kernel is unrolled over them, and each is a
@@ -153,68 +157,6 @@ fn adam_kernel<F: Float, H: Float>(
                 i += stride;
             }
         }
-    }
-}
-
-/// Every parameter's update in one launch, its weights views of one buffer ([`ViewTable`]): the
-/// units stride over the flat buffers' elements `j < len`, each finding its parameter once (a
-/// binary search of `ends`) and then walking forward with its stride; the weight of element `j`
-/// is `weights[j + shifts[p]]`, updated in place ([`adam_element`]), and with `has_copies`,
-/// `copies` at the same place is the new weight cast to `H`.
-#[cube(launch_unchecked)]
-#[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
-fn adam_views_kernel<F: Float, H: Float, I: Int>(
-    weights: &mut Tensor<F>,
-    copies: &mut Tensor<H>,
-    ends: &Tensor<I>,
-    shifts: &Tensor<I>,
-    parts: usize,
-    len: usize,
-    grads: &Tensor<F>,
-    moment_1: &mut Tensor<F>,
-    moment_2: &mut Tensor<F>,
-    average: &mut Tensor<F>,
-    scale: &Tensor<F>,
-    scalars: &AdamScalars,
-    #[comptime] has_weight_decay: bool,
-    #[comptime] has_average: bool,
-    #[comptime] has_copies: bool,
-    #[define(F, H, I)] _dtypes: [StorageType; 3],
-) {
-    let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
-    let mut j = ABSOLUTE_POS_X as usize;
-    let mut part = 0;
-    let mut past = parts;
-    while part < past {
-        let middle = (part + past) / 2;
-        if usize::cast_from(ends[middle]) > j {
-            past = middle;
-        } else {
-            part = middle + 1;
-        }
-    }
-    while j < len {
-        while usize::cast_from(ends[part]) <= j {
-            part += 1;
-        }
-        let at = j + usize::cast_from(shifts[part]);
-        let w = adam_element::<F>(
-            weights[at],
-            j,
-            grads,
-            moment_1,
-            moment_2,
-            average,
-            scale,
-            scalars,
-            has_weight_decay,
-            has_average,
-        );
-        weights[at] = w;
-        if has_copies {
-            copies[at] = H::cast_from(w);
-        }
-        j += stride;
     }
 }
 
@@ -1430,8 +1372,8 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Kerne
         Some(R::client(device).properties().memory.alignment as usize)
     }
 
-    fn weight_views(flat: FloatTensor<Self>, starts: &[usize], lens: &[usize]) -> Vec<FloatTensor<Self>> {
-        weight_views(flat, starts, lens)
+    fn weight_views(flat: FloatTensor<Self>, places: &ViewPlaces) -> Vec<FloatTensor<Self>> {
+        views::weight_views(flat, places.starts(), places.lens())
     }
 
     fn adam_update_views(
@@ -1442,119 +1384,10 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Kerne
         scale: &FloatTensor<Self>,
         step: &AdamStep,
     ) -> (FloatTensor<Self>, Option<FloatTensor<Self>>) {
-        check_views_update(&weights, copies.as_ref(), table, flat, scale);
+        views::check_views_update(&weights, copies.as_ref(), table, flat, scale);
         // SAFETY: `check_views_update` holds, checked just above.
-        unsafe { update_views(weights, copies, table, flat, scale, step) }
+        unsafe { views::update_views(weights, copies, table, flat, scale, step) }
     }
-}
-
-/// Views of `flat` ([`Kernels::weight_views`]): its memory, from byte `starts[k]·size` on, for
-/// `lens[k]` elements. A view's binding covers an even number of elements (wgpu binds storage
-/// in multiples of four bytes; the padding after each range leaves the room).
-fn weight_views<R: CubeRuntime>(flat: CubeTensor<R>, starts: &[usize], lens: &[usize]) -> Vec<CubeTensor<R>> {
-    let size = flat.dtype.size();
-    let total = flat.meta.num_elements();
-    let alignment = flat.client.properties().memory.alignment as usize;
-    assert!(flat.is_contiguous() && flat.meta.num_dims() == 1, "weight views are of a contiguous 1-D buffer");
-    starts
-        .iter()
-        .zip(lens)
-        .map(|(&start, &len)| {
-            let bound = len.next_multiple_of(2);
-            assert!(
-                (start * size).is_multiple_of(alignment) && start + bound <= total,
-                "a weight view at {start} of {len} elements is not aligned to {alignment} bytes within {total}"
-            );
-            let handle = flat
-                .handle
-                .clone()
-                .offset_start((start * size) as u64)
-                .offset_end(((total - start - bound) * size) as u64);
-            CubeTensor::new_contiguous(flat.client.clone(), flat.device.clone(), [len].into(), handle, flat.dtype)
-        })
-        .collect()
-}
-
-/// Checks what [`adam_views_kernel`] reads and writes without bounds checks: f32 weights,
-/// gradients, moments (and average), int tables of one value a parameter, the scale's one
-/// value; the flat buffers of `table.len` elements, the views' buffer (and the copies', f16 or
-/// bf16, of its length) long enough for every shifted range. A caller's mistake, so it panics
-/// with what does not fit.
-fn check_views_update<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement>(
-    weights: &CubeTensor<R>,
-    copies: Option<&CubeTensor<R>>,
-    table: &ViewTable<CubeBackend<R, F, I, BT>>,
-    flat: &FlatBuffers<CubeBackend<R, F, I, BT>>,
-    scale: &CubeTensor<R>,
-) {
-    let elements = |t: &CubeTensor<R>| t.meta.num_elements();
-    let f32_of = |t: &CubeTensor<R>, len: usize| t.dtype == DType::F32 && elements(t) >= len;
-    let buffers = [&flat.grads, &flat.moment_1, &flat.moment_2].into_iter().chain(flat.average.as_ref());
-    assert!(buffers.into_iter().all(|t| f32_of(t, table.len)), "the flat buffers hold {} f32 values", table.len);
-    assert!(f32_of(scale, 1), "the scale is one f32 value");
-    assert!(
-        table.parts > 0 && [&table.ends, &table.shifts].iter().all(|t| elements(t) == table.parts && t.dtype.is_int())
-    );
-    assert!(f32_of(weights, table.len) && weights.is_contiguous(), "the views' buffer holds contiguous f32 weights");
-    if let Some(copies) = copies {
-        assert!(matches!(copies.dtype, DType::F16 | DType::BF16), "the copies are f16 or bf16");
-        assert_eq!(elements(copies), elements(weights), "the copies' buffer is the weights' length");
-    }
-}
-
-/// [`Kernels::adam_update_views`] by [`adam_views_kernel`], in one launch.
-///
-/// # Safety
-/// [`check_views_update`] holds, and `table` describes the views' buffer: every shifted range
-/// lies inside it, and the ranges are apart (the kernel reads and writes without bounds checks).
-unsafe fn update_views<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement>(
-    weights: CubeTensor<R>,
-    copies: Option<CubeTensor<R>>,
-    table: &ViewTable<CubeBackend<R, F, I, BT>>,
-    flat: &mut FlatBuffers<CubeBackend<R, F, I, BT>>,
-    scale: &CubeTensor<R>,
-    step: &AdamStep,
-) -> (CubeTensor<R>, Option<CubeTensor<R>>) {
-    let state = AdamState::take(flat, step);
-    let grads = into_contiguous(flat.grads.clone());
-    let scale = into_contiguous(scale.clone());
-    let (ends, shifts) = (into_contiguous(table.ends.clone()), into_contiguous(table.shifts.clone()));
-    let client = grads.client.clone();
-    let cubes = table.len.div_ceil(UNITS_PER_CUBE as usize).clamp(1, MAX_CUBES_PER_VIEWS_UPDATE);
-    // Not written without copies: the weights stand in, of another dtype than the kernel's `H`
-    // only in name (never read or written).
-    let copy_dtype = copies.as_ref().map_or(DType::F32, |c| c.dtype);
-    let copies_arg = copies.as_ref().unwrap_or(&weights).clone().into_tensor_arg();
-    // SAFETY: the units read and write the flat buffers below `table.len`, which each holds, the
-    // scale at 0, the tables below `parts`, and the views' buffers at shifted places inside them
-    // (the caller's contract); the weights and copies are written in place through views that
-    // only read them outside this launch, the moments and average are uniquely held
-    // ([`writable`]) and contiguous, and no two units touch one element.
-    unsafe {
-        adam_views_kernel::launch_unchecked::<R>(
-            &client,
-            CubeCount::new_1d(cubes as u32),
-            CubeDim::new_1d(UNITS_PER_CUBE),
-            weights.clone().into_tensor_arg(),
-            copies_arg,
-            ends.clone().into_tensor_arg(),
-            shifts.clone().into_tensor_arg(),
-            table.parts,
-            table.len,
-            grads.into_tensor_arg(),
-            state.moment_1.clone().into_tensor_arg(),
-            state.moment_2.clone().into_tensor_arg(),
-            state.average.clone().into_tensor_arg(),
-            scale.into_tensor_arg(),
-            adam_scalars(step),
-            step.constants().weight_decay != 0.0,
-            state.has_average,
-            copies.is_some(),
-            [DType::F32.into(), copy_dtype.into(), ends.dtype.into()],
-        );
-    }
-    state.put_back(flat);
-    (weights, copies)
 }
 
 /// The buffers an update writes beside the weights, taken out of the optimiser's
@@ -1615,10 +1448,6 @@ fn adam_scalars<R: Runtime>(step: &AdamStep) -> AdamScalarsLaunch<R> {
         step.ema_weight.unwrap_or(0.0),
     )
 }
-
-/// The most cubes of [`adam_views_kernel`]'s launch: enough to fill a large GPU (1,024 cubes of
-/// 256 units), few enough that each unit updates many elements for its one search.
-const MAX_CUBES_PER_VIEWS_UPDATE: usize = 1024;
 
 /// [`portable::adam_update`] on each parameter in turn.
 fn portable_update_each<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement>(

@@ -9,6 +9,8 @@
 //! methods keep their portable versions, whose elementwise chains fusion compiles into few
 //! kernels.
 
+mod views;
+
 use std::marker::PhantomData;
 
 use burn::prelude::*;
@@ -22,7 +24,7 @@ use burn_fusion::stream::{Operation, OperationStreams};
 use burn_fusion::{Fusion, FusionBackend, FusionRuntime};
 use burn_ir::{CustomOpIr, HandleContainer, InitOperationIr, OperationIr, OperationOutput, TensorIr};
 
-use crate::{Activation, AdamStep, FlatBuffers, Kernels, UpdatedWeights, ViewTable, Yuv420Terms};
+use crate::{Activation, AdamStep, FlatBuffers, Kernels, UpdatedWeights, ViewPlaces, ViewTable, Yuv420Terms};
 
 /// Which convolution pass a custom operation runs, with its options.
 #[derive(Debug, Clone)]
@@ -397,11 +399,8 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         B::weight_view_alignment(device)
     }
 
-    fn weight_views(flat: FloatTensor<Self>, starts: &[usize], lens: &[usize]) -> Vec<FloatTensor<Self>> {
-        let outputs = lens.iter().map(|&len| (Shape::from(vec![len]), flat.dtype)).collect();
-        let make =
-            |desc| WeightViewsOp::<B> { desc, starts: starts.to_vec(), lens: lens.to_vec(), backend: PhantomData };
-        register_custom::<B, _>("lerobot_rs_weight_views", vec![flat], outputs, make)
+    fn weight_views(flat: FloatTensor<Self>, places: &ViewPlaces) -> Vec<FloatTensor<Self>> {
+        views::register_weight_views::<B>(flat, places)
     }
 
     fn adam_update_views(
@@ -412,7 +411,7 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         scale: &FloatTensor<Self>,
         step: &AdamStep,
     ) -> (FloatTensor<Self>, Option<FloatTensor<Self>>) {
-        register_adam_views::<B>(weights, copies, table, flat, scale, step)
+        views::register_adam_views::<B>(weights, copies, table, flat, scale, step)
     }
 
     fn has_group_norm_kernels() -> bool {
@@ -590,105 +589,6 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         let dtype = x.dtype;
         register::<B>(Pass::Transposed(options), vec![x, weight], Shape::from(output.to_vec()), dtype)
     }
-}
-
-/// Views of one buffer ([`Kernels::weight_views`]) as fusion's custom operation: the buffer in, the
-/// views out, each registered as a tensor of its own that shares the buffer's memory.
-#[derive(Debug, Clone)]
-struct WeightViewsOp<B> {
-    desc: CustomOpIr,
-    starts: Vec<usize>,
-    lens: Vec<usize>,
-    backend: PhantomData<B>,
-}
-
-impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for WeightViewsOp<B> {
-    fn execute(&self, handles: &mut Handles<B>) {
-        let [flat] =
-            <[_; 1]>::try_from(inputs_of::<B>(&self.desc, handles)).unwrap_or_else(|_| unreachable!("one input"));
-        register_outputs::<B>(&self.desc, handles, B::weight_views(flat, &self.starts, &self.lens));
-    }
-}
-
-/// The update of weights kept as views as fusion's custom operation: in, the views' buffer, the
-/// copies' where one is kept, the table's ends and shifts, the gradients, the two moments, the
-/// average where one is kept, and the scale; out, the views' buffer, the copies', the moments and
-/// the average, each written in place.
-#[derive(Debug, Clone)]
-struct AdamViewsOp<B> {
-    desc: CustomOpIr,
-    has_copies: bool,
-    has_average: bool,
-    parts: usize,
-    len: usize,
-    step: AdamStep,
-    backend: PhantomData<B>,
-}
-
-impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for AdamViewsOp<B> {
-    fn execute(&self, handles: &mut Handles<B>) {
-        let irs = &self.desc.inputs;
-        let table_at = 1 + usize::from(self.has_copies);
-        let weights = handles.get_float_tensor::<B>(&irs[0]);
-        let copies = self.has_copies.then(|| handles.get_float_tensor::<B>(&irs[1]));
-        let ends = handles.get_int_tensor::<B>(&irs[table_at]);
-        let shifts = handles.get_int_tensor::<B>(&irs[table_at + 1]);
-        let table = ViewTable::<B> { ends, shifts, parts: self.parts, len: self.len };
-        let mut rest = irs[table_at + 2..].iter().map(|ir| handles.get_float_tensor::<B>(ir));
-        let mut next = |what: &str| rest.next().unwrap_or_else(|| panic!("{what} registered as an input"));
-        let (grads, moment_1, moment_2) = (next("the gradients"), next("moment 1"), next("moment 2"));
-        let average = self.has_average.then(|| next("the average"));
-        let scale = next("the scale");
-        let mut flat = FlatBuffers::<B> { grads, moment_1, moment_2, average };
-        let (weights, copies) = B::adam_update_views(weights, copies, &table, &mut flat, &scale, &self.step);
-        let outputs = [weights].into_iter().chain(copies).chain([flat.moment_1, flat.moment_2]).chain(flat.average);
-        register_outputs::<B>(&self.desc, handles, outputs);
-    }
-}
-
-/// [`AdamViewsOp`] registered for one update of weights kept as views.
-fn register_adam_views<B: FusionBackend + Kernels>(
-    weights: FloatTensor<Fusion<B>>,
-    copies: Option<FloatTensor<Fusion<B>>>,
-    table: &ViewTable<Fusion<B>>,
-    flat: &mut FlatBuffers<Fusion<B>>,
-    scale: &FloatTensor<Fusion<B>>,
-    step: &AdamStep,
-) -> (FloatTensor<Fusion<B>>, Option<FloatTensor<Fusion<B>>>) {
-    let has_copies = copies.is_some();
-    let has_average = flat.average.is_some();
-    let like = |t: &FloatTensor<Fusion<B>>| (t.shape.clone(), t.dtype);
-    let mut outputs = vec![like(&weights)];
-    outputs.extend(copies.as_ref().map(like));
-    outputs.extend([like(&flat.moment_1), like(&flat.moment_2)]);
-    outputs.extend(flat.average.as_ref().map(like));
-    // The moments and the average leave `flat` for the operation (held once, the inner update
-    // writes them in place) and come back as its outputs, as the weights' and copies' buffers do.
-    let device = Fusion::<B>::float_device(scale);
-    let take = |buffer: &mut FloatTensor<Fusion<B>>| {
-        let empty = Tensor::<Fusion<B>, 1>::empty([0], &device).into_primitive().tensor();
-        std::mem::replace(buffer, empty)
-    };
-    let mut inputs = vec![weights];
-    inputs.extend(copies);
-    inputs.extend([table.ends.clone(), table.shifts.clone(), flat.grads.clone()]);
-    inputs.push(take(&mut flat.moment_1));
-    inputs.push(take(&mut flat.moment_2));
-    if let Some(average) = flat.average.as_mut() {
-        inputs.push(take(average));
-    }
-    inputs.push(scale.clone());
-    let (parts, len) = (table.parts, table.len);
-    let make = |desc| AdamViewsOp::<B> { desc, has_copies, has_average, parts, len, step: *step, backend: PhantomData };
-    let mut results = register_custom::<B, _>("lerobot_rs_adam_views", inputs, outputs, make).into_iter();
-    let weights = results.next().expect("the weights out");
-    let copies = has_copies.then(|| results.next().expect("the copies out"));
-    flat.moment_1 = results.next().expect("moment 1 out");
-    flat.moment_2 = results.next().expect("moment 2 out");
-    if has_average {
-        flat.average = results.next();
-    }
-    (weights, copies)
 }
 
 /// [`AdamOp`] registered for the update of `weights` (and their copies in `copy`, where asked).

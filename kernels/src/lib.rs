@@ -9,12 +9,15 @@
 //! backend (Flex) overrides them with single passes over the buffers, in place (`flex/`). On wgpu
 //! and CUDA without burn's fusion, the gradients' gather and the optimiser update are cubecl
 //! kernels that take many parameters per launch (`cube.rs`); the update writes the weights in
-//! place wherever it holds their only handles, as the CPU's pass does.
+//! place wherever it holds their only handles, as the CPU's pass does. There the weights can
+//! also be views of one buffer ([`Kernels::weight_views`]), which one launch updates in place for
+//! the whole model ([`Kernels::adam_update_views`]).
 //!
 //! The optimiser's state is flat: one contiguous buffer per quantity (gradients, Adam's two
 //! moments, the weights' moving average) in which each trainable parameter owns a range
-//! ([`FlatBuffers`]). The weights stay in the model's own tensors; one call updates them all
-//! and their ranges of the flat buffers ([`Kernels::adam_update_all`]); in mixed precision the
+//! ([`FlatBuffers`]). The weights stay in the model's own tensors (or views of one buffer, as
+//! above); one call updates them all and their ranges of the flat buffers
+//! ([`Kernels::adam_update_all`]); in mixed precision the
 //! same pass writes the half-precision copies the next forward reads
 //! ([`Kernels::adam_update_all_with_copies`]).
 //!
@@ -112,21 +115,114 @@ pub struct UpdatedWeights<B: Backend> {
     pub copies: Vec<FloatTensor<B>>,
 }
 
-/// Where each parameter's weights sit in a flat buffer of views ([`Kernels::weight_views`]), for
-/// [`Kernels::adam_update_views`]: parameter `k`'s range of the optimiser's flat buffers (laid end
-/// to end, in order) ends before `ends[k]`, and its weights start `shifts[k]` elements further
-/// into the views' buffer than that range starts in the flat buffers (the padding that aligns
-/// each view). Both 1-D int tensors of `parts` values, on the weights' device.
+/// Where each parameter's weights sit in a buffer of views ([`Kernels::weight_views`]): the
+/// parameters in order, each at a place aligned for f32 weights and for half-precision copies
+/// laid out alike, padding between.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewPlaces {
+    starts: Vec<usize>,
+    lens: Vec<usize>,
+    extent: usize,
+}
+
+impl ViewPlaces {
+    /// The places of parameters of `lens` elements (at least one) in a buffer aligned to
+    /// `alignment` bytes: each a multiple of `alignment / 2` elements (at least two) after the
+    /// previous one's end, so that each view's binding can be rounded up to an even count.
+    pub fn new(lens: &[usize], alignment: usize) -> Self {
+        assert!(!lens.is_empty(), "places for no parameters");
+        let step = (alignment / 2).max(2);
+        let mut starts = Vec::with_capacity(lens.len());
+        let mut place = 0;
+        for &len in lens {
+            starts.push(place);
+            place = (place + len).next_multiple_of(step);
+        }
+        Self { starts, lens: lens.to_vec(), extent: place }
+    }
+
+    /// Where each parameter's weights start in the views' buffer.
+    pub fn starts(&self) -> &[usize] {
+        &self.starts
+    }
+
+    /// Each parameter's element count.
+    pub fn lens(&self) -> &[usize] {
+        &self.lens
+    }
+
+    /// Parameters.
+    pub fn parts(&self) -> usize {
+        self.lens.len()
+    }
+
+    /// Elements of the optimiser's flat buffers: every parameter's, end to end.
+    pub fn len(&self) -> usize {
+        self.lens.iter().sum()
+    }
+
+    /// Whether no parameter has an element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Elements of the views' buffer.
+    pub fn extent(&self) -> usize {
+        self.extent
+    }
+}
+
+/// What [`Kernels::adam_update_views`] reads to find each weight of [`ViewPlaces`]: parameter
+/// `k`'s range of the optimiser's flat buffers (laid end to end, in order) ends before `ends[k]`,
+/// and its weights start `shifts[k]` elements further into the views' buffer than that range
+/// starts in the flat buffers. Both 1-D int tensors on the weights' device.
 #[derive(Debug, Clone)]
 pub struct ViewTable<B: Backend> {
+    ends: IntTensor<B>,
+    shifts: IntTensor<B>,
+    places: ViewPlaces,
+}
+
+impl<B: Backend> ViewTable<B> {
+    /// The table of `places` on `device`. Panics where the views' buffer is too long for the
+    /// device's int32 tables.
+    pub fn new(places: &ViewPlaces, device: &B::Device) -> Self {
+        assert!(places.extent() < i32::MAX as usize, "{} weights are more than int32 tables hold", places.extent());
+        let ends = places.lens().iter().scan(0, |end, &len| {
+            *end += len;
+            Some(*end as i64)
+        });
+        let ends: Vec<i64> = ends.collect();
+        let shifts = places.starts().iter().zip(&ends).zip(places.lens());
+        let shifts = shifts.map(|((&start, &end), &len)| start as i64 - (end - len as i64)).collect();
+        let int = |values: Vec<i64>| {
+            let n = values.len();
+            Tensor::<B, 1, Int>::from_data(TensorData::new(values, [n]), device).into_primitive()
+        };
+        Self { ends: int(ends), shifts: int(shifts), places: places.clone() }
+    }
+
+    /// The places it finds.
+    pub fn places(&self) -> &ViewPlaces {
+        &self.places
+    }
+
     /// Where each parameter's range of the flat buffers ends.
-    pub ends: IntTensor<B>,
-    /// How much further each parameter's weights start in the views' buffer.
-    pub shifts: IntTensor<B>,
-    /// Parameters.
-    pub parts: usize,
-    /// Elements of the flat buffers (the last of `ends`).
-    pub len: usize,
+    pub fn ends(&self) -> &IntTensor<B> {
+        &self.ends
+    }
+
+    /// How much further each parameter's weights start in the views' buffer than its range.
+    pub fn shifts(&self) -> &IntTensor<B> {
+        &self.shifts
+    }
+
+    /// The table of `places` whose tensors are `ends` and `shifts` (made by [`ViewTable::new`] of
+    /// the same places: fusion's custom operation gets them back from its handles).
+    #[cfg(feature = "gpu-fusion")]
+    pub(crate) fn from_parts(ends: IntTensor<B>, shifts: IntTensor<B>, places: ViewPlaces) -> Self {
+        Self { ends, shifts, places }
+    }
 }
 
 /// The f32 constants of one [`AdamStep`], derived in f64 as torch derives them.
@@ -288,20 +384,21 @@ pub trait Kernels: Backend {
         None
     }
 
-    /// Views of the 1-D buffer `flat`, which share its memory: the `k`-th is 1-D, `lens[k]`
-    /// elements from `starts[k]` (each a multiple of [`Kernels::weight_view_alignment`] in bytes,
-    /// the ranges apart). Only on a backend that keeps views; others panic, as their alignment
-    /// (`None`) says.
-    fn weight_views(_flat: FloatTensor<Self>, _starts: &[usize], _lens: &[usize]) -> Vec<FloatTensor<Self>> {
+    /// Views of the 1-D buffer `flat` (of the places' extent), which share its memory: the `k`-th
+    /// is 1-D, the `k`-th parameter's elements at its place ([`ViewPlaces::new`], made with
+    /// [`Kernels::weight_view_alignment`]). Only on a backend that keeps views; others panic, as
+    /// their alignment (`None`) says.
+    fn weight_views(_flat: FloatTensor<Self>, _places: &ViewPlaces) -> Vec<FloatTensor<Self>> {
         panic!("this backend keeps no weight views: Kernels::weight_view_alignment is None")
     }
 
     /// [`Kernels::adam_update_all`] of weights kept as views ([`Kernels::weight_views`]) of
     /// `weights`, the flat f32 buffer laid out as `table` says, in one pass: written in place,
     /// though the views share it (so that the model reads the new weights), as are `copies`,
-    /// the views' buffer of the half-precision copies when one is kept. Returns both buffers.
-    /// The same numbers as [`Kernels::adam_update_all`]. Only on a backend that keeps views;
-    /// others panic.
+    /// the views' buffer of the half-precision copies when one is kept. Every operation asked
+    /// for before reads the weights as they were, every one after as they are. Returns both
+    /// buffers. The same numbers as [`Kernels::adam_update_all`]. Only on a backend that keeps
+    /// views; others panic.
     fn adam_update_views(
         _weights: FloatTensor<Self>,
         _copies: Option<FloatTensor<Self>>,

@@ -11,7 +11,7 @@ use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 use burn::prelude::*;
 use burn::tensor::ops::FloatTensor;
 use burn::tensor::{DType, FloatDType, TensorMetadata, TensorPrimitive};
-use kernels::{AdamStep, FlatBuffers, Kernels, MAX_PARTS_PER_LAUNCH, ViewTable};
+use kernels::{AdamStep, FlatBuffers, Kernels, MAX_PARTS_PER_LAUNCH, ViewPlaces, ViewTable};
 
 /// A wgpu backend our kernels serve: each check below runs on cubecl's own (`direct::*`) and,
 /// with `gpu-fusion`, on burn's fusion over it (`fused::*`).
@@ -299,11 +299,12 @@ fn the_update_writes_the_half_copies_burns_cast_would<Gpu: WgpuKernels>() {
     }
 }
 
-/// Weights kept as views of one buffer, at aligned places with padding between, updated in one
-/// launch over three steps, with and without half-precision copies (themselves views of a second
-/// buffer): every view, made before the updates, reads the same weights (and copies) as the
-/// update of each weight gives, to the bit; the moments and the average are the same; the
-/// padding is left as it was.
+/// Weights kept as views of one buffer, at aligned places with padding between (or none, where a
+/// parameter fills its place), more of them than the launch has units, updated in one launch over
+/// three steps, with and without half-precision copies (themselves views of a second buffer):
+/// every view, made before the updates, reads the same weights (and copies) as the update of each
+/// weight gives, to the bit; the moments and the average are the same; the padding is left as it
+/// was.
 fn the_update_of_weights_kept_as_views_equals_the_update_of_each<Gpu: WgpuKernels>() {
     let gpu = WgpuDevice::default();
     let alignment = Gpu::weight_view_alignment(&gpu).expect("cubecl's backends keep weight views");
@@ -318,33 +319,30 @@ fn the_update_of_weights_kept_as_views_equals_the_update_of_each<Gpu: WgpuKernel
     };
     let copies = [None].into_iter().chain(half_dtypes::<Gpu>(&gpu).into_iter().map(Some));
     for copy in copies {
-        let sizes: Vec<usize> =
-            [5_000, 1].into_iter().chain((0..MAX_PARTS_PER_LAUNCH + 3).map(|i| 1 + i * 37 % 300)).collect();
+        // More weights than the launch has units (so each unit walks on through several
+        // parameters), lengths that fill their places exactly (no padding after them, the last
+        // one ending at the buffer's end) and odd ones.
+        let place = (alignment / 2).max(2);
+        let sizes: Vec<usize> = [300_000, 1, 4 * place]
+            .into_iter()
+            .chain((0..MAX_PARTS_PER_LAUNCH + 3).map(|i| 1 + i * 37 % 300))
+            .chain([place])
+            .collect();
         let len: usize = sizes.iter().sum();
         let offsets = sizes.iter().scan(0, |at, &n| Some(std::mem::replace(at, *at + n))).collect::<Vec<_>>();
         let initial = |i: usize| values(sizes[i], 5.0 + i as f32);
-        // Each place a multiple of the alignment for two-byte copies, with room after it.
-        let place = (alignment / 2).max(2);
-        let starts = sizes.iter().scan(0, |at, &n| Some(std::mem::replace(at, (*at + n + 1).next_multiple_of(place))));
-        let starts: Vec<usize> = starts.collect();
-        let total = (starts.last().unwrap() + sizes.last().unwrap() + 1).next_multiple_of(place);
-        let mut padded = vec![-7.0; total];
+        let places = ViewPlaces::new(&sizes, alignment);
+        let starts = places.starts();
+        assert_eq!(places.extent(), starts.last().unwrap() + place, "the last parameter ends the buffer");
+        let mut padded = vec![-7.0; places.extent()];
         for (i, &start) in starts.iter().enumerate() {
             padded[start..start + sizes[i]].copy_from_slice(&initial(i));
         }
         let mut weights = primitive::<Gpu>(padded.clone(), &gpu);
-        let views = Gpu::weight_views(weights.clone(), &starts, &sizes);
+        let views = Gpu::weight_views(weights.clone(), &places);
         let mut copies = copy.map(|dtype| Gpu::float_cast(weights.clone(), dtype));
-        let copy_views = copies.as_ref().map(|c| Gpu::weight_views(c.clone(), &starts, &sizes));
-        let int = |values: Vec<i64>| {
-            Tensor::<Gpu, 1, Int>::from_data(TensorData::new(values, [sizes.len()]), &gpu).into_primitive()
-        };
-        let table = ViewTable::<Gpu> {
-            ends: int(offsets.iter().zip(&sizes).map(|(o, n)| (o + n) as i64).collect()),
-            shifts: int(starts.iter().zip(&offsets).map(|(s, o)| (s - o) as i64).collect()),
-            parts: sizes.len(),
-            len,
-        };
+        let copy_views = copies.as_ref().map(|c| Gpu::weight_views(c.clone(), &places));
+        let table = ViewTable::<Gpu>::new(&places, &gpu);
         let scale = primitive::<Gpu>(vec![0.37], &gpu);
         let (mut each, mut all) = (buffers::<Gpu>(len, &gpu), buffers::<Gpu>(len, &gpu));
         let mut separate: Vec<_> = (0..sizes.len()).map(|i| primitive::<Gpu>(initial(i), &gpu)).collect();
@@ -367,7 +365,8 @@ fn the_update_of_weights_kept_as_views_equals_the_update_of_each<Gpu: WgpuKernel
         }
         let after = read::<Gpu>(&weights);
         let inside = |k: usize| starts.iter().zip(&sizes).any(|(&s, &n)| (s..s + n).contains(&k));
-        assert!((0..total).filter(|&k| !inside(k)).all(|k| after[k] == padded[k]), "{case}: the padding is left alone");
+        let untouched = (0..places.extent()).filter(|&k| !inside(k)).all(|k| after[k] == padded[k]);
+        assert!(untouched, "{case}: the padding is left alone");
         let pairs = [
             ("first moment", &each.moment_1, &all.moment_1),
             ("second moment", &each.moment_2, &all.moment_2),

@@ -395,7 +395,8 @@ impl<B: TrainingBackend> StepRunner<B> {
         let lr = self.learning_rate(step);
         // The last update's half-precision model goes first: it shares the norm layers' weights,
         // which the CPU's update writes in place only where it holds them alone, and its copies
-        // are freed before the update allocates the next ones.
+        // are freed before the update allocates the next ones (on the GPU backends the copies
+        // are views of a buffer the update writes in place, kept between steps).
         self.compute = None;
         let model = self.model.take().expect("the model is only taken during an update");
         let average = self.ema.as_mut().map(|ema| ema.for_update(step + 1));

@@ -25,8 +25,8 @@ const STEP_BUDGET: usize = 1_880;
 /// 11, from 12 when the factors had a launch of their own, 24 when the squares were summed and
 /// the factors composed by burn's operations, and 245 when each parameter had launches of its own.
 const CLIP_BUDGET: usize = 11;
-/// The optimiser's update: one launch since the weights are views of one buffer (bound at the
-/// first step), from 10 on lavapipe when they were written in place a binding each, 20 when the
+/// The optimiser's update: one launch since the weights are views of one buffer (bound when the
+/// runner is made), from 10 on lavapipe when they were written in place a binding each, 20 when the
 /// new weights had bindings of their own and 212 when each parameter had its own launches.
 const OPTIM_BUDGET: usize = 1;
 

@@ -17,7 +17,8 @@ use crate::error::{Error, Result};
 use crate::policy_config::DiffusionConfig;
 
 /// Adam (torch's, with L2 weight decay; see [`kernels::AdamStep`]) whose moments are flat
-/// buffers laid out as [`FlatLayout`] says.
+/// buffers laid out as [`FlatLayout`] says; on burn's cubecl backends it also holds the buffer
+/// whose views are the model's weights ([`FlatAdam::bind`]).
 #[derive(Debug)]
 pub struct FlatAdam<B: Backend> {
     layout: FlatLayout,
@@ -39,7 +40,8 @@ pub struct FlatAdam<B: Backend> {
 }
 
 /// The half-precision copies of the new weights an update wrote ([`FlatAdam::step`]),
-/// 1-D, by parameter; empty when none was asked for.
+/// 1-D, by parameter; empty when none was asked for. Where the weights are views of one buffer
+/// ([`FlatAdam::bind`]), so are the copies, and the next update writes them in place.
 pub type WeightCopies<B> = HashMap<ParamId, FloatTensor<B>>;
 
 /// What a checkpoint keeps of a [`FlatAdam`].
@@ -86,7 +88,9 @@ impl<B: Kernels> FlatAdam<B> {
     /// learning rate `lr`; with `average = Some((flat, weight))` the moving average of the
     /// weights is blended in the same pass. With `copy`, also each trainable parameter's new
     /// weights cast to it (what a half-precision forward reads), written by the same pass where
-    /// the backend can ([`Kernels::adam_update_all_with_copies`]); without, no copies.
+    /// the backend can ([`Kernels::adam_update_all_with_copies`], or
+    /// [`Kernels::adam_update_views`] where the weights are views of one buffer,
+    /// [`FlatAdam::bind`]); without, no copies.
     pub fn step<AB: AutodiffBackend<InnerBackend = B>, M: Module<AB>>(
         &mut self,
         model: M,

@@ -18,7 +18,7 @@ use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
 use burn::tensor::{FloatDType, TensorPrimitive};
-use kernels::{Kernels, ViewTable};
+use kernels::{Kernels, ViewPlaces, ViewTable};
 
 use super::WeightCopies;
 use super::flat::FlatLayout;
@@ -30,10 +30,8 @@ use super::trainable::{MapTrainable, map_trainable};
 pub(super) struct WeightViews<B: Backend> {
     /// Every trainable parameter's weights (f32) at an aligned place, zeros between.
     pub(super) weights: FloatTensor<B>,
-    /// Where each parameter's weights start in `weights`, in the layout's order.
-    starts: Vec<usize>,
-    /// Each parameter's element count.
-    lens: Vec<usize>,
+    /// Where each parameter's weights sit in `weights`, in the layout's order.
+    places: ViewPlaces,
     /// The same parameters' ids.
     ids: Vec<ParamId>,
     /// What the update reads to find each weight in `weights`.
@@ -65,40 +63,29 @@ impl<B: Kernels> WeightViews<B> {
         let (model, taken) = map_trainable(model, Take::<B> { layout, parts: Vec::new() });
         let parts = taken.parts;
         let device = parts.first().map(|part| part.weights.device()).expect("a model with trainable parameters");
-        // Half-precision copies are laid out alike, so a place aligned for two-byte elements
-        // is aligned for the weights too; each range then also has room for its views' binding
-        // rounded to an even count ([`Kernels::weight_views`]).
-        let step = (alignment / 2).max(2);
-        let mut starts = Vec::with_capacity(parts.len());
-        let mut end = 0;
+        let lens: Vec<usize> = parts.iter().map(|part| part.weights.dims()[0]).collect();
+        let places = ViewPlaces::new(&lens, alignment);
+        let starts = lens.iter().scan(0, |end, &len| Some(std::mem::replace(end, *end + len)));
+        assert!(
+            parts.iter().zip(starts).all(|(part, start)| part.offset == start),
+            "the layout's ranges are end to end"
+        );
         let mut pieces = Vec::with_capacity(2 * parts.len());
-        for part in &parts {
-            let len = part.weights.dims()[0];
-            starts.push(end);
+        for (k, part) in parts.iter().enumerate() {
             pieces.push(part.weights.clone());
-            let next = (end + len).next_multiple_of(step);
-            if next > end + len {
-                pieces.push(Tensor::zeros([next - end - len], &device));
+            let next = places.starts().get(k + 1).copied().unwrap_or(places.extent());
+            let padding = next - places.starts()[k] - lens[k];
+            if padding > 0 {
+                pieces.push(Tensor::zeros([padding], &device));
             }
-            end = next;
         }
         let weights = Tensor::cat(pieces, 0).into_primitive().tensor();
-        let lens: Vec<usize> = parts.iter().map(|part| part.weights.dims()[0]).collect();
-        let int = |values: Vec<i64>| Tensor::<B, 1, Int>::from_data(TensorData::new(values, [parts.len()]), &device);
-        let ends =
-            parts.iter().map(|part| i64::try_from(part.offset + part.weights.dims()[0]).expect("fits")).collect();
-        let shifts = parts.iter().zip(&starts).map(|(part, &start)| (start - part.offset) as i64).collect();
-        let table = ViewTable {
-            ends: int(ends).into_primitive(),
-            shifts: int(shifts).into_primitive(),
-            parts: parts.len(),
-            len: layout.len(),
-        };
-        let views = B::weight_views(weights.clone(), &starts, &lens);
+        let table = ViewTable::new(&places, &device);
+        let views = B::weight_views(weights.clone(), &places);
         let ids = parts.iter().map(|part| part.id).collect();
-        let places = parts.into_iter().zip(views).map(|(part, view)| (part.shape, part.trainable, view));
-        let (model, _) = map_trainable(model, Put::<B> { places: places.collect::<Vec<_>>().into_iter() });
-        (model, Self { weights, starts, lens, ids, table, copies: None })
+        let places_back = parts.into_iter().zip(views).map(|(part, view)| (part.shape, part.trainable, view));
+        let (model, _) = map_trainable(model, Put::<B> { places: places_back.collect::<Vec<_>>().into_iter() });
+        (model, Self { weights, places, ids, table, copies: None })
     }
 
     /// Keeps the copies' buffer in `dtype` (the update writes every value of it), or none.
@@ -108,7 +95,7 @@ impl<B: Kernels> WeightViews<B> {
             Some(dtype) => {
                 let weights = Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(self.weights.clone()));
                 let buffer = weights.cast(dtype).into_primitive().tensor();
-                let views = B::weight_views(buffer.clone(), &self.starts, &self.lens);
+                let views = B::weight_views(buffer.clone(), &self.places);
                 let views = self.ids.iter().copied().zip(views).collect();
                 self.copies = Some(CopyViews { dtype, buffer, views });
             }

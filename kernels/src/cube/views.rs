@@ -1,0 +1,205 @@
+//! The update of weights kept as views of one buffer ([`Kernels::weight_views`]): the views, and
+//! one launch that updates every parameter through them ([`adam_views_kernel`]).
+
+use burn::tensor::DType;
+use burn_cubecl::kernel::into_contiguous;
+use burn_cubecl::tensor::CubeTensor;
+use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
+use cubecl::CubeDim;
+use cubecl::prelude::*;
+
+use super::{AdamScalars, AdamState, UNITS_PER_CUBE, adam_element, adam_scalars};
+use crate::{AdamStep, FlatBuffers, RuntimeLibraries, ViewTable};
+#[cfg(doc)]
+use crate::{Kernels, ViewPlaces};
+
+/// Every parameter's update in one launch, its weights views of one buffer ([`ViewTable`]): the
+/// units stride over the flat buffers' elements `j < len`, each finding its parameter once (a
+/// binary search of `ends`) and then walking forward with its stride; the weight of element `j`
+/// is `weights[j + shifts[p]]`, updated in place ([`adam_element`]), and with `has_copies`,
+/// `copies` at the same place is the new weight cast to `H`.
+#[cube(launch_unchecked)]
+#[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
+fn adam_views_kernel<F: Float, H: Float, I: Int>(
+    weights: &mut Tensor<F>,
+    copies: &mut Tensor<H>,
+    ends: &Tensor<I>,
+    shifts: &Tensor<I>,
+    parts: usize,
+    len: usize,
+    grads: &Tensor<F>,
+    moment_1: &mut Tensor<F>,
+    moment_2: &mut Tensor<F>,
+    average: &mut Tensor<F>,
+    scale: &Tensor<F>,
+    scalars: &AdamScalars,
+    #[comptime] has_weight_decay: bool,
+    #[comptime] has_average: bool,
+    #[comptime] has_copies: bool,
+    #[define(F, H, I)] _dtypes: [StorageType; 3],
+) {
+    let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
+    let mut j = ABSOLUTE_POS_X as usize;
+    let mut part = 0;
+    let mut past = parts;
+    while part < past {
+        let middle = (part + past) / 2;
+        if usize::cast_from(ends[middle]) > j {
+            past = middle;
+        } else {
+            part = middle + 1;
+        }
+    }
+    while j < len {
+        while usize::cast_from(ends[part]) <= j {
+            part += 1;
+        }
+        let at = j + usize::cast_from(shifts[part]);
+        let w = adam_element::<F>(
+            weights[at],
+            j,
+            grads,
+            moment_1,
+            moment_2,
+            average,
+            scale,
+            scalars,
+            has_weight_decay,
+            has_average,
+        );
+        weights[at] = w;
+        if has_copies {
+            copies[at] = H::cast_from(w);
+        }
+        j += stride;
+    }
+}
+
+/// Views of `flat` ([`Kernels::weight_views`]): its memory, from byte `starts[k]·size` on, for
+/// `lens[k]` elements. A view's binding covers an even number of elements (wgpu binds storage
+/// in multiples of four bytes; the padding after each range leaves the room).
+pub(super) fn weight_views<R: CubeRuntime>(
+    flat: CubeTensor<R>,
+    starts: &[usize],
+    lens: &[usize],
+) -> Vec<CubeTensor<R>> {
+    let size = flat.dtype.size();
+    let total = flat.meta.num_elements();
+    let alignment = flat.client.properties().memory.alignment as usize;
+    assert!(flat.is_contiguous() && flat.meta.num_dims() == 1, "weight views are of a contiguous 1-D buffer");
+    starts
+        .iter()
+        .zip(lens)
+        .map(|(&start, &len)| {
+            let bound = len.next_multiple_of(2);
+            assert!(
+                (start * size).is_multiple_of(alignment) && start + bound <= total,
+                "a weight view at {start} of {len} elements is not aligned to {alignment} bytes within {total}"
+            );
+            let handle = flat
+                .handle
+                .clone()
+                .offset_start((start * size) as u64)
+                .offset_end(((total - start - bound) * size) as u64);
+            CubeTensor::new_contiguous(flat.client.clone(), flat.device.clone(), [len].into(), handle, flat.dtype)
+        })
+        .collect()
+}
+
+/// Checks what [`adam_views_kernel`] reads and writes without bounds checks (the table itself
+/// is sound by construction, [`ViewPlaces::new`]): f32 gradients, moments (and average) of the
+/// table's length, its int tables of one value a parameter, the scale's one value, and the
+/// views' buffer (and the copies', f16 or bf16, of its length) of the table's extent. A caller's
+/// mistake, so it panics with what does not fit.
+pub(super) fn check_views_update<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement>(
+    weights: &CubeTensor<R>,
+    copies: Option<&CubeTensor<R>>,
+    table: &ViewTable<CubeBackend<R, F, I, BT>>,
+    flat: &FlatBuffers<CubeBackend<R, F, I, BT>>,
+    scale: &CubeTensor<R>,
+) {
+    let elements = |t: &CubeTensor<R>| t.meta.num_elements();
+    let f32_of = |t: &CubeTensor<R>, len: usize| t.dtype == DType::F32 && elements(t) >= len;
+    let buffers = [&flat.grads, &flat.moment_1, &flat.moment_2].into_iter().chain(flat.average.as_ref());
+    assert!(
+        buffers.into_iter().all(|t| f32_of(t, table.places().len())),
+        "the flat buffers hold {} f32 values",
+        table.places().len()
+    );
+    assert!(f32_of(scale, 1), "the scale is one f32 value");
+    let tables = [table.ends(), table.shifts()];
+    assert!(
+        tables
+            .iter()
+            .all(|t| elements(t) == table.places().parts() && t.dtype == table.ends().dtype && t.dtype.is_int())
+    );
+    assert!(
+        f32_of(weights, table.places().extent()) && weights.is_contiguous(),
+        "the views' buffer holds {} contiguous f32 weights",
+        table.places().extent()
+    );
+    if let Some(copies) = copies {
+        assert!(matches!(copies.dtype, DType::F16 | DType::BF16), "the copies are f16 or bf16");
+        assert_eq!(elements(copies), elements(weights), "the copies' buffer is the weights' length");
+        assert!(copies.is_contiguous(), "the copies' buffer is contiguous");
+    }
+}
+
+/// [`Kernels::adam_update_views`] by [`adam_views_kernel`], in one launch.
+///
+/// # Safety
+/// [`check_views_update`] holds: the kernel reads and writes without bounds checks.
+pub(super) unsafe fn update_views<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement>(
+    weights: CubeTensor<R>,
+    copies: Option<CubeTensor<R>>,
+    table: &ViewTable<CubeBackend<R, F, I, BT>>,
+    flat: &mut FlatBuffers<CubeBackend<R, F, I, BT>>,
+    scale: &CubeTensor<R>,
+    step: &AdamStep,
+) -> (CubeTensor<R>, Option<CubeTensor<R>>) {
+    let state = AdamState::take(flat, step);
+    let grads = into_contiguous(flat.grads.clone());
+    let scale = into_contiguous(scale.clone());
+    let (ends, shifts) = (into_contiguous(table.ends().clone()), into_contiguous(table.shifts().clone()));
+    let client = grads.client.clone();
+    let cubes = table.places().len().div_ceil(UNITS_PER_CUBE as usize).clamp(1, MAX_CUBES_PER_VIEWS_UPDATE);
+    // Not written without copies: the weights stand in, of another dtype than the kernel's `H`
+    // only in name (never read or written).
+    let copy_dtype = copies.as_ref().map_or(DType::F32, |c| c.dtype);
+    let copies_arg = copies.as_ref().unwrap_or(&weights).clone().into_tensor_arg();
+    // SAFETY: the units read and write the flat buffers below the table's length, which each
+    // holds, the scale at 0, the tables below `parts` (the last end is the length, so the walk
+    // stops there), and the views' buffers at places inside the table's extent, which they hold
+    // (`check_views_update`; the places are apart, `ViewPlaces::new`); the weights and copies are
+    // written in place through views that only read them outside this launch, the moments and
+    // average are uniquely held ([`writable`]) and contiguous, and no two units touch one element.
+    unsafe {
+        adam_views_kernel::launch_unchecked::<R>(
+            &client,
+            CubeCount::new_1d(cubes as u32),
+            CubeDim::new_1d(UNITS_PER_CUBE),
+            weights.clone().into_tensor_arg(),
+            copies_arg,
+            ends.clone().into_tensor_arg(),
+            shifts.clone().into_tensor_arg(),
+            table.places().parts(),
+            table.places().len(),
+            grads.into_tensor_arg(),
+            state.moment_1.clone().into_tensor_arg(),
+            state.moment_2.clone().into_tensor_arg(),
+            state.average.clone().into_tensor_arg(),
+            scale.into_tensor_arg(),
+            adam_scalars(step),
+            step.constants().weight_decay != 0.0,
+            state.has_average,
+            copies.is_some(),
+            [DType::F32.into(), copy_dtype.into(), ends.dtype.into()],
+        );
+    }
+    state.put_back(flat);
+    (weights, copies)
+}
+
+/// The most cubes of [`adam_views_kernel`]'s launch: enough to fill a large GPU (1,024 cubes of
+/// 256 units), few enough that each unit updates many elements for its one search.
+const MAX_CUBES_PER_VIEWS_UPDATE: usize = 1024;

@@ -1,0 +1,129 @@
+//! Weights kept as views of one buffer under fusion: the views, and their update, as fusion's
+//! custom operations over the inner backend's (`cube/views.rs`).
+
+use std::marker::PhantomData;
+
+use burn::prelude::*;
+use burn::tensor::ops::{FloatTensor, FloatTensorOps};
+use burn_fusion::stream::Operation;
+use burn_fusion::{Fusion, FusionBackend};
+use burn_ir::CustomOpIr;
+
+use super::{Handles, inputs_of, register_custom, register_outputs};
+use crate::{AdamStep, FlatBuffers, Kernels, ViewPlaces, ViewTable};
+
+/// Views of one buffer ([`Kernels::weight_views`]) as fusion's custom operation: the buffer in, the
+/// views out, each registered as a tensor of its own that shares the buffer's memory.
+#[derive(Debug, Clone)]
+struct WeightViewsOp<B> {
+    desc: CustomOpIr,
+    places: ViewPlaces,
+    backend: PhantomData<B>,
+}
+
+impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for WeightViewsOp<B> {
+    fn execute(&self, handles: &mut Handles<B>) {
+        let [flat] =
+            <[_; 1]>::try_from(inputs_of::<B>(&self.desc, handles)).unwrap_or_else(|_| unreachable!("one input"));
+        register_outputs::<B>(&self.desc, handles, B::weight_views(flat, &self.places));
+    }
+}
+
+/// The update of weights kept as views as fusion's custom operation: in, the views' buffer, the
+/// copies' where one is kept, the table's ends and shifts, the gradients, the two moments, the
+/// average where one is kept, and the scale; out, the views' buffer, the copies', the moments and
+/// the average, each written in place. Registered between two drains of fusion's queue
+/// ([`register_adam_views`]).
+#[derive(Debug, Clone)]
+struct AdamViewsOp<B> {
+    desc: CustomOpIr,
+    has_copies: bool,
+    has_average: bool,
+    places: ViewPlaces,
+    step: AdamStep,
+    backend: PhantomData<B>,
+}
+
+impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for AdamViewsOp<B> {
+    fn execute(&self, handles: &mut Handles<B>) {
+        let irs = &self.desc.inputs;
+        let table_at = 1 + usize::from(self.has_copies);
+        let weights = handles.get_float_tensor::<B>(&irs[0]);
+        let copies = self.has_copies.then(|| handles.get_float_tensor::<B>(&irs[1]));
+        let ends = handles.get_int_tensor::<B>(&irs[table_at]);
+        let shifts = handles.get_int_tensor::<B>(&irs[table_at + 1]);
+        let table = ViewTable::<B>::from_parts(ends, shifts, self.places.clone());
+        let mut rest = irs[table_at + 2..].iter().map(|ir| handles.get_float_tensor::<B>(ir));
+        let mut next = |what: &str| rest.next().unwrap_or_else(|| panic!("{what} registered as an input"));
+        let (grads, moment_1, moment_2) = (next("the gradients"), next("moment 1"), next("moment 2"));
+        let average = self.has_average.then(|| next("the average"));
+        let scale = next("the scale");
+        let mut flat = FlatBuffers::<B> { grads, moment_1, moment_2, average };
+        let (weights, copies) = B::adam_update_views(weights, copies, &table, &mut flat, &scale, &self.step);
+        let outputs = [weights].into_iter().chain(copies).chain([flat.moment_1, flat.moment_2]).chain(flat.average);
+        register_outputs::<B>(&self.desc, handles, outputs);
+    }
+}
+
+/// [`WeightViewsOp`] registered for the views of `flat` at `places`.
+pub(super) fn register_weight_views<B: FusionBackend + Kernels>(
+    flat: FloatTensor<Fusion<B>>,
+    places: &ViewPlaces,
+) -> Vec<FloatTensor<Fusion<B>>> {
+    let outputs = places.lens().iter().map(|&len| (Shape::from(vec![len]), flat.dtype)).collect();
+    let make = |desc| WeightViewsOp::<B> { desc, places: places.clone(), backend: PhantomData };
+    register_custom::<B, _>("lerobot_rs_weight_views", vec![flat], outputs, make)
+}
+
+/// [`AdamViewsOp`] registered for one update of weights kept as views.
+pub(super) fn register_adam_views<B: FusionBackend + Kernels>(
+    weights: FloatTensor<Fusion<B>>,
+    copies: Option<FloatTensor<Fusion<B>>>,
+    table: &ViewTable<Fusion<B>>,
+    flat: &mut FlatBuffers<Fusion<B>>,
+    scale: &FloatTensor<Fusion<B>>,
+    step: &AdamStep,
+) -> (FloatTensor<Fusion<B>>, Option<FloatTensor<Fusion<B>>>) {
+    let has_copies = copies.is_some();
+    let has_average = flat.average.is_some();
+    let like = |t: &FloatTensor<Fusion<B>>| (t.shape.clone(), t.dtype);
+    let mut outputs = vec![like(&weights)];
+    outputs.extend(copies.as_ref().map(like));
+    outputs.extend([like(&flat.moment_1), like(&flat.moment_2)]);
+    outputs.extend(flat.average.as_ref().map(like));
+    // The moments and the average leave `flat` for the operation (held once, the inner update
+    // writes them in place) and come back as its outputs, as the weights' and copies' buffers do.
+    let device = Fusion::<B>::float_device(scale);
+    let take = |buffer: &mut FloatTensor<Fusion<B>>| {
+        let empty = Tensor::<Fusion<B>, 1>::empty([0], &device).into_primitive().tensor();
+        std::mem::replace(buffer, empty)
+    };
+    let mut inputs = vec![weights];
+    inputs.extend(copies);
+    inputs.extend([table.ends().clone(), table.shifts().clone(), flat.grads.clone()]);
+    inputs.push(take(&mut flat.moment_1));
+    inputs.push(take(&mut flat.moment_2));
+    if let Some(average) = flat.average.as_mut() {
+        inputs.push(take(average));
+    }
+    inputs.push(scale.clone());
+    let places = table.places().clone();
+    let make = |desc| AdamViewsOp::<B> { desc, has_copies, has_average, places, step: *step, backend: PhantomData };
+    // Fusion orders operations by the tensors they name, and the model reads the weights through
+    // views, tensors this operation does not name: every operation asked for so far (the reads
+    // of the weights as they were among them) goes to the inner backend before the update, and
+    // the update before any asked for after it (the reads of the new weights). The inner backend
+    // runs them in that order.
+    let client = scale.client.clone();
+    client.sync(|| ());
+    let mut results = register_custom::<B, _>("lerobot_rs_adam_views", inputs, outputs, make).into_iter();
+    client.sync(|| ());
+    let weights = results.next().expect("the weights out");
+    let copies = has_copies.then(|| results.next().expect("the copies out"));
+    flat.moment_1 = results.next().expect("moment 1 out");
+    flat.moment_2 = results.next().expect("moment 2 out");
+    if has_average {
+        flat.average = results.next();
+    }
+    (weights, copies)
+}

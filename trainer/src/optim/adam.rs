@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use burn::module::{Param, ParamId};
+use burn::module::ParamId;
 use burn::prelude::*;
 use burn::record::Record;
 use burn::tensor::backend::AutodiffBackend;
@@ -11,7 +11,8 @@ use burn::tensor::{FloatDType, TensorPrimitive};
 use kernels::{AdamStep, FlatBuffers, Kernels, UpdatedWeights};
 
 use super::flat::FlatLayout;
-use super::trainable::{MapTrainable, map_trainable};
+use super::take::{PutWeights, TakeWeights};
+use super::trainable::map_trainable;
 use super::views::WeightViews;
 use crate::error::{Error, Result};
 use crate::policy_config::DiffusionConfig;
@@ -240,55 +241,4 @@ impl<B: Kernels> FlatAdam<B> {
 
 fn float<B: Backend>(primitive: FloatTensor<B>) -> Tensor<B, 1> {
     Tensor::from_primitive(TensorPrimitive::Float(primitive))
-}
-
-/// Where a trainable parameter's weights were taken from ([`TakeWeights`]): their shape and
-/// whether they were trainable.
-type Place = (Shape, bool);
-
-/// Takes each trainable parameter's weights out of the model, flattened, with their offsets in
-/// the flat buffers, in the layout's order; an empty tensor holds each one's place until
-/// [`PutWeights`].
-struct TakeWeights<'a, B: Backend> {
-    layout: &'a FlatLayout,
-    weights: Vec<FloatTensor<B>>,
-    ids: Vec<ParamId>,
-    offsets: Vec<usize>,
-    places: Vec<Place>,
-}
-
-impl<'a, B: Backend> TakeWeights<'a, B> {
-    fn new(layout: &'a FlatLayout) -> Self {
-        Self { layout, weights: Vec::new(), ids: Vec::new(), offsets: Vec::new(), places: Vec::new() }
-    }
-}
-
-impl<AB: AutodiffBackend<InnerBackend = B>, B: Backend> MapTrainable<AB> for TakeWeights<'_, B> {
-    fn map<const D: usize>(&mut self, index: usize, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
-        let (id, tensor, mapper) = param.consume();
-        self.offsets.push(self.layout.offset(index, id));
-        self.ids.push(id);
-        let (device, shape) = (tensor.device(), tensor.shape());
-        self.places.push((shape.clone(), tensor.is_require_grad()));
-        self.weights.push(tensor.inner().reshape([shape.num_elements()]).into_primitive().tensor());
-        Param::from_mapped_value(id, Tensor::empty([0; D], &device), mapper)
-    }
-}
-
-/// Puts the updated weights back where [`TakeWeights`] took them, in the same order, with their
-/// shapes and as trainable as they were.
-struct PutWeights<B: Backend> {
-    weights: std::iter::Zip<std::vec::IntoIter<Place>, std::vec::IntoIter<FloatTensor<B>>>,
-}
-
-impl<AB: AutodiffBackend<InnerBackend = B>, B: Backend> MapTrainable<AB> for PutWeights<B> {
-    fn map<const D: usize>(&mut self, _index: usize, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
-        let (id, _placeholder, mapper) = param.consume();
-        let ((shape, require_grad), weights) = self.weights.next().expect("one updated tensor per parameter taken");
-        let mut tensor = Tensor::<AB, D>::from_inner(float::<B>(weights).reshape(shape));
-        if require_grad {
-            tensor = tensor.require_grad();
-        }
-        Param::from_mapped_value(id, tensor, mapper)
-    }
 }

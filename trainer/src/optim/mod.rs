@@ -12,6 +12,7 @@
 
 mod adam;
 mod flat;
+mod take;
 mod trainable;
 mod views;
 

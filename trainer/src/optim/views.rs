@@ -13,7 +13,7 @@
 //! model again. And as in torch, the update writes the weights in place: a clone of the model
 //! shares them, and sees every later update.
 
-use burn::module::{Module, Param, ParamId};
+use burn::module::{Module, ParamId};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
@@ -22,7 +22,8 @@ use kernels::{Kernels, ViewPlaces, ViewTable};
 
 use super::WeightCopies;
 use super::flat::FlatLayout;
-use super::trainable::{MapTrainable, map_trainable};
+use super::take::{PutWeights, TakeWeights};
+use super::trainable::map_trainable;
 
 /// The buffer of views, where each parameter's weights sit in it, and the copies' buffer in half
 /// precision once a step asks for one.
@@ -60,19 +61,17 @@ impl<B: Kernels> WeightViews<B> {
         layout: &FlatLayout,
         alignment: usize,
     ) -> (M, Self) {
-        let (model, taken) = map_trainable(model, Take::<B> { layout, parts: Vec::new() });
-        let parts = taken.parts;
-        let device = parts.first().map(|part| part.weights.device()).expect("a model with trainable parameters");
-        let lens: Vec<usize> = parts.iter().map(|part| part.weights.dims()[0]).collect();
+        let (model, taken) = map_trainable(model, TakeWeights::<B>::new(layout));
+        let weights: Vec<Tensor<B, 1>> =
+            taken.weights.into_iter().map(|w| Tensor::from_primitive(TensorPrimitive::Float(w))).collect();
+        let device = weights.first().map(Tensor::device).expect("a model with trainable parameters");
+        let lens: Vec<usize> = weights.iter().map(|w| w.dims()[0]).collect();
         let places = ViewPlaces::new(&lens, alignment);
         let starts = lens.iter().scan(0, |end, &len| Some(std::mem::replace(end, *end + len)));
-        assert!(
-            parts.iter().zip(starts).all(|(part, start)| part.offset == start),
-            "the layout's ranges are end to end"
-        );
-        let mut pieces = Vec::with_capacity(2 * parts.len());
-        for (k, part) in parts.iter().enumerate() {
-            pieces.push(part.weights.clone());
+        assert!(starts.eq(taken.offsets.iter().copied()), "the layout's ranges are end to end");
+        let mut pieces = Vec::with_capacity(2 * weights.len());
+        for (k, part) in weights.into_iter().enumerate() {
+            pieces.push(part.cast(FloatDType::F32));
             let next = places.starts().get(k + 1).copied().unwrap_or(places.extent());
             let padding = next - places.starts()[k] - lens[k];
             if padding > 0 {
@@ -82,10 +81,9 @@ impl<B: Kernels> WeightViews<B> {
         let weights = Tensor::cat(pieces, 0).into_primitive().tensor();
         let table = ViewTable::new(&places, &device);
         let views = B::weight_views(weights.clone(), &places);
-        let ids = parts.iter().map(|part| part.id).collect();
-        let places_back = parts.into_iter().zip(views).map(|(part, view)| (part.shape, part.trainable, view));
-        let (model, _) = map_trainable(model, Put::<B> { places: places_back.collect::<Vec<_>>().into_iter() });
-        (model, Self { weights, places, ids, table, copies: None })
+        let put = PutWeights::<B> { weights: taken.places.into_iter().zip(views) };
+        let (model, _) = map_trainable(model, put);
+        (model, Self { weights, places, ids: taken.ids, table, copies: None })
     }
 
     /// Keeps the copies' buffer in `dtype` (the update writes every value of it), or none.
@@ -101,49 +99,5 @@ impl<B: Kernels> WeightViews<B> {
             }
             None => self.copies = None,
         }
-    }
-}
-
-/// A trainable parameter's weights, taken out of the model flattened, with where it was.
-struct Taken<B: Backend> {
-    id: ParamId,
-    weights: Tensor<B, 1>,
-    offset: usize,
-    shape: Shape,
-    trainable: bool,
-}
-
-/// Takes each trainable parameter's weights out of the model, in the layout's order; an empty
-/// tensor holds each one's place until [`Put`].
-struct Take<'a, B: Backend> {
-    layout: &'a FlatLayout,
-    parts: Vec<Taken<B>>,
-}
-
-impl<AB: AutodiffBackend<InnerBackend = B>, B: Backend> MapTrainable<AB> for Take<'_, B> {
-    fn map<const D: usize>(&mut self, index: usize, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
-        let (id, tensor, mapper) = param.consume();
-        let (device, shape) = (tensor.device(), tensor.shape());
-        let offset = self.layout.offset(index, id);
-        let trainable = tensor.is_require_grad();
-        let weights = tensor.inner().cast(FloatDType::F32).reshape([shape.num_elements()]);
-        self.parts.push(Taken { id, weights, offset, shape, trainable });
-        Param::from_mapped_value(id, Tensor::empty([0; D], &device), mapper)
-    }
-}
-
-/// Puts each parameter back as its view, in the same order, with its shape and as trainable as
-/// it was.
-struct Put<B: Backend> {
-    places: std::vec::IntoIter<(Shape, bool, FloatTensor<B>)>,
-}
-
-impl<AB: AutodiffBackend<InnerBackend = B>, B: Backend> MapTrainable<AB> for Put<B> {
-    fn map<const D: usize>(&mut self, _index: usize, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
-        let (id, _placeholder, mapper) = param.consume();
-        let (shape, trainable, view) = self.places.next().expect("one view per parameter taken");
-        let view = Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(view));
-        let tensor = Tensor::<AB, D>::from_inner(view.reshape(shape));
-        Param::from_mapped_value(id, if trainable { tensor.require_grad() } else { tensor }, mapper)
     }
 }

@@ -126,17 +126,25 @@ pub struct ViewPlaces {
 }
 
 impl ViewPlaces {
-    /// The places of parameters of `lens` elements (at least one) in a buffer aligned to
-    /// `alignment` bytes: each a multiple of `alignment / 2` elements (at least two) after the
-    /// previous one's end, so that each view's binding can be rounded up to an even count.
+    /// The places of parameters of `lens` elements (at least one parameter) in a buffer aligned
+    /// to `alignment` bytes (a power of two): each a multiple of `alignment / 2` elements (at
+    /// least two) after the previous one's end, so that each view's binding can be rounded up to
+    /// an even count. Panics where the buffer would hold more than the update's int32 tables can
+    /// reach ([`ViewTable`]).
     pub fn new(lens: &[usize], alignment: usize) -> Self {
         assert!(!lens.is_empty(), "places for no parameters");
+        assert!(alignment.is_power_of_two(), "an alignment of {alignment} bytes is not a power of two");
         let step = (alignment / 2).max(2);
+        let too_many = || panic!("weights of {} parameters are more than int32 tables reach", lens.len());
         let mut starts = Vec::with_capacity(lens.len());
-        let mut place = 0;
+        let mut place: usize = 0;
         for &len in lens {
             starts.push(place);
-            place = (place + len).next_multiple_of(step);
+            let end = place.checked_add(len).unwrap_or_else(too_many);
+            place = end.checked_next_multiple_of(step).unwrap_or_else(too_many);
+        }
+        if place >= i32::MAX as usize {
+            too_many();
         }
         Self { starts, lens: lens.to_vec(), extent: place }
     }
@@ -184,20 +192,19 @@ pub struct ViewTable<B: Backend> {
 }
 
 impl<B: Backend> ViewTable<B> {
-    /// The table of `places` on `device`. Panics where the views' buffer is too long for the
-    /// device's int32 tables.
+    /// The table of `places` on `device`, in int32 whatever the backend's default int type
+    /// ([`ViewPlaces::new`] keeps every value below `i32::MAX`).
     pub fn new(places: &ViewPlaces, device: &B::Device) -> Self {
-        assert!(places.extent() < i32::MAX as usize, "{} weights are more than int32 tables hold", places.extent());
         let ends = places.lens().iter().scan(0, |end, &len| {
             *end += len;
-            Some(*end as i64)
+            Some(*end as i32)
         });
-        let ends: Vec<i64> = ends.collect();
+        let ends: Vec<i32> = ends.collect();
         let shifts = places.starts().iter().zip(&ends).zip(places.lens());
-        let shifts = shifts.map(|((&start, &end), &len)| start as i64 - (end - len as i64)).collect();
-        let int = |values: Vec<i64>| {
+        let shifts = shifts.map(|((&start, &end), &len)| start as i32 - (end - len as i32)).collect();
+        let int = |values: Vec<i32>| {
             let n = values.len();
-            Tensor::<B, 1, Int>::from_data(TensorData::new(values, [n]), device).into_primitive()
+            Tensor::<B, 1, Int>::from_data(TensorData::new(values, [n]), (device, DType::I32)).into_primitive()
         };
         Self { ends: int(ends), shifts: int(shifts), places: places.clone() }
     }
@@ -395,8 +402,9 @@ pub trait Kernels: Backend {
     /// [`Kernels::adam_update_all`] of weights kept as views ([`Kernels::weight_views`]) of
     /// `weights`, the flat f32 buffer laid out as `table` says, in one pass: written in place,
     /// though the views share it (so that the model reads the new weights), as are `copies`,
-    /// the views' buffer of the half-precision copies when one is kept. Every operation asked
-    /// for before reads the weights as they were, every one after as they are. Returns both
+    /// the views' buffer of the half-precision copies when one is kept. Every operation the
+    /// calling thread asked for before reads the weights as they were, every one after as they
+    /// are. Returns both
     /// buffers. The same numbers as [`Kernels::adam_update_all`]. Only on a backend that keeps
     /// views; others panic.
     fn adam_update_views(

@@ -303,8 +303,9 @@ fn the_update_writes_the_half_copies_burns_cast_would<Gpu: WgpuKernels>() {
 /// parameter fills its place), more of them than the launch has units, updated in one launch over
 /// three steps, with and without half-precision copies (themselves views of a second buffer):
 /// every view, made before the updates, reads the same weights (and copies) as the update of each
-/// weight gives, to the bit; the moments and the average are the same; the padding is left as it
-/// was.
+/// weight gives, to the bit, and a read of a view asked for before an update (still queued under
+/// fusion) sees the weights before it, one asked for after, after; the moments and the average
+/// are the same; the padding is left as it was.
 fn the_update_of_weights_kept_as_views_equals_the_update_of_each<Gpu: WgpuKernels>() {
     let gpu = WgpuDevice::default();
     let alignment = Gpu::weight_view_alignment(&gpu).expect("cubecl's backends keep weight views");
@@ -319,8 +320,8 @@ fn the_update_of_weights_kept_as_views_equals_the_update_of_each<Gpu: WgpuKernel
     };
     let copies = [None].into_iter().chain(half_dtypes::<Gpu>(&gpu).into_iter().map(Some));
     for copy in copies {
-        // More weights than the launch has units (so each unit walks on through several
-        // parameters), lengths that fill their places exactly (no padding after them, the last
+        // More weights than the launch has units (so a unit walks on to a later parameter),
+        // lengths that fill their places exactly (no padding after them, the last
         // one ending at the buffer's end) and odd ones.
         let place = (alignment / 2).max(2);
         let sizes: Vec<usize> = [300_000, 1, 4 * place]
@@ -347,7 +348,14 @@ fn the_update_of_weights_kept_as_views_equals_the_update_of_each<Gpu: WgpuKernel
         let (mut each, mut all) = (buffers::<Gpu>(len, &gpu), buffers::<Gpu>(len, &gpu));
         let mut separate: Vec<_> = (0..sizes.len()).map(|i| primitive::<Gpu>(initial(i), &gpu)).collect();
         let mut separate_copies = Vec::new();
+        // Reads of a view asked for just before and just after the second update, read back only
+        // at the end (under fusion they wait in its queue), with what each should see.
+        let doubled = |t: &FloatTensor<Gpu>| Gpu::float_mul_scalar(t.clone(), 2.0.into());
+        let mut queued = Vec::new();
         for time in 1..=3 {
+            if time == 2 {
+                queued.push((doubled(&views[2]), doubled(&separate[2])));
+            }
             let grads = values(len, 10.0 + time as f32);
             each.grads = primitive::<Gpu>(grads.clone(), &gpu);
             all.grads = primitive::<Gpu>(grads, &gpu);
@@ -355,6 +363,12 @@ fn the_update_of_weights_kept_as_views_equals_the_update_of_each<Gpu: WgpuKernel
             let updated = kernels::adam_update_all_copying(separate, &offsets, &mut each, &scale, &step, copy);
             (separate, separate_copies) = (updated.weights, updated.copies);
             (weights, copies) = Gpu::adam_update_views(weights, copies, &table, &mut all, &scale, &step);
+            if time == 2 {
+                queued.push((doubled(&views[2]), doubled(&separate[2])));
+            }
+        }
+        for ((read_view, expected), when) in queued.iter().zip(["before", "after"]) {
+            assert_eq!(read::<Gpu>(read_view), read::<Gpu>(expected), "a read of a view asked for {when} an update");
         }
         let case = format!("copies in {copy:?}");
         for (i, (view, weight)) in views.iter().zip(&separate).enumerate() {

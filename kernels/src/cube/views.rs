@@ -106,9 +106,10 @@ pub(super) fn weight_views<R: CubeRuntime>(
         .collect()
 }
 
-/// Checks what [`adam_views_kernel`] reads and writes without bounds checks (the table itself
-/// is sound by construction, [`ViewPlaces::new`]): f32 gradients, moments (and average) of the
-/// table's length, its int tables of one value a parameter, the scale's one value, and the
+/// Checks what [`adam_views_kernel`] reads and writes without bounds checks (the table's values
+/// are sound by construction: [`ViewPlaces::new`] lays the places out, [`ViewTable::new`] derives
+/// the ends and shifts from them): f32 gradients, moments (and average) of the table's length,
+/// its int32 tables of one value a parameter, the scale's one value, and the
 /// views' buffer (and the copies', f16 or bf16, of its length) of the table's extent. A caller's
 /// mistake, so it panics with what does not fit.
 pub(super) fn check_views_update<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement>(
@@ -128,10 +129,10 @@ pub(super) fn check_views_update<R: RuntimeLibraries, F: FloatElement, I: IntEle
     );
     assert!(f32_of(scale, 1), "the scale is one f32 value");
     let tables = [table.ends(), table.shifts()];
+    let parts = table.places().parts();
     assert!(
-        tables
-            .iter()
-            .all(|t| elements(t) == table.places().parts() && t.dtype == table.ends().dtype && t.dtype.is_int())
+        tables.iter().all(|t| elements(t) == parts && t.dtype == DType::I32),
+        "the tables are {parts} int32 values"
     );
     assert!(
         f32_of(weights, table.places().extent()) && weights.is_contiguous(),
@@ -170,7 +171,8 @@ pub(super) unsafe fn update_views<R: RuntimeLibraries, F: FloatElement, I: IntEl
     // SAFETY: the units read and write the flat buffers below the table's length, which each
     // holds, the scale at 0, the tables below `parts` (the last end is the length, so the walk
     // stops there), and the views' buffers at places inside the table's extent, which they hold
-    // (`check_views_update`; the places are apart, `ViewPlaces::new`); the weights and copies are
+    // (`check_views_update`; the places are apart, `ViewPlaces::new`, and the tables int32 values
+    // below `i32::MAX`, `ViewTable::new`); the weights and copies are
     // written in place through views that only read them outside this launch, the moments and
     // average are uniquely held ([`writable`]) and contiguous, and no two units touch one element.
     unsafe {

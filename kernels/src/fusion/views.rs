@@ -4,6 +4,7 @@
 use std::marker::PhantomData;
 
 use burn::prelude::*;
+use burn::tensor::DType;
 use burn::tensor::ops::{FloatTensor, FloatTensorOps};
 use burn_fusion::stream::Operation;
 use burn_fusion::{Fusion, FusionBackend};
@@ -75,6 +76,34 @@ pub(super) fn register_weight_views<B: FusionBackend + Kernels>(
     register_custom::<B, _>("lerobot_rs_weight_views", vec![flat], outputs, make)
 }
 
+/// The shapes and dtypes the inner update checks before its launch (`cube/views.rs`,
+/// `check_views_update`), checked on the calling thread before the operation is queued, so that
+/// a caller's mistake panics there rather than on fusion's server.
+fn check_before_queueing<B: FusionBackend>(
+    weights: &FloatTensor<Fusion<B>>,
+    copies: Option<&FloatTensor<Fusion<B>>>,
+    table: &ViewTable<Fusion<B>>,
+    flat: &FlatBuffers<Fusion<B>>,
+    scale: &FloatTensor<Fusion<B>>,
+) {
+    let places = table.places();
+    let f32_of = |t: &FloatTensor<Fusion<B>>, len: usize| t.dtype == DType::F32 && t.shape.num_elements() >= len;
+    let buffers = [&flat.grads, &flat.moment_1, &flat.moment_2].into_iter().chain(flat.average.as_ref());
+    assert!(buffers.into_iter().all(|t| f32_of(t, places.len())), "the flat buffers hold {} f32 values", places.len());
+    assert!(f32_of(scale, 1), "the scale is one f32 value");
+    let tables = [table.ends(), table.shifts()];
+    let parts = places.parts();
+    assert!(
+        tables.iter().all(|t| t.shape.num_elements() == parts && t.dtype == DType::I32),
+        "the tables are {parts} int32 values"
+    );
+    assert!(f32_of(weights, places.extent()), "the views' buffer holds {} f32 weights", places.extent());
+    if let Some(copies) = copies {
+        assert!(matches!(copies.dtype, DType::F16 | DType::BF16), "the copies are f16 or bf16");
+        assert_eq!(copies.shape, weights.shape, "the copies' buffer is the weights' length");
+    }
+}
+
 /// [`AdamViewsOp`] registered for one update of weights kept as views.
 pub(super) fn register_adam_views<B: FusionBackend + Kernels>(
     weights: FloatTensor<Fusion<B>>,
@@ -84,6 +113,7 @@ pub(super) fn register_adam_views<B: FusionBackend + Kernels>(
     scale: &FloatTensor<Fusion<B>>,
     step: &AdamStep,
 ) -> (FloatTensor<Fusion<B>>, Option<FloatTensor<Fusion<B>>>) {
+    check_before_queueing::<B>(&weights, copies.as_ref(), table, flat, scale);
     let has_copies = copies.is_some();
     let has_average = flat.average.is_some();
     let like = |t: &FloatTensor<Fusion<B>>| (t.shape.clone(), t.dtype);
@@ -110,10 +140,12 @@ pub(super) fn register_adam_views<B: FusionBackend + Kernels>(
     let places = table.places().clone();
     let make = |desc| AdamViewsOp::<B> { desc, has_copies, has_average, places, step: *step, backend: PhantomData };
     // Fusion orders operations by the tensors they name, and the model reads the weights through
-    // views, tensors this operation does not name: every operation asked for so far (the reads
-    // of the weights as they were among them) goes to the inner backend before the update, and
-    // the update before any asked for after it (the reads of the new weights). The inner backend
-    // runs them in that order.
+    // views, tensors this operation does not name: every operation this thread asked for so far
+    // (the reads of the weights as they were among them) goes to the inner backend before the
+    // update, and the update before any it asks for after (the reads of the new weights). The
+    // inner backend runs them in that order on this thread's stream. (Another thread reading
+    // the views would not be ordered: the trainer runs a device's steps on one thread.) Each
+    // drain waits for fusion to launch what is queued, not for the device.
     let client = scale.client.clone();
     client.sync(|| ());
     let mut results = register_custom::<B, _>("lerobot_rs_adam_views", inputs, outputs, make).into_iter();

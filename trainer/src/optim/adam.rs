@@ -32,7 +32,7 @@ pub struct FlatAdam<B: Backend> {
     /// Where the backend keeps weights as views of one buffer, the byte alignment of their
     /// places ([`Kernels::weight_view_alignment`]).
     view_alignment: Option<usize>,
-    /// The model's weights as views, once a step has bound them.
+    /// The model's weights as views, once bound ([`FlatAdam::bind`], or else the first update).
     views: Option<WeightViews<B>>,
     beta_1: f64,
     beta_2: f64,

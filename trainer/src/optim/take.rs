@@ -59,7 +59,7 @@ pub(super) struct PutWeights<B: Backend> {
 impl<AB: AutodiffBackend<InnerBackend = B>, B: Backend> MapTrainable<AB> for PutWeights<B> {
     fn map<const D: usize>(&mut self, _index: usize, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
         let (id, _placeholder, mapper) = param.consume();
-        let ((shape, require_grad), weights) = self.weights.next().expect("one updated tensor per parameter taken");
+        let ((shape, require_grad), weights) = self.weights.next().expect("one tensor to put back per parameter taken");
         let mut tensor =
             Tensor::<AB, D>::from_inner(Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(weights)).reshape(shape));
         if require_grad {

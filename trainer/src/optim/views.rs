@@ -67,6 +67,7 @@ impl<B: Kernels> WeightViews<B> {
         let device = weights.first().map(Tensor::device).expect("a model with trainable parameters");
         let lens: Vec<usize> = weights.iter().map(|w| w.dims()[0]).collect();
         let places = ViewPlaces::new(&lens, alignment);
+        assert_eq!(places.len(), layout.len(), "every trainable weight of the layout is taken");
         let starts = lens.iter().scan(0, |end, &len| Some(std::mem::replace(end, *end + len)));
         assert!(starts.eq(taken.offsets.iter().copied()), "the layout's ranges are end to end");
         let mut pieces = Vec::with_capacity(2 * weights.len());
@@ -86,7 +87,8 @@ impl<B: Kernels> WeightViews<B> {
         (model, Self { weights, places, ids: taken.ids, table, copies: None })
     }
 
-    /// Keeps the copies' buffer in `dtype` (the update writes every value of it), or none.
+    /// Keeps the copies' buffer in `dtype` (made from the weights, so its padding holds zeros; the
+    /// update writes every weight's copy), or none.
     pub(super) fn keep_copies(&mut self, dtype: Option<FloatDType>) {
         match dtype {
             Some(dtype) if self.copies.as_ref().is_some_and(|copies| copies.dtype == dtype) => {}

@@ -16,7 +16,7 @@ use crate::{Kernels, ViewPlaces};
 /// Every parameter's update in one launch, its weights views of one buffer ([`ViewTable`]): the
 /// units stride over the flat buffers' elements `j < len`, each finding its parameter once (a
 /// binary search of `ends`) and then walking forward with its stride; the weight of element `j`
-/// is `weights[j + shifts[p]]`, updated in place ([`adam_element`]), and with `has_copies`,
+/// is `weights[j + shifts[part]]`, updated in place ([`adam_element`]), and with `has_copies`,
 /// `copies` at the same place is the new weight cast to `H`.
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]

@@ -47,11 +47,33 @@ use crate::{
     portable,
 };
 
-/// The most parameters one launch takes: the kernel is unrolled over them, and each is a
-/// binding or two. Not more: unrolled over all of PushT's parameters at once (four launches of
-/// 64 otherwise), the gather and the update did not finish compiling in 100 s on an H200
-/// (bench/RESULTS.md, "Seventh contact").
+/// The most parameters one launch of the gather (or of the update of weights held tensor by
+/// tensor) takes, unless [`PARTS_PER_LAUNCH_VAR`] says otherwise: the kernel is unrolled over
+/// them, and each is a binding or two. Not more: unrolled over all of PushT's parameters at once
+/// (four launches of 64 otherwise), the gather and the update did not finish compiling in 100 s
+/// on an H200 (bench/RESULTS.md, "Seventh contact").
 pub const MAX_PARTS_PER_LAUNCH: usize = 64;
+
+/// The variable that sets how many parameters a launch takes at most, 1 to 1,024, in place of
+/// [`MAX_PARTS_PER_LAUNCH`]: so that a GPU machine, which has no compiler for a new build, can
+/// time the compilation of wider launches (PushT's 212 gradients gather in two launches at 106).
+pub const PARTS_PER_LAUNCH_VAR: &str = "LEROBOT_RS_PARTS_PER_LAUNCH";
+
+/// The parameters a launch takes at most: [`PARTS_PER_LAUNCH_VAR`] where it is set to a number
+/// from 1 to 1,024 (read once), else [`MAX_PARTS_PER_LAUNCH`].
+fn parts_per_launch() -> usize {
+    static PARTS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PARTS.get_or_init(|| {
+        let Ok(text) = std::env::var(PARTS_PER_LAUNCH_VAR) else { return MAX_PARTS_PER_LAUNCH };
+        match text.parse::<usize>() {
+            Ok(parts @ 1..=1024) => parts,
+            _ => {
+                tracing::warn!("{PARTS_PER_LAUNCH_VAR}={text:?} is not from 1 to 1024: {MAX_PARTS_PER_LAUNCH}");
+                MAX_PARTS_PER_LAUNCH
+            }
+        }
+    })
+}
 
 /// The update's scalars ([`crate::AdamConstants`], the average's weight).
 #[derive(CubeLaunch, CubeType)]
@@ -766,12 +788,12 @@ pub(crate) fn empty_like<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dty
     CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), shape, like.client.empty(bytes), dtype)
 }
 
-/// The parameters of each launch: consecutive runs of at most [`MAX_PARTS_PER_LAUNCH`], fewer
+/// The parameters of each launch: consecutive runs of at most [`parts_per_launch`], fewer
 /// where the device binds fewer buffers to a kernel (`bindings_per_part` each, beside the flat
 /// buffers and cubecl's metadata).
 fn launches<R: CubeRuntime>(client: &ComputeClient<R>, parts: usize, bindings_per_part: usize) -> Vec<Range<usize>> {
     let bindings = client.properties().hardware.max_bindings as usize;
-    let per_launch = (bindings.saturating_sub(8) / bindings_per_part).clamp(1, MAX_PARTS_PER_LAUNCH);
+    let per_launch = (bindings.saturating_sub(8) / bindings_per_part).clamp(1, parts_per_launch());
     (0..parts).step_by(per_launch).map(|first| first..(first + per_launch).min(parts)).collect()
 }
 

@@ -5,9 +5,8 @@
 //! gather, the optimiser update and the weights' views are registered as fusion's custom
 //! operations that run the inner backend's own methods (for cubecl's backends, `cube.rs`: one
 //! launch per GroupNorm, many parameters a launch), so fusion keeps joining the elementwise
-//! chains around them. The other
-//! methods keep their portable versions, whose elementwise chains fusion compiles into few
-//! kernels.
+//! chains around them. The other methods keep their portable versions, whose elementwise chains
+//! fusion compiles into few kernels.
 
 mod views;
 
@@ -605,36 +604,50 @@ fn register_adam<B: FusionBackend + Kernels>(
         return UpdatedWeights { weights, copies: Vec::new() };
     }
     let count = weights.len();
-    let has_average = flat.average.is_some();
-    let like = |t: &FloatTensor<Fusion<B>>| (t.shape.clone(), t.dtype);
-    let mut outputs: Vec<(Shape, DType)> = weights.iter().map(like).collect();
-    outputs.extend([like(&flat.moment_1), like(&flat.moment_2)]);
-    outputs.extend(flat.average.as_ref().map(like));
+    let state = take_state::<B>(flat);
+    let mut outputs: Vec<(Shape, DType)> = weights.iter().chain(&state).map(shape_and_dtype::<B>).collect();
     if let Some(copy) = copy {
         outputs.extend(weights.iter().map(|w| (w.shape.clone(), DType::from(copy))));
     }
-    // The moments and the average leave `flat` for the operation (held once, the inner
-    // update writes them in place) and come back as its outputs.
-    let device = Fusion::<B>::float_device(scale);
+    let mut inputs = weights;
+    inputs.push(flat.grads.clone());
+    inputs.extend(state);
+    inputs.push(scale.clone());
+    let make = |desc| AdamOp::<B> { desc, offsets: offsets.to_vec(), step: *step, copy, backend: PhantomData };
+    let mut results = register_custom::<B, _>("lerobot_rs_adam", inputs, outputs, make).into_iter();
+    let weights = results.by_ref().take(count).collect();
+    put_state::<B>(flat, &mut results);
+    UpdatedWeights { weights, copies: results.collect() }
+}
+
+/// A tensor's shape and dtype: what an operation that writes it in place gives back.
+fn shape_and_dtype<B: FusionBackend>(tensor: &FloatTensor<Fusion<B>>) -> (Shape, DType) {
+    (tensor.shape.clone(), tensor.dtype)
+}
+
+/// The moments and, where one is kept, the average, taken out of `flat` for an update that
+/// writes them in place (so that it holds them once), in that order; empty tensors hold their
+/// places until [`put_state`] puts the update's outputs back.
+fn take_state<B: FusionBackend>(flat: &mut FlatBuffers<Fusion<B>>) -> Vec<FloatTensor<Fusion<B>>> {
     let take = |buffer: &mut FloatTensor<Fusion<B>>| {
+        let device = Fusion::<B>::float_device(buffer);
         let empty = Tensor::<Fusion<B>, 1>::empty([0], &device).into_primitive().tensor();
         std::mem::replace(buffer, empty)
     };
-    let mut inputs = weights;
-    inputs.push(flat.grads.clone());
-    inputs.push(take(&mut flat.moment_1));
-    inputs.push(take(&mut flat.moment_2));
-    if let Some(average) = flat.average.as_mut() {
-        inputs.push(take(average));
+    let mut state = vec![take(&mut flat.moment_1), take(&mut flat.moment_2)];
+    state.extend(flat.average.as_mut().map(take));
+    state
+}
+
+/// The update's new moments and average, the next of `outputs` in [`take_state`]'s order, put
+/// back into `flat`.
+fn put_state<B: FusionBackend>(
+    flat: &mut FlatBuffers<Fusion<B>>,
+    outputs: &mut impl Iterator<Item = FloatTensor<Fusion<B>>>,
+) {
+    flat.moment_1 = outputs.next().expect("moment 1 out");
+    flat.moment_2 = outputs.next().expect("moment 2 out");
+    if flat.average.is_some() {
+        flat.average = Some(outputs.next().expect("the average out"));
     }
-    inputs.push(scale.clone());
-    let make = |desc| AdamOp::<B> { desc, offsets: offsets.to_vec(), step: *step, copy, backend: PhantomData };
-    let mut results = register_custom::<B, _>("lerobot_rs_adam", inputs, outputs, make);
-    let copies = results.split_off(count + 2 + usize::from(has_average));
-    if has_average {
-        flat.average = results.pop();
-    }
-    flat.moment_2 = results.pop().expect("moment 2 out");
-    flat.moment_1 = results.pop().expect("moment 1 out");
-    UpdatedWeights { weights: results, copies }
 }

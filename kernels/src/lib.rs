@@ -17,9 +17,8 @@
 //! moments, the weights' moving average) in which each trainable parameter owns a range
 //! ([`FlatBuffers`]). The weights stay in the model's own tensors (or views of one buffer, as
 //! above); one call updates them all and their ranges of the flat buffers
-//! ([`Kernels::adam_update_all`]); in mixed precision the
-//! same pass writes the half-precision copies the next forward reads
-//! ([`Kernels::adam_update_all_with_copies`]).
+//! ([`Kernels::adam_update_all`]); in mixed precision the same pass writes the half-precision
+//! copies the next forward reads ([`Kernels::adam_update_all_with_copies`]).
 //!
 //! ```
 //! use burn::backend::Flex;
@@ -224,6 +223,43 @@ impl<B: Backend> ViewTable<B> {
         &self.shifts
     }
 
+    /// Checks the buffers an update of these places reads and writes without bounds checks
+    /// ([`Kernels::adam_update_views`]; the table's values are sound by construction:
+    /// [`ViewPlaces::new`] lays the places out, [`ViewTable::new`] derives the ends and shifts
+    /// from them): f32 gradients, moments (and average) of the places' length, this table's int32
+    /// tensors of one value a parameter, the scale's one value, and the views' buffer (and the
+    /// copies', f16 or bf16, of its length) of the places' extent. A caller's mistake, so it
+    /// panics with what does not fit.
+    #[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned", feature = "gpu-fusion"))]
+    pub(crate) fn check_update(
+        &self,
+        weights: &FloatTensor<B>,
+        copies: Option<&FloatTensor<B>>,
+        flat: &FlatBuffers<B>,
+        scale: &FloatTensor<B>,
+    ) {
+        let places = &self.places;
+        let elements = |t: &FloatTensor<B>| t.shape().num_elements();
+        let f32_of = |t: &FloatTensor<B>, len: usize| t.dtype() == DType::F32 && elements(t) >= len;
+        let buffers = [&flat.grads, &flat.moment_1, &flat.moment_2].into_iter().chain(flat.average.as_ref());
+        assert!(
+            buffers.into_iter().all(|t| f32_of(t, places.len())),
+            "the flat buffers hold {} f32 values",
+            places.len()
+        );
+        assert!(f32_of(scale, 1), "the scale is one f32 value");
+        let parts = places.parts();
+        assert!(
+            [&self.ends, &self.shifts].iter().all(|t| t.shape().num_elements() == parts && t.dtype() == DType::I32),
+            "the tables are {parts} int32 values"
+        );
+        assert!(f32_of(weights, places.extent()), "the views' buffer holds {} f32 weights", places.extent());
+        if let Some(copies) = copies {
+            assert!(matches!(copies.dtype(), DType::F16 | DType::BF16), "the copies are f16 or bf16");
+            assert_eq!(elements(copies), elements(weights), "the copies' buffer is the weights' length");
+        }
+    }
+
     /// The table of `places` whose tensors are `ends` and `shifts` (made by [`ViewTable::new`] of
     /// the same places: fusion's custom operation gets them back from its handles).
     #[cfg(feature = "gpu-fusion")]
@@ -404,9 +440,8 @@ pub trait Kernels: Backend {
     /// though the views share it (so that the model reads the new weights), as are `copies`,
     /// the views' buffer of the half-precision copies when one is kept. Every operation the
     /// calling thread asked for before reads the weights as they were, every one after as they
-    /// are. Returns both
-    /// buffers. The same numbers as [`Kernels::adam_update_all`]. Only on a backend that keeps
-    /// views; others panic.
+    /// are. Returns both buffers. The same numbers as [`Kernels::adam_update_all`]. Only on a
+    /// backend that keeps views; others panic.
     fn adam_update_views(
         _weights: FloatTensor<Self>,
         _copies: Option<FloatTensor<Self>>,

@@ -106,12 +106,9 @@ pub(super) fn weight_views<R: CubeRuntime>(
         .collect()
 }
 
-/// Checks what [`adam_views_kernel`] reads and writes without bounds checks (the table's values
-/// are sound by construction: [`ViewPlaces::new`] lays the places out, [`ViewTable::new`] derives
-/// the ends and shifts from them): f32 gradients, moments (and average) of the table's length,
-/// its int32 tables of one value a parameter, the scale's one value, and the
-/// views' buffer (and the copies', f16 or bf16, of its length) of the table's extent. A caller's
-/// mistake, so it panics with what does not fit.
+/// Checks what [`adam_views_kernel`] reads and writes without bounds checks: the buffers
+/// ([`ViewTable::check_update`]), and the weights' and copies' contiguity, which the kernel's
+/// indexing assumes. A caller's mistake, so it panics with what does not fit.
 pub(super) fn check_views_update<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement>(
     weights: &CubeTensor<R>,
     copies: Option<&CubeTensor<R>>,
@@ -119,31 +116,9 @@ pub(super) fn check_views_update<R: RuntimeLibraries, F: FloatElement, I: IntEle
     flat: &FlatBuffers<CubeBackend<R, F, I, BT>>,
     scale: &CubeTensor<R>,
 ) {
-    let elements = |t: &CubeTensor<R>| t.meta.num_elements();
-    let f32_of = |t: &CubeTensor<R>, len: usize| t.dtype == DType::F32 && elements(t) >= len;
-    let buffers = [&flat.grads, &flat.moment_1, &flat.moment_2].into_iter().chain(flat.average.as_ref());
-    assert!(
-        buffers.into_iter().all(|t| f32_of(t, table.places().len())),
-        "the flat buffers hold {} f32 values",
-        table.places().len()
-    );
-    assert!(f32_of(scale, 1), "the scale is one f32 value");
-    let tables = [table.ends(), table.shifts()];
-    let parts = table.places().parts();
-    assert!(
-        tables.iter().all(|t| elements(t) == parts && t.dtype == DType::I32),
-        "the tables are {parts} int32 values"
-    );
-    assert!(
-        f32_of(weights, table.places().extent()) && weights.is_contiguous(),
-        "the views' buffer holds {} contiguous f32 weights",
-        table.places().extent()
-    );
-    if let Some(copies) = copies {
-        assert!(matches!(copies.dtype, DType::F16 | DType::BF16), "the copies are f16 or bf16");
-        assert_eq!(elements(copies), elements(weights), "the copies' buffer is the weights' length");
-        assert!(copies.is_contiguous(), "the copies' buffer is contiguous");
-    }
+    table.check_update(weights, copies, flat, scale);
+    assert!(weights.is_contiguous(), "the views' buffer is contiguous");
+    assert!(copies.is_none_or(CubeTensor::is_contiguous), "the copies' buffer is contiguous");
 }
 
 /// [`Kernels::adam_update_views`] by [`adam_views_kernel`], in one launch.

@@ -4,13 +4,12 @@
 use std::marker::PhantomData;
 
 use burn::prelude::*;
-use burn::tensor::DType;
-use burn::tensor::ops::{FloatTensor, FloatTensorOps};
+use burn::tensor::ops::FloatTensor;
 use burn_fusion::stream::Operation;
 use burn_fusion::{Fusion, FusionBackend};
 use burn_ir::CustomOpIr;
 
-use super::{Handles, inputs_of, register_custom, register_outputs};
+use super::{Handles, inputs_of, put_state, register_custom, register_outputs, shape_and_dtype, take_state};
 use crate::{AdamStep, FlatBuffers, Kernels, ViewPlaces, ViewTable};
 
 /// Views of one buffer ([`Kernels::weight_views`]) as fusion's custom operation: the buffer in, the
@@ -76,34 +75,6 @@ pub(super) fn register_weight_views<B: FusionBackend + Kernels>(
     register_custom::<B, _>("lerobot_rs_weight_views", vec![flat], outputs, make)
 }
 
-/// The shapes and dtypes the inner update checks before its launch (`cube/views.rs`,
-/// `check_views_update`), checked on the calling thread before the operation is queued, so that
-/// a caller's mistake panics there rather than on fusion's server.
-fn check_before_queueing<B: FusionBackend>(
-    weights: &FloatTensor<Fusion<B>>,
-    copies: Option<&FloatTensor<Fusion<B>>>,
-    table: &ViewTable<Fusion<B>>,
-    flat: &FlatBuffers<Fusion<B>>,
-    scale: &FloatTensor<Fusion<B>>,
-) {
-    let places = table.places();
-    let f32_of = |t: &FloatTensor<Fusion<B>>, len: usize| t.dtype == DType::F32 && t.shape.num_elements() >= len;
-    let buffers = [&flat.grads, &flat.moment_1, &flat.moment_2].into_iter().chain(flat.average.as_ref());
-    assert!(buffers.into_iter().all(|t| f32_of(t, places.len())), "the flat buffers hold {} f32 values", places.len());
-    assert!(f32_of(scale, 1), "the scale is one f32 value");
-    let tables = [table.ends(), table.shifts()];
-    let parts = places.parts();
-    assert!(
-        tables.iter().all(|t| t.shape.num_elements() == parts && t.dtype == DType::I32),
-        "the tables are {parts} int32 values"
-    );
-    assert!(f32_of(weights, places.extent()), "the views' buffer holds {} f32 weights", places.extent());
-    if let Some(copies) = copies {
-        assert!(matches!(copies.dtype, DType::F16 | DType::BF16), "the copies are f16 or bf16");
-        assert_eq!(copies.shape, weights.shape, "the copies' buffer is the weights' length");
-    }
-}
-
 /// [`AdamViewsOp`] registered for one update of weights kept as views.
 pub(super) fn register_adam_views<B: FusionBackend + Kernels>(
     weights: FloatTensor<Fusion<B>>,
@@ -113,29 +84,19 @@ pub(super) fn register_adam_views<B: FusionBackend + Kernels>(
     scale: &FloatTensor<Fusion<B>>,
     step: &AdamStep,
 ) -> (FloatTensor<Fusion<B>>, Option<FloatTensor<Fusion<B>>>) {
-    check_before_queueing::<B>(&weights, copies.as_ref(), table, flat, scale);
+    // Checked here too, before the operation is queued (the inner update checks again before
+    // its launch), so that a caller's mistake panics on the caller's thread, not on fusion's.
+    table.check_update(&weights, copies.as_ref(), flat, scale);
     let has_copies = copies.is_some();
     let has_average = flat.average.is_some();
-    let like = |t: &FloatTensor<Fusion<B>>| (t.shape.clone(), t.dtype);
-    let mut outputs = vec![like(&weights)];
-    outputs.extend(copies.as_ref().map(like));
-    outputs.extend([like(&flat.moment_1), like(&flat.moment_2)]);
-    outputs.extend(flat.average.as_ref().map(like));
     // The moments and the average leave `flat` for the operation (held once, the inner update
     // writes them in place) and come back as its outputs, as the weights' and copies' buffers do.
-    let device = Fusion::<B>::float_device(scale);
-    let take = |buffer: &mut FloatTensor<Fusion<B>>| {
-        let empty = Tensor::<Fusion<B>, 1>::empty([0], &device).into_primitive().tensor();
-        std::mem::replace(buffer, empty)
-    };
+    let state = take_state::<B>(flat);
+    let outputs = [&weights].into_iter().chain(&copies).chain(&state).map(shape_and_dtype::<B>).collect();
     let mut inputs = vec![weights];
     inputs.extend(copies);
     inputs.extend([table.ends().clone(), table.shifts().clone(), flat.grads.clone()]);
-    inputs.push(take(&mut flat.moment_1));
-    inputs.push(take(&mut flat.moment_2));
-    if let Some(average) = flat.average.as_mut() {
-        inputs.push(take(average));
-    }
+    inputs.extend(state);
     inputs.push(scale.clone());
     let places = table.places().clone();
     let make = |desc| AdamViewsOp::<B> { desc, has_copies, has_average, places, step: *step, backend: PhantomData };
@@ -152,10 +113,6 @@ pub(super) fn register_adam_views<B: FusionBackend + Kernels>(
     client.sync(|| ());
     let weights = results.next().expect("the weights out");
     let copies = has_copies.then(|| results.next().expect("the copies out"));
-    flat.moment_1 = results.next().expect("moment 1 out");
-    flat.moment_2 = results.next().expect("moment 2 out");
-    if has_average {
-        flat.average = results.next();
-    }
+    put_state::<B>(flat, &mut results);
     (weights, copies)
 }

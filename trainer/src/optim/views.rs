@@ -31,11 +31,9 @@ use super::trainable::map_trainable;
 pub(super) struct WeightViews<B: Backend> {
     /// Every trainable parameter's weights (f32) at an aligned place, zeros between.
     pub(super) weights: FloatTensor<B>,
-    /// Where each parameter's weights sit in `weights`, in the layout's order.
-    places: ViewPlaces,
-    /// The same parameters' ids.
+    /// The same parameters' ids, in the layout's order.
     ids: Vec<ParamId>,
-    /// What the update reads to find each weight in `weights`.
+    /// Where each parameter's weights sit in `weights`, and what the update reads to find them.
     pub(super) table: ViewTable<B>,
     /// The half-precision copies' buffer and its views, laid out as `weights`.
     pub(super) copies: Option<CopyViews<B>>,
@@ -84,7 +82,7 @@ impl<B: Kernels> WeightViews<B> {
         let views = B::weight_views(weights.clone(), &places);
         let put = PutWeights::<B> { weights: taken.places.into_iter().zip(views) };
         let (model, _) = map_trainable(model, put);
-        (model, Self { weights, places, ids: taken.ids, table, copies: None })
+        (model, Self { weights, ids: taken.ids, table, copies: None })
     }
 
     /// Keeps the copies' buffer in `dtype` (made from the weights, so its padding holds zeros; the
@@ -95,7 +93,7 @@ impl<B: Kernels> WeightViews<B> {
             Some(dtype) => {
                 let weights = Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(self.weights.clone()));
                 let buffer = weights.cast(dtype).into_primitive().tensor();
-                let views = B::weight_views(buffer.clone(), &self.places);
+                let views = B::weight_views(buffer.clone(), self.table.places());
                 let views = self.ids.iter().copied().zip(views).collect();
                 self.copies = Some(CopyViews { dtype, buffer, views });
             }

@@ -275,7 +275,7 @@ impl DeviceTask for Task {
             let (grads, clipping) = runner.flatten_and_clip(grads);
             phase(3, started)?;
             let started = Instant::now();
-            runner.update(grads, &clipping, step);
+            runner.update(grads, clipping, step);
             phase(4, started)?;
             times[5] = times[..5].iter().sum();
             if step == 0 {

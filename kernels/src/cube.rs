@@ -7,7 +7,8 @@
 //!   precision the gather casts the half-precision gradients up as it copies them, and the
 //!   update writes the new weights' half-precision copies beside them; where the weights are
 //!   views of one buffer ([`Kernels::weight_views`]), the update is one launch over it
-//!   ([`adam_views_kernel`]);
+//!   ([`adam_views_kernel`]), which can also total the squares the gather left as partial sums
+//!   and compute the clipping factors itself;
 //! - GroupNorm with the activation after it: one launch forward (a cube per group: mean, then
 //!   variance, then the output), two backward (the input's gradient, a cube per group; the
 //!   scale's and shift's, a cube per channel), where burn's operations take about ten launches
@@ -20,10 +21,12 @@
 //! its custom operations (`fusion.rs`).
 //!
 //! A launch of the gather, or of the update of weights held tensor by tensor, takes up to
-//! [`MAX_PARTS_PER_LAUNCH`] parameters, one row of cubes
-//! each (the grid's second axis), as torch's `multi_tensor_apply` hands each block one tensor's
-//! chunk: each unit picks its parameter once, by its cube's row, then strides over that
-//! parameter's elements.
+//! [`MAX_PARTS_PER_LAUNCH`] parameters. The update gives each one row of cubes (the grid's
+//! second axis), as torch's `multi_tensor_apply` hands each block one tensor's chunk: each unit
+//! picks its parameter once, by its cube's row, then strides over that parameter's elements. The
+//! gather has every unit stride over each of its parameters in turn, so that each cube's sum of
+//! squares covers all of them: a launch leaves one partial sum a cube, few enough for every cube
+//! of the views' update to total them.
 //! (The first version gave one unit to each element of the flat range and had it search the
 //! launch's 64 ranges for its own: on an H200 that search, and the gather's decoding of every
 //! position through the shape with 64-bit divisions, held the gather at 20 ms and the update at
@@ -34,7 +37,7 @@ mod views;
 
 use std::ops::Range;
 
-use burn::tensor::ops::{ConvOptions, ConvTransposeOptions, FloatTensor, IntTensor, ModuleOps};
+use burn::tensor::ops::{ConvOptions, ConvTransposeOptions, FloatTensor, FloatTensorOps, IntTensor, ModuleOps};
 use burn::tensor::{DType, FloatDType, Shape, TensorMetadata};
 use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::tensor::CubeTensor;
@@ -43,20 +46,21 @@ use cubecl::CubeDim;
 use cubecl::prelude::*;
 
 use crate::{
-    Activation, AdamStep, FlatBuffers, Kernels, RuntimeLibraries, UpdatedWeights, ViewPlaces, ViewTable, Yuv420Terms,
-    portable,
+    Activation, AdamStep, FlatBuffers, Kernels, PartialSquares, RuntimeLibraries, UpdatedWeights, ViewPlaces,
+    ViewTable, ViewsUpdate, Yuv420Terms, portable,
 };
 
 /// The most parameters one launch of the gather (or of the update of weights held tensor by
 /// tensor) takes, unless [`PARTS_PER_LAUNCH_VAR`] says otherwise: the kernel is unrolled over
 /// them, and each is a binding or two. Not more: unrolled over all of PushT's parameters at once
-/// (four launches of 64 otherwise), the gather and the update did not finish compiling in 100 s
-/// on an H200 (bench/RESULTS.md, "Seventh contact").
+/// (four launches of 53 otherwise), the gather and the update did not finish compiling in 100 s
+/// on an H200 (bench/RESULTS.md, "Seventh contact"); 64 compiled in every contact.
 pub const MAX_PARTS_PER_LAUNCH: usize = 64;
 
 /// The variable that sets how many parameters a launch takes at most, 1 to 1,024, in place of
 /// [`MAX_PARTS_PER_LAUNCH`]: so that a GPU machine, which has no compiler for a new build, can
-/// time the compilation of wider launches (PushT's 212 gradients gather in two launches at 106).
+/// time the compilation of wider launches (PushT's 212 gradients gather in three launches at 71,
+/// in two at 106).
 pub const PARTS_PER_LAUNCH_VAR: &str = "LEROBOT_RS_PARTS_PER_LAUNCH";
 
 /// The parameters a launch takes at most: [`PARTS_PER_LAUNCH_VAR`] where it is set to a number
@@ -101,12 +105,12 @@ fn adam_element<F: Float>(
     moment_1: &mut Tensor<F>,
     moment_2: &mut Tensor<F>,
     average: &mut Tensor<F>,
-    scale: &Tensor<F>,
+    scale: F,
     scalars: &AdamScalars,
     #[comptime] has_weight_decay: bool,
     #[comptime] has_average: bool,
 ) -> F {
-    let mut g = grads[j] * scale[0];
+    let mut g = grads[j] * scale;
     if has_weight_decay {
         g += w * F::cast_from(scalars.weight_decay);
     }
@@ -152,6 +156,7 @@ fn adam_kernel<F: Float, H: Float>(
 ) {
     let count = comptime!(weights.len());
     let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
+    let factor = scale[0];
     #[unroll]
     for t in 0..count {
         if CUBE_POS_Y as usize == t {
@@ -165,7 +170,7 @@ fn adam_kernel<F: Float, H: Float>(
                     moment_1,
                     moment_2,
                     average,
-                    scale,
+                    factor,
                     scalars,
                     has_weight_decay,
                     has_average,
@@ -201,7 +206,7 @@ fn row_major_element<F: Float>(part: &Tensor<F>, i: usize, #[comptime] contiguou
     part[at]
 }
 
-/// Part `t`'s elements `i` (the units of cube row `t`, striding): `flat[start + i]` is its element
+/// A part's elements `i` (every unit of the launch, striding): `flat[start + i]` is its element
 /// `i` in row-major order ([`row_major_element`]), cast from `P` to `F`; returns the sum of the
 /// squares of what this unit copied when `squares` (else zero).
 #[cube]
@@ -227,11 +232,11 @@ fn copy_part<P: Float, F: Float>(
     sum
 }
 
-/// The units of cube row `t` copy part `t` into `flat` from `starts[t]` ([`copy_part`]): the parts
-/// before `strided_from` are contiguous, read straight; the others through their shapes and
-/// strides. With `squares`, each cube also sums the squares of the elements it copied: cube
-/// `(x, y)` writes its sum to `partials[first_partial + y·CUBE_COUNT_X + x]` (without,
-/// `partials` is not touched).
+/// Every unit copies its stride of each part `t` into `flat` from `starts[t]` ([`copy_part`]):
+/// the parts before `strided_from` are contiguous, read straight; the others through their
+/// shapes and strides. With `squares`, each cube also sums the squares of the elements it
+/// copied: cube `x` writes its sum to `partials[first_partial + x]` (without, `partials` is not
+/// touched).
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
 fn gather_kernel<P: Float, F: Float>(
@@ -249,21 +254,17 @@ fn gather_kernel<P: Float, F: Float>(
     let mut sum = F::new(0.0);
     #[unroll]
     for t in 0..strided_from {
-        if CUBE_POS_Y as usize == t {
-            sum += copy_part::<P, F>(&parts[t], starts[t], lens[t], flat, true, squares);
-        }
+        sum += copy_part::<P, F>(&parts[t], starts[t], lens[t], flat, true, squares);
     }
     #[unroll]
     for t in strided_from..count {
-        if CUBE_POS_Y as usize == t {
-            sum += copy_part::<P, F>(&parts[t], starts[t], lens[t], flat, false, squares);
-        }
+        sum += copy_part::<P, F>(&parts[t], starts[t], lens[t], flat, false, squares);
     }
     if squares {
         let mut partial = SharedMemory::<F>::new(UNITS_PER_CUBE as usize);
         let total = cube_sum::<F>(&mut partial, sum);
         if UNIT_POS_X == 0 {
-            partials[first_partial + (CUBE_POS_Y * CUBE_COUNT_X + CUBE_POS_X) as usize] = total;
+            partials[first_partial + CUBE_POS_X as usize] = total;
         }
     }
 }
@@ -316,8 +317,33 @@ fn clip_scalars<R: Runtime>(max_norm: f64, grad_scale: f64) -> ClipScalarsLaunch
     ClipScalarsLaunch::new(max_norm as f32, portable::CLIP_EPSILON as f32, grad_scale as f32)
 }
 
-/// `norm[0]` and `scale[0]` of [`crate::Kernels::clip_factors`] from the gradients' `Σ g²`, with
-/// the composed operations' roundings, in their order; `clips` when `max_norm` is over 0.
+/// The norm of [`crate::Kernels::clip_factors`] from the gradients' `Σ g²`, with the composed
+/// operations' roundings, in their order.
+#[cube]
+fn clip_norm<F: Float>(squares: F, clip: &ClipScalars) -> F {
+    let mut n = F::sqrt(squares);
+    if clip.grad_scale != 1.0 {
+        n /= F::cast_from(clip.grad_scale);
+    }
+    n
+}
+
+/// The scale of [`crate::Kernels::clip_factors`] from the norm `n` ([`clip_norm`]), with the
+/// composed operations' roundings, in their order; `clips` when `max_norm` is over 0.
+#[cube]
+fn clip_scale<F: Float>(n: F, clip: &ClipScalars, #[comptime] clips: bool) -> F {
+    let mut factor = F::new(1.0);
+    if clips {
+        factor = F::min(F::cast_from(clip.max_norm) / (n + F::cast_from(clip.epsilon)), F::new(1.0));
+    }
+    if clip.grad_scale != 1.0 {
+        factor /= F::cast_from(clip.grad_scale);
+    }
+    factor
+}
+
+/// `norm[0]` and `scale[0]` of [`crate::Kernels::clip_factors`] from the gradients' `Σ g²`
+/// ([`clip_norm`], [`clip_scale`]).
 #[cube]
 fn write_clip_factors<F: Float>(
     squares: F,
@@ -326,20 +352,9 @@ fn write_clip_factors<F: Float>(
     clip: &ClipScalars,
     #[comptime] clips: bool,
 ) {
-    let mut n = F::sqrt(squares);
-    let carried = F::cast_from(clip.grad_scale);
-    if clip.grad_scale != 1.0 {
-        n /= carried;
-    }
-    let mut factor = F::new(1.0);
-    if clips {
-        factor = F::min(F::cast_from(clip.max_norm) / (n + F::cast_from(clip.epsilon)), F::new(1.0));
-    }
-    if clip.grad_scale != 1.0 {
-        factor /= carried;
-    }
+    let n = clip_norm::<F>(squares, clip);
     norm[0] = n;
-    scale[0] = factor;
+    scale[0] = clip_scale::<F>(n, clip, clips);
 }
 
 /// One unit writes the clipping factors of `squares[0]` ([`write_clip_factors`]).
@@ -788,162 +803,189 @@ pub(crate) fn empty_like<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dty
     CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), shape, like.client.empty(bytes), dtype)
 }
 
-/// The parameters of each launch: consecutive runs of at most [`parts_per_launch`], fewer
-/// where the device binds fewer buffers to a kernel (`bindings_per_part` each, beside the flat
-/// buffers and cubecl's metadata).
+/// The parameters of each launch: consecutive runs of nearly equal counts, as few as allow at
+/// most [`parts_per_launch`] each, fewer where the device binds fewer buffers to a kernel
+/// (`bindings_per_part` each, beside the flat buffers and cubecl's metadata). Equal runs compile
+/// one kernel where a short last run would compile a second.
 fn launches<R: CubeRuntime>(client: &ComputeClient<R>, parts: usize, bindings_per_part: usize) -> Vec<Range<usize>> {
     let bindings = client.properties().hardware.max_bindings as usize;
-    let per_launch = (bindings.saturating_sub(8) / bindings_per_part).clamp(1, parts_per_launch());
+    let most = (bindings.saturating_sub(8) / bindings_per_part).clamp(1, parts_per_launch());
+    let per_launch = parts.div_ceil(parts.div_ceil(most).max(1)).max(1);
     (0..parts).step_by(per_launch).map(|first| first..(first + per_launch).min(parts)).collect()
 }
 
 /// A part to gather: the tensor, where it starts in the flat buffer, its element count.
 type GatherPart<R> = (CubeTensor<R>, usize, usize);
 
-/// What a gather computes beside the flat buffer, as it copies the parts.
-#[derive(Debug, Clone, Copy)]
-enum GatherTotal {
-    /// Nothing.
-    Nothing,
-    /// The parts' `Σ x²`, a `[1]` tensor.
-    Squares,
-    /// [`Kernels::clip_factors`] of the parts' `Σ x²`: the norm and the scale, each `[1]`.
-    ClipFactors { max_norm: f64, grad_scale: f64 },
+/// Whether [`gather`] takes parts of these element counts and dtypes: some, each f32, or f16 or
+/// bf16 (the gradients of a half-precision forward's weights, cast up as they are copied), some
+/// elements in all (else the portable operations gather them).
+fn gathers_all(parts: &[(usize, DType)]) -> bool {
+    !parts.is_empty() && parts.iter().all(|(_, dtype)| crate::kernel_float(*dtype)) && parts.iter().any(|(n, _)| *n > 0)
 }
 
-/// Whether [`gather`] reads `part`: f32, or f16 or bf16 (the gradients of a half-precision
-/// forward's weights, cast up as they are copied).
-fn gathers<R: CubeRuntime>(part: &CubeTensor<R>) -> bool {
-    crate::kernel_float(part.dtype)
+/// The element count and dtype of each of `parts`.
+fn sizes<R: CubeRuntime>(parts: &[CubeTensor<R>]) -> Vec<(usize, DType)> {
+    parts.iter().map(|p| (p.meta.num_elements(), p.dtype)).collect()
 }
 
-/// `parts` (at least one, each [`gathers`]) laid end to end in one f32 buffer (over `reuse` where
-/// it has their length), by [`gather_kernel`], with what `total` asks, read as they are copied:
-/// each cube's sum of squares, then those sums in one cube ([`sum_kernel`], or [`sum_clip_kernel`]
-/// with the clipping factors), in a fixed order, so that a step repeats to the bit.
+/// The parts of each dtype, by index into `parts` (f32's first, the others as they come), as a
+/// gather launches them: a launch reads parts of one dtype. Parts without elements are left
+/// out: they take no binding (a buffer of no bytes cannot be bound).
+fn dtype_groups(parts: &[(usize, DType)]) -> Vec<(DType, Vec<usize>)> {
+    let mut groups: Vec<(DType, Vec<usize>)> = Vec::new();
+    for (index, &(_, dtype)) in parts.iter().enumerate().filter(|(_, (len, _))| *len > 0) {
+        match groups.iter_mut().find(|(d, _)| *d == dtype) {
+            Some((_, group)) => group.push(index),
+            None => groups.push((dtype, vec![index])),
+        }
+    }
+    groups.sort_by_key(|(dtype, _)| *dtype != DType::F32);
+    groups
+}
+
+/// The cubes of each gather launch of a group whose longest part has `longest` elements: enough
+/// for one element a unit of that part, at most [`MAX_CUBES_PER_GATHER`] (beyond, each unit
+/// strides over several). Every unit strides over every part of its launch, so that each cube's
+/// partial sum of squares covers all of them and a launch leaves as many as it has cubes.
+fn gather_cubes(longest: usize) -> usize {
+    longest.div_ceil(UNITS_PER_CUBE as usize).clamp(1, MAX_CUBES_PER_GATHER)
+}
+
+/// The partial sums of squares a gather of these parts leaves ([`gathers_all`] holds): a cube's
+/// each, in every launch.
+fn partials_len<R: CubeRuntime>(client: &ComputeClient<R>, parts: &[(usize, DType)]) -> usize {
+    dtype_groups(parts)
+        .iter()
+        .map(|(_, group)| {
+            let longest = group.iter().map(|&k| parts[k].0).max().unwrap_or(1);
+            launches(client, group.len(), 1).len() * gather_cubes(longest)
+        })
+        .sum()
+}
+
+/// `parts` (each [`gathers`], [`gathers_all`] of them) laid end to end in one f32 buffer (over
+/// `reuse` where it has their length), by [`gather_kernel`]; with `squares`, also the squares'
+/// partial sums, read as the parts are copied: one per cube of each launch ([`partials_len`]),
+/// each summed in a fixed order, so that their total, taken in a fixed order too, repeats to the
+/// bit.
 fn gather<R: CubeRuntime>(
     parts: Vec<CubeTensor<R>>,
     reuse: Option<CubeTensor<R>>,
-    total: GatherTotal,
-) -> (CubeTensor<R>, Vec<CubeTensor<R>>) {
+    squares: bool,
+) -> (CubeTensor<R>, Option<CubeTensor<R>>) {
     let lens: Vec<usize> = parts.iter().map(|p| p.meta.num_elements()).collect();
     let total_len: usize = lens.iter().sum();
     let flat = match reuse {
         Some(buffer) if buffer.dtype == DType::F32 && buffer.meta.num_elements() == total_len => writable(buffer),
         _ => empty_f32(&parts[0], [total_len].into()),
     };
-    let starts = crate::starts_of(&lens);
-    // Parts without elements take no binding (a buffer of no bytes cannot be bound).
-    let parts: Vec<GatherPart<R>> =
-        parts.into_iter().zip(starts).zip(lens).filter(|(_, n)| *n > 0).map(|((p, s), n)| (p, s, n)).collect();
-    // A launch reads parts of one dtype (f32, or a half-precision forward's gradients), f32
-    // first; the contiguous ones (most gradients), copied straight, before the strided ones (the
-    // order of the squares' partial sums, so of their total's bits).
-    let mut groups: Vec<(DType, Vec<GatherPart<R>>)> = Vec::new();
-    for part in parts {
-        match groups.iter_mut().find(|(dtype, _)| *dtype == part.0.dtype) {
-            Some((_, group)) => group.push(part),
-            None => groups.push((part.0.dtype, vec![part])),
-        }
-    }
-    groups.sort_by_key(|(dtype, _)| *dtype != DType::F32);
-    for (_, group) in &mut groups {
-        group.sort_by_key(|(part, _, _)| !part.is_contiguous());
-    }
     let client = flat.client.clone();
-    let chunks: Vec<(&[GatherPart<R>], DType)> = groups
-        .iter()
-        .flat_map(|(dtype, group)| {
-            launches(&client, group.len(), 1).into_iter().map(move |range| (&group[range], *dtype))
-        })
-        .collect();
-    let cubes = |chunk: &[GatherPart<R>]| {
-        cubes_per_row(&chunk.iter().map(|(_, _, len)| *len).collect::<Vec<_>>()) * chunk.len()
-    };
-    let with_squares = !matches!(total, GatherTotal::Nothing);
-    // One partial sum a cube (without squares, one slot the kernel leaves alone: a buffer of no
-    // bytes cannot be bound, nor `flat` twice).
-    let partials_len: usize = if with_squares { chunks.iter().map(|(chunk, _)| cubes(chunk)).sum() } else { 0 };
+    let sizes: Vec<(usize, DType)> = lens.iter().zip(&parts).map(|(&n, p)| (n, p.dtype)).collect();
+    let starts = crate::starts_of(&lens);
+    let mut parts: Vec<Option<GatherPart<R>>> =
+        parts.into_iter().zip(starts).zip(lens).map(|((p, s), n)| Some((p, s, n))).collect();
+    let partials_len = if squares { partials_len(&client, &sizes) } else { 0 };
+    // Without squares, one slot the kernel leaves alone: a buffer of no bytes cannot be bound,
+    // nor `flat` twice.
     let partials = empty_f32(&flat, [partials_len.max(1)].into());
     let mut first_partial = 0;
-    for (chunk, dtype) in chunks {
-        let lens: Vec<usize> = chunk.iter().map(|(_, _, len)| *len).collect();
-        let (cube_count, cube_dim) = grid(&lens);
-        let strided_from = chunk.iter().take_while(|(part, _, _)| part.is_contiguous()).count();
-        let mut tensors = SequenceArg::new();
-        for (part, _, _) in chunk {
-            tensors.push(part.clone().into_tensor_arg());
+    for (dtype, group) in dtype_groups(&sizes) {
+        let mut group: Vec<GatherPart<R>> =
+            group.into_iter().map(|k| parts[k].take().expect("each part in one group")).collect();
+        // The contiguous ones (most gradients), copied straight, before the strided ones.
+        group.sort_by_key(|(part, _, _)| !part.is_contiguous());
+        let cubes = gather_cubes(group.iter().map(|(_, _, len)| *len).max().unwrap_or(1));
+        for range in launches(&client, group.len(), 1) {
+            let chunk = &group[range];
+            let strided_from = chunk.iter().take_while(|(part, _, _)| part.is_contiguous()).count();
+            let mut tensors = SequenceArg::new();
+            for (part, _, _) in chunk {
+                tensors.push(part.clone().into_tensor_arg());
+            }
+            // SAFETY: every unit writes `flat[starts[t] + i]` for `i` below part `t`'s element
+            // count, within `total_len`, the buffer's length (the parts are laid end to end),
+            // and reads the part at `i` (the contiguous ones, before `strided_from`) or at
+            // `Σ (row-major digit) · stride` over its own shape, within its elements; `flat` is
+            // uniquely held and contiguous. With squares, cube `x` writes
+            // `partials[first_partial + x]`, below `partials_len`: each launch's slots follow the
+            // previous one's, `cubes` of them.
+            unsafe {
+                gather_kernel::launch_unchecked::<R>(
+                    &client,
+                    CubeCount::new_1d(cubes as u32),
+                    CubeDim::new_1d(UNITS_PER_CUBE),
+                    tensors,
+                    chunk.iter().map(|(_, start, _)| *start).collect(),
+                    chunk.iter().map(|(_, _, len)| *len).collect(),
+                    flat.clone().into_tensor_arg(),
+                    partials.clone().into_tensor_arg(),
+                    first_partial,
+                    strided_from,
+                    squares,
+                    [dtype.into(), DType::F32.into()],
+                );
+            }
+            if squares {
+                first_partial += cubes;
+            }
         }
-        // SAFETY: the units of row `t` write `flat[starts[t] + i]` for `i` below part `t`'s
-        // element count, within `total_len`, the buffer's length (the parts are laid end to
-        // end), and read the part at `i` (the contiguous ones, before `strided_from`) or at
-        // `Σ (row-major digit) · stride` over its own shape, within its elements; `flat` is
-        // uniquely held and contiguous. With squares, cube `(x, y)` writes `partials[first_partial
-        // + y·cubes_x + x]`, below `partials_len`: each launch's slots follow the previous one's.
-        unsafe {
-            gather_kernel::launch_unchecked::<R>(
-                &client,
-                cube_count,
-                cube_dim,
-                tensors,
-                chunk.iter().map(|(_, start, _)| *start).collect(),
-                lens.into_iter().collect(),
-                flat.clone().into_tensor_arg(),
-                partials.clone().into_tensor_arg(),
-                first_partial,
-                strided_from,
-                with_squares,
-                [dtype.into(), DType::F32.into()],
-            );
-        }
-        first_partial += cubes(chunk);
     }
-    let one = || empty_f32(&flat, [1].into());
-    let totals = match total {
-        GatherTotal::Nothing => Vec::new(),
-        GatherTotal::Squares => {
-            let squares = one();
-            // SAFETY: one cube reads `partials` below `partials_len`, its length or less, and
-            // writes `squares[0]`, new.
-            unsafe {
-                sum_kernel::launch_unchecked::<R>(
-                    &client,
-                    CubeCount::new_1d(1),
-                    CubeDim::new_1d(UNITS_PER_CUBE),
-                    partials.into_tensor_arg(),
-                    partials_len,
-                    squares.clone().into_tensor_arg(),
-                    DType::F32.into(),
-                );
-            }
-            vec![squares]
-        }
-        GatherTotal::ClipFactors { max_norm, grad_scale } => {
-            let (norm, scale) = (one(), one());
-            // SAFETY: one cube reads `partials` below `partials_len`, its length or less, and
-            // writes `norm[0]` and `scale[0]`, new.
-            unsafe {
-                sum_clip_kernel::launch_unchecked::<R>(
-                    &client,
-                    CubeCount::new_1d(1),
-                    CubeDim::new_1d(UNITS_PER_CUBE),
-                    partials.into_tensor_arg(),
-                    partials_len,
-                    norm.clone().into_tensor_arg(),
-                    scale.clone().into_tensor_arg(),
-                    clip_scalars(max_norm, grad_scale),
-                    max_norm > 0.0,
-                    DType::F32.into(),
-                );
-            }
-            vec![norm, scale]
-        }
-    };
-    (flat, totals)
+    debug_assert_eq!(first_partial, partials_len, "the launches fill the partial sums they were sized for");
+    (flat, squares.then_some(partials))
+}
+
+/// The total of `partials` (1-D f32) in one cube, in a fixed order ([`sum_kernel`]): a `[1]`
+/// tensor.
+fn total<R: CubeRuntime>(partials: CubeTensor<R>) -> CubeTensor<R> {
+    let squares = empty_f32(&partials, [1].into());
+    let len = partials.meta.num_elements();
+    // SAFETY: one cube reads `partials` below its length and writes `squares[0]`, new.
+    unsafe {
+        sum_kernel::launch_unchecked::<R>(
+            &partials.client,
+            CubeCount::new_1d(1),
+            CubeDim::new_1d(UNITS_PER_CUBE),
+            partials.clone().into_tensor_arg(),
+            len,
+            squares.clone().into_tensor_arg(),
+            DType::F32.into(),
+        );
+    }
+    squares
+}
+
+/// The clipping factors ([`Kernels::clip_factors`]) of the total of `partials` (1-D f32), in one
+/// launch of one cube ([`sum_clip_kernel`]): `[norm, scale]`.
+fn clip_partials<R: CubeRuntime>(partials: CubeTensor<R>, max_norm: f64, grad_scale: f64) -> [CubeTensor<R>; 2] {
+    let [norm, scale] = [0, 1].map(|_| empty_f32(&partials, [1].into()));
+    let len = partials.meta.num_elements();
+    // SAFETY: one cube reads `partials` below its length and writes `norm[0]` and `scale[0]`,
+    // new.
+    unsafe {
+        sum_clip_kernel::launch_unchecked::<R>(
+            &partials.client,
+            CubeCount::new_1d(1),
+            CubeDim::new_1d(UNITS_PER_CUBE),
+            partials.clone().into_tensor_arg(),
+            len,
+            norm.clone().into_tensor_arg(),
+            scale.clone().into_tensor_arg(),
+            clip_scalars(max_norm, grad_scale),
+            max_norm > 0.0,
+            DType::F32.into(),
+        );
+    }
+    [norm, scale]
 }
 
 /// The most cubes a part's row has; beyond them, each unit strides over several elements.
 const MAX_CUBES_PER_PART: usize = 1024;
+
+/// The most cubes of a gather's launch: enough to fill a large GPU (1,024 cubes of 256 units), few
+/// enough that totalling their partial sums in every cube of the update costs little
+/// ([`views::update_views`]).
+const MAX_CUBES_PER_GATHER: usize = 1024;
 
 /// Units in a cube, all along x.
 pub(crate) const UNITS_PER_CUBE: u32 = 256;
@@ -1293,10 +1335,10 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Kerne
         reuse: Option<FloatTensor<Self>>,
         device: &Self::Device,
     ) -> FloatTensor<Self> {
-        if parts.is_empty() || !parts.iter().all(gathers) {
+        if !gathers_all(&sizes(&parts)) {
             return portable::concat_flat::<Self>(parts, device);
         }
-        gather(parts, reuse, GatherTotal::Nothing).0
+        gather(parts, reuse, false).0
     }
 
     fn concat_flat_with_squares(
@@ -1304,11 +1346,11 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Kerne
         reuse: Option<FloatTensor<Self>>,
         device: &Self::Device,
     ) -> [FloatTensor<Self>; 2] {
-        if parts.is_empty() || !parts.iter().all(gathers) {
+        if !gathers_all(&sizes(&parts)) {
             return crate::concat_flat_then_squares::<Self>(parts, reuse, device);
         }
-        let (flat, mut totals) = gather(parts, reuse, GatherTotal::Squares);
-        [flat, totals.pop().expect("the squares, asked for")]
+        let (flat, partials) = gather(parts, reuse, true);
+        [flat, total(partials.expect("the partial sums, asked for"))]
     }
 
     fn concat_flat_and_clip(
@@ -1318,12 +1360,43 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Kerne
         max_norm: f64,
         grad_scale: f64,
     ) -> [FloatTensor<Self>; 3] {
-        if parts.is_empty() || !parts.iter().all(gathers) {
+        if !gathers_all(&sizes(&parts)) {
             return crate::concat_flat_then_clip::<Self>(parts, reuse, device, max_norm, grad_scale);
         }
-        let (flat, totals) = gather(parts, reuse, GatherTotal::ClipFactors { max_norm, grad_scale });
-        let [norm, scale] = totals.try_into().unwrap_or_else(|_| unreachable!("the norm and the scale, asked for"));
+        let (flat, partials) = gather(parts, reuse, true);
+        let [norm, scale] = clip_partials(partials.expect("the partial sums, asked for"), max_norm, grad_scale);
         [flat, norm, scale]
+    }
+
+    fn concat_flat_with_partial_squares(
+        parts: Vec<FloatTensor<Self>>,
+        reuse: Option<FloatTensor<Self>>,
+        device: &Self::Device,
+    ) -> [FloatTensor<Self>; 2] {
+        if !gathers_all(&sizes(&parts)) {
+            return crate::concat_flat_then_squares::<Self>(parts, reuse, device);
+        }
+        let (flat, partials) = gather(parts, reuse, true);
+        [flat, partials.expect("the partial sums, asked for")]
+    }
+
+    fn partial_squares_len(parts: &[(usize, DType)], device: &Self::Device) -> usize {
+        if !gathers_all(parts) {
+            return 1;
+        }
+        partials_len(&R::client(device), parts)
+    }
+
+    fn clip_partial_squares(squares: &PartialSquares<Self>) -> [FloatTensor<Self>; 2] {
+        let partials = &squares.partials;
+        if partials.dtype != DType::F32 || partials.meta.num_dims() != 1 || partials.meta.num_elements() == 0 {
+            return portable::clip_factors::<Self>(
+                Self::float_sum(partials.clone()),
+                squares.max_norm,
+                squares.grad_scale,
+            );
+        }
+        clip_partials(into_contiguous(partials.clone()), squares.max_norm, squares.grad_scale)
     }
 
     fn clip_factors(squares: FloatTensor<Self>, max_norm: f64, grad_scale: f64) -> [FloatTensor<Self>; 2] {
@@ -1408,7 +1481,26 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Kerne
     ) -> (FloatTensor<Self>, Option<FloatTensor<Self>>) {
         views::check_views_update(&weights, copies.as_ref(), table, flat, scale);
         // SAFETY: `check_views_update` holds, checked just above.
-        unsafe { views::update_views(weights, copies, table, flat, scale, step) }
+        let (weights, copies, _) =
+            unsafe { views::update_views(weights, copies, table, flat, views::Scaling::Factor(scale), step) };
+        (weights, copies)
+    }
+
+    fn adam_update_views_clipping(
+        weights: FloatTensor<Self>,
+        copies: Option<FloatTensor<Self>>,
+        table: &ViewTable<Self>,
+        flat: &mut FlatBuffers<Self>,
+        squares: &PartialSquares<Self>,
+        step: &AdamStep,
+    ) -> ViewsUpdate<Self> {
+        let PartialSquares { partials, max_norm, grad_scale } = squares;
+        views::check_views_update(&weights, copies.as_ref(), table, flat, partials);
+        let scaling = views::Scaling::Clip { partials, max_norm: *max_norm, grad_scale: *grad_scale };
+        // SAFETY: `check_views_update` holds, checked just above.
+        let (weights, copies, factors) = unsafe { views::update_views(weights, copies, table, flat, scaling, step) };
+        let [norm, scale] = factors.expect("the clipping's factors, asked for");
+        ViewsUpdate { weights, copies, norm, scale }
     }
 }
 

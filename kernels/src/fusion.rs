@@ -23,7 +23,10 @@ use burn_fusion::stream::{Operation, OperationStreams};
 use burn_fusion::{Fusion, FusionBackend, FusionRuntime};
 use burn_ir::{CustomOpIr, HandleContainer, InitOperationIr, OperationIr, OperationOutput, TensorIr};
 
-use crate::{Activation, AdamStep, FlatBuffers, Kernels, UpdatedWeights, ViewPlaces, ViewTable, Yuv420Terms};
+use crate::{
+    Activation, AdamStep, FlatBuffers, Kernels, PartialSquares, UpdatedWeights, ViewPlaces, ViewTable, ViewsUpdate,
+    Yuv420Terms,
+};
 
 /// Which convolution pass a custom operation runs, with its options.
 #[derive(Debug, Clone)]
@@ -241,15 +244,19 @@ enum GatherOutputs {
     Squares,
     /// The clipping factors of its `Σ x²` too (the norm, then the scale).
     ClipFactors { max_norm: f64, grad_scale: f64 },
+    /// Its squares' `len` partial sums too ([`Kernels::concat_flat_with_partial_squares`]).
+    PartialSquares { len: usize },
 }
 
 impl GatherOutputs {
-    /// The custom operation's name, and how many `[1]` outputs follow the flat buffer.
-    fn name_and_totals(self) -> (&'static str, usize) {
+    /// The custom operation's name, and the lengths of the 1-D outputs that follow the flat
+    /// buffer.
+    fn name_and_totals(self) -> (&'static str, Vec<usize>) {
         match self {
-            Self::Flat => ("lerobot_rs_gather", 0),
-            Self::Squares => ("lerobot_rs_gather_squares", 1),
-            Self::ClipFactors { .. } => ("lerobot_rs_gather_clip", 2),
+            Self::Flat => ("lerobot_rs_gather", vec![]),
+            Self::Squares => ("lerobot_rs_gather_squares", vec![1]),
+            Self::ClipFactors { .. } => ("lerobot_rs_gather_clip", vec![1, 1]),
+            Self::PartialSquares { len } => ("lerobot_rs_gather_partial_squares", vec![len]),
         }
     }
 }
@@ -259,8 +266,8 @@ fn gathers_all<B: FusionBackend>(parts: &[FloatTensor<Fusion<B>>]) -> bool {
     !parts.is_empty() && parts.iter().all(|p| crate::kernel_float(p.dtype))
 }
 
-/// `parts` ([`gathers_all`]) registered as one [`GatherOp`]: the flat buffer, then the `[1]`
-/// totals `outputs` names.
+/// `parts` ([`gathers_all`]) registered as one [`GatherOp`]: the flat buffer, then the totals
+/// `outputs` names.
 fn register_gather<B: FusionBackend + Kernels>(
     parts: Vec<FloatTensor<Fusion<B>>>,
     outputs: GatherOutputs,
@@ -268,7 +275,7 @@ fn register_gather<B: FusionBackend + Kernels>(
     let (name, totals) = outputs.name_and_totals();
     let total = parts.iter().map(|p| p.shape.num_elements()).sum::<usize>();
     let mut shapes = vec![(Shape::from(vec![total]), DType::F32)];
-    shapes.extend((0..totals).map(|_| (Shape::from(vec![1]), DType::F32)));
+    shapes.extend(totals.into_iter().map(|len| (Shape::from(vec![len]), DType::F32)));
     let make = |desc| GatherOp::<B> { desc, outputs, backend: PhantomData };
     register_custom::<B, _>(name, parts, shapes, make)
 }
@@ -292,8 +299,32 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for GatherOp<B> {
             GatherOutputs::ClipFactors { max_norm, grad_scale } => {
                 B::concat_flat_and_clip(parts, None, &device, max_norm, grad_scale).into()
             }
+            GatherOutputs::PartialSquares { len } => {
+                let [flat, partials] = B::concat_flat_with_partial_squares(parts, None, &device);
+                assert_eq!(partials.shape().num_elements(), len, "the partial squares the gather was registered with");
+                vec![flat, partials]
+            }
         };
         register_outputs::<B>(&self.desc, handles, outputs);
+    }
+}
+
+/// [`Kernels::clip_partial_squares`] as fusion's custom operation: `[partials]` in, `[norm,
+/// scale]` out.
+#[derive(Debug, Clone)]
+struct ClipPartialsOp<B> {
+    desc: CustomOpIr,
+    max_norm: f64,
+    grad_scale: f64,
+    backend: PhantomData<B>,
+}
+
+impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for ClipPartialsOp<B> {
+    fn execute(&self, handles: &mut Handles<B>) {
+        let [partials] =
+            <[_; 1]>::try_from(inputs_of::<B>(&self.desc, handles)).unwrap_or_else(|_| unreachable!("one input"));
+        let squares = PartialSquares { partials, max_norm: self.max_norm, grad_scale: self.grad_scale };
+        register_outputs::<B>(&self.desc, handles, B::clip_partial_squares(&squares));
     }
 }
 
@@ -373,6 +404,32 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         outputs.try_into().unwrap_or_else(|_| unreachable!("three outputs registered"))
     }
 
+    fn concat_flat_with_partial_squares(
+        parts: Vec<FloatTensor<Self>>,
+        reuse: Option<FloatTensor<Self>>,
+        device: &Self::Device,
+    ) -> [FloatTensor<Self>; 2] {
+        if !gathers_all::<B>(&parts) {
+            return crate::concat_flat_then_squares::<Self>(parts, reuse, device);
+        }
+        drop(reuse);
+        let sizes: Vec<(usize, DType)> = parts.iter().map(|p| (p.shape.num_elements(), p.dtype)).collect();
+        let len = B::partial_squares_len(&sizes, device);
+        let outputs = register_gather::<B>(parts, GatherOutputs::PartialSquares { len });
+        outputs.try_into().unwrap_or_else(|_| unreachable!("two outputs registered"))
+    }
+
+    fn partial_squares_len(parts: &[(usize, DType)], device: &Self::Device) -> usize {
+        B::partial_squares_len(parts, device)
+    }
+
+    fn clip_partial_squares(squares: &PartialSquares<Self>) -> [FloatTensor<Self>; 2] {
+        let PartialSquares { partials, max_norm, grad_scale } = squares.clone();
+        let outputs = vec![(Shape::from(vec![1]), DType::F32); 2];
+        let make = |desc| ClipPartialsOp::<B> { desc, max_norm, grad_scale, backend: PhantomData };
+        register_custom::<B, _>("lerobot_rs_clip_partial_squares", vec![partials], outputs, make).outputs()
+    }
+
     fn adam_update_all(
         weights: Vec<FloatTensor<Self>>,
         offsets: &[usize],
@@ -410,7 +467,23 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         scale: &FloatTensor<Self>,
         step: &AdamStep,
     ) -> (FloatTensor<Self>, Option<FloatTensor<Self>>) {
-        views::register_adam_views::<B>(weights, copies, table, flat, scale, step)
+        let (weights, copies, _) =
+            views::register_adam_views::<B>(weights, copies, table, flat, views::Scaling::Factor(scale), step);
+        (weights, copies)
+    }
+
+    fn adam_update_views_clipping(
+        weights: FloatTensor<Self>,
+        copies: Option<FloatTensor<Self>>,
+        table: &ViewTable<Self>,
+        flat: &mut FlatBuffers<Self>,
+        squares: &PartialSquares<Self>,
+        step: &AdamStep,
+    ) -> ViewsUpdate<Self> {
+        let (weights, copies, factors) =
+            views::register_adam_views::<B>(weights, copies, table, flat, views::Scaling::Clip(squares), step);
+        let [norm, scale] = factors.expect("the clipping's factors, asked for");
+        ViewsUpdate { weights, copies, norm, scale }
     }
 
     fn has_group_norm_kernels() -> bool {

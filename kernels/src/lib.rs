@@ -227,7 +227,8 @@ impl<B: Backend> ViewTable<B> {
     /// ([`Kernels::adam_update_views`]; the table's values are sound by construction:
     /// [`ViewPlaces::new`] lays the places out, [`ViewTable::new`] derives the ends and shifts
     /// from them): f32 gradients, moments (and average) of the places' length, this table's int32
-    /// tensors of one value a parameter, the scale's one value, and the views' buffer (and the
+    /// tensors of one value a parameter, the scale's one value (or the partial squares', one or
+    /// more, [`Kernels::adam_update_views_clipping`]), and the views' buffer (and the
     /// copies', f16 or bf16, of its length) of the places' extent. A caller's mistake, so it
     /// panics with what does not fit.
     #[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned", feature = "gpu-fusion"))]
@@ -247,7 +248,7 @@ impl<B: Backend> ViewTable<B> {
             "the flat buffers hold {} f32 values",
             places.len()
         );
-        assert!(f32_of(scale, 1), "the scale is one f32 value");
+        assert!(f32_of(scale, 1), "the scale (or the partial squares) holds f32 values");
         let parts = places.parts();
         assert!(
             [&self.ends, &self.shifts].iter().all(|t| t.shape().num_elements() == parts && t.dtype() == DType::I32),
@@ -324,6 +325,33 @@ impl<B: Backend> FlatBuffers<B> {
     }
 }
 
+/// The gradients' `Σ g²` as partial sums still to be totalled, with the clipping to apply by it
+/// ([`Kernels::concat_flat_with_partial_squares`]): what [`Kernels::adam_update_views_clipping`]
+/// totals and clips by in its own launch, one launch fewer than the factors first.
+#[derive(Debug, Clone)]
+pub struct PartialSquares<B: Backend> {
+    /// 1-D f32: partial sums of the gradients' squares, whose total, taken in the backend's
+    /// fixed order, is `Σ g²` ([`Kernels::partial_squares_len`] of them).
+    pub partials: FloatTensor<B>,
+    /// The norm to clip to; 0 for none ([`Kernels::clip_factors`]).
+    pub max_norm: f64,
+    /// The factor the gradients carry ([`Kernels::clip_factors`]).
+    pub grad_scale: f64,
+}
+
+/// What [`Kernels::adam_update_views_clipping`] gives back.
+#[derive(Debug)]
+pub struct ViewsUpdate<B: Backend> {
+    /// The views' buffer, written in place.
+    pub weights: FloatTensor<B>,
+    /// The copies' buffer, written in place, where one is kept.
+    pub copies: Option<FloatTensor<B>>,
+    /// The gradients' norm, `[1]` ([`Kernels::clip_factors`]).
+    pub norm: FloatTensor<B>,
+    /// The factor the gradients were multiplied by, `[1]` ([`Kernels::clip_factors`]).
+    pub scale: FloatTensor<B>,
+}
+
 /// The fused operations of a training step, for backend `Self`.
 pub trait Kernels: Backend {
     /// `Σ x²` of a 1-D float tensor, as a `[1]` f32 tensor left on the device.
@@ -375,6 +403,33 @@ pub trait Kernels: Backend {
     /// 0) divided by `grad_scale`. Both `[1]`, left on the device.
     fn clip_factors(squares: FloatTensor<Self>, max_norm: f64, grad_scale: f64) -> [FloatTensor<Self>; 2] {
         portable::clip_factors::<Self>(squares, max_norm, grad_scale)
+    }
+
+    /// [`Kernels::concat_flat_with_squares`] with the squares left as partial sums (1-D f32):
+    /// `[flat, partials]`, for [`Kernels::clip_partial_squares`] or an update that totals them
+    /// itself ([`Kernels::adam_update_views_clipping`]). The GPU backends leave a sum per cube of
+    /// the gather's launches; the default, one.
+    fn concat_flat_with_partial_squares(
+        parts: Vec<FloatTensor<Self>>,
+        reuse: Option<FloatTensor<Self>>,
+        device: &Self::Device,
+    ) -> [FloatTensor<Self>; 2] {
+        Self::concat_flat_with_squares(parts, reuse, device)
+    }
+
+    /// How many partial sums [`Kernels::concat_flat_with_partial_squares`] gives for parts of
+    /// these element counts and dtypes, in order: 1 by default.
+    fn partial_squares_len(parts: &[(usize, DType)], device: &Self::Device) -> usize {
+        let _ = (parts, device);
+        1
+    }
+
+    /// [`Kernels::clip_factors`] of the total of `squares`' partial sums: `[norm, scale]`. The
+    /// GPU backends total and clip in one launch.
+    fn clip_partial_squares(squares: &PartialSquares<Self>) -> [FloatTensor<Self>; 2] {
+        let partials = squares.partials.clone();
+        let total = if partials.shape().num_elements() == 1 { partials } else { Self::float_sum(partials) };
+        Self::clip_factors(total, squares.max_norm, squares.grad_scale)
     }
 
     /// Updates one parameter, `weights` (1-D, f32), whose ranges of `flat` start at `offset`, as
@@ -451,6 +506,24 @@ pub trait Kernels: Backend {
         _step: &AdamStep,
     ) -> (FloatTensor<Self>, Option<FloatTensor<Self>>) {
         panic!("this backend keeps no weight views: Kernels::weight_view_alignment is None")
+    }
+
+    /// [`Kernels::adam_update_views`] by the clipping of `squares` (the gradients' partial
+    /// squares, [`Kernels::concat_flat_with_partial_squares`]): the update totals them and
+    /// computes the factors itself where the backend can (one launch for the clipping's last
+    /// step and the update), else [`Kernels::clip_partial_squares`] first. Returns both
+    /// buffers, and the `[norm, scale]` of [`Kernels::clip_partial_squares`], to the bit.
+    fn adam_update_views_clipping(
+        weights: FloatTensor<Self>,
+        copies: Option<FloatTensor<Self>>,
+        table: &ViewTable<Self>,
+        flat: &mut FlatBuffers<Self>,
+        squares: &PartialSquares<Self>,
+        step: &AdamStep,
+    ) -> ViewsUpdate<Self> {
+        let [norm, scale] = Self::clip_partial_squares(squares);
+        let (weights, copies) = Self::adam_update_views(weights, copies, table, flat, &scale, step);
+        ViewsUpdate { weights, copies, norm, scale }
     }
 
     /// Whether [`Kernels::conv2d_no_bias`] and its gradients are this backend's own

@@ -11,7 +11,9 @@ use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 use burn::prelude::*;
 use burn::tensor::ops::FloatTensor;
 use burn::tensor::{DType, FloatDType, TensorMetadata, TensorPrimitive};
-use kernels::{AdamStep, FlatBuffers, Kernels, MAX_PARTS_PER_LAUNCH, ViewPlaces, ViewTable};
+use kernels::{
+    AdamStep, FlatBuffers, Kernels, MAX_PARTS_PER_LAUNCH, PartialSquares, ViewPlaces, ViewTable, ViewsUpdate,
+};
 
 /// A wgpu backend our kernels serve: each check below runs on cubecl's own (`direct::*`) and,
 /// with `gpu-fusion`, on burn's fusion over it (`fused::*`).
@@ -209,9 +211,21 @@ fn the_gather_equals_the_cpus_for_every_layout<Gpu: WgpuKernels>() {
     let [_, again] = Gpu::concat_flat_with_squares(with_long(&gpu), None, &gpu);
     assert_eq!(read::<Gpu>(&again), sum, "a fixed order: the same sum again");
 
+    // The squares left as partial sums (a cube's each, for an update that totals them itself):
+    // as many as `partial_squares_len` says, the same buffer, their total the sum of squares.
+    let [flat, partials] = Gpu::concat_flat_with_partial_squares(with_long(&gpu), None, &gpu);
+    assert_eq!(read::<Gpu>(&flat), expected, "the buffer gathered with its partial squares");
+    let sizes: Vec<(usize, DType)> = with_long(&gpu).iter().map(|p| (p.shape().num_elements(), p.dtype())).collect();
+    let partial = read::<Gpu>(&partials);
+    assert_eq!(partial.len(), Gpu::partial_squares_len(&sizes, &gpu), "the partial sums' count, told ahead");
+    assert!(partial.len() > 1, "a sum per cube, {} of them", partial.len());
+    let total: f64 = partial.iter().map(|&v| f64::from(v)).sum();
+    assert!((total - exact).abs() <= 1e-5 * exact, "Σ of the partial squares {total} against {exact}");
+
     // Gathered and clipped (the factors computed by the launch that totals the squares): the
-    // same buffer, and to the bit the factors of the same sum in a launch of their own, clipped
-    // or not, with a factor the gradients carry or without.
+    // same buffer, and to the bit the factors of the same sum in a launch of their own, and the
+    // factors of the partial squares, clipped or not, with a factor the gradients carry or
+    // without.
     for (max_norm, grad_scale) in [(1.0, 1.0), (1.0e4, 1.0), (1.0, 3.0 * 1024.0), (0.0, 2.0)] {
         let [flat, norm, scale] = Gpu::concat_flat_and_clip(with_long(&gpu), None, &gpu, max_norm, grad_scale);
         assert_eq!(read::<Gpu>(&flat), expected, "the buffer gathered and clipped");
@@ -219,6 +233,10 @@ fn the_gather_equals_the_cpus_for_every_layout<Gpu: WgpuKernels>() {
         let what = format!("max {max_norm}, carried {grad_scale}");
         assert_eq!(read::<Gpu>(&norm), read::<Gpu>(&apart_norm), "the norm, {what}");
         assert_eq!(read::<Gpu>(&scale), read::<Gpu>(&apart_scale), "the scale, {what}");
+        let squares = PartialSquares { partials: partials.clone(), max_norm, grad_scale };
+        let [partial_norm, partial_scale] = Gpu::clip_partial_squares(&squares);
+        assert_eq!(read::<Gpu>(&partial_norm), read::<Gpu>(&norm), "the norm of the partial squares, {what}");
+        assert_eq!(read::<Gpu>(&partial_scale), read::<Gpu>(&scale), "the scale of the partial squares, {what}");
     }
 }
 
@@ -301,7 +319,8 @@ fn the_update_writes_the_half_copies_burns_cast_would<Gpu: WgpuKernels>() {
 
 /// Weights kept as views of one buffer, at aligned places with padding between (or none, where a
 /// parameter fills its place), more of them than the launch has units, updated in one launch over
-/// three steps, with and without half-precision copies (themselves views of a second buffer):
+/// three steps (the third clipped by partial squares, which the update totals itself), with and
+/// without half-precision copies (themselves views of a second buffer):
 /// every view, made before the updates, reads the same weights (and copies) as the update of each
 /// weight gives, to the bit, and a read of a view asked for before an update (still queued under
 /// fusion) sees the weights before it, one asked for after, after; the moments and the average
@@ -360,9 +379,30 @@ fn the_update_of_weights_kept_as_views_equals_the_update_of_each<Gpu: WgpuKernel
             each.grads = primitive::<Gpu>(grads.clone(), &gpu);
             all.grads = primitive::<Gpu>(grads, &gpu);
             let step = step_of(time);
-            let updated = kernels::adam_update_all_copying(separate, &offsets, &mut each, &scale, &step, copy);
-            (separate, separate_copies) = (updated.weights, updated.copies);
-            (weights, copies) = Gpu::adam_update_views(weights, copies, &table, &mut all, &scale, &step);
+            if time < 3 {
+                let updated = kernels::adam_update_all_copying(separate, &offsets, &mut each, &scale, &step, copy);
+                (separate, separate_copies) = (updated.weights, updated.copies);
+                (weights, copies) = Gpu::adam_update_views(weights, copies, &table, &mut all, &scale, &step);
+            } else {
+                // Clipped by partial squares, more than a cube has units: the update totals them
+                // and clips in its own launch, to the bit as the factors computed apart.
+                let partials: Vec<f32> = values(1_500, 3.0).iter().map(|v| v * v).collect();
+                let squares =
+                    PartialSquares { partials: primitive::<Gpu>(partials, &gpu), max_norm: 0.5, grad_scale: 3.0 };
+                let [norm, scale] = Gpu::clip_partial_squares(&squares);
+                assert!(read::<Gpu>(&scale)[0] < 0.5 / 3.0, "{copy:?}: the partial squares clip");
+                let updated = kernels::adam_update_all_copying(separate, &offsets, &mut each, &scale, &step, copy);
+                (separate, separate_copies) = (updated.weights, updated.copies);
+                let ViewsUpdate { weights: w, copies: c, norm: in_update_norm, scale: in_update_scale } =
+                    Gpu::adam_update_views_clipping(weights, copies, &table, &mut all, &squares, &step);
+                (weights, copies) = (w, c);
+                assert_eq!(read::<Gpu>(&in_update_norm), read::<Gpu>(&norm), "{copy:?}: the norm the update computed");
+                assert_eq!(
+                    read::<Gpu>(&in_update_scale),
+                    read::<Gpu>(&scale),
+                    "{copy:?}: the scale the update computed"
+                );
+            }
             if time == 2 {
                 queued.push((doubled(&views[2]), doubled(&separate[2])));
             }

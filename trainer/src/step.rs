@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::inputs::{InputPipeline, Mode, TrainInputs};
 use crate::model::{DiffusionModel, TrainingNoise};
 use crate::noise::NoiseSchedule;
-use crate::optim::{Clipping, FlatAdam, FlatAdamRecord, FlatLayout, clip_grad_norm, learning_rate};
+use crate::optim::{ClipFactors, Clipping, FlatAdam, FlatAdamRecord, FlatLayout, clip_grad_norm, learning_rate};
 use crate::parallel::Replica;
 use crate::policy_config::DiffusionConfig;
 use crate::precision::{LossScaler, Precision, ScaleUpdate};
@@ -335,12 +335,13 @@ impl<B: TrainingBackend> StepRunner<B> {
     /// over the replicas is the flat `grads`, and the factor that clips it to the configured
     /// norm and undoes the loss scale and the sum.
     pub fn clip(&self, grads: &Tensor<B::InnerBackend, 1>) -> Clipping<B::InnerBackend> {
-        clip_grad_norm(grads, self.config.grad_clip_norm, self.grad_scale())
+        clip_grad_norm(grads, self.config.grad_clip_norm, self.grad_scale()).into()
     }
 
     /// `grads` gathered into the flat buffer and, where they are the step's whole gradient
-    /// ([`StepRunner::gathers_final_gradients`]), their clipping, from their `Σ g²` read in the
-    /// same pass (the clipping factors computed where the squares are summed).
+    /// ([`StepRunner::gathers_final_gradients`]), their clipping, from their squares read in the
+    /// same pass and left as partial sums: the update totals them and clips in its own launch
+    /// where the weights are views of one buffer (else they are totalled first).
     fn flatten_with_clipping(
         &mut self,
         mut grads: GradientsParams,
@@ -351,9 +352,9 @@ impl<B: TrainingBackend> StepRunner<B> {
         let reuse = self.optim.take_spare();
         let model = self.model.as_ref().expect("the model is only taken during an update");
         let (max_norm, grad_scale) = (self.config.grad_clip_norm, self.grad_scale());
-        let (grads, clipping) =
-            self.optim.layout().gather_grads_and_clip(model, &mut grads, reuse, &self.device, max_norm, grad_scale);
-        (grads, Some(clipping))
+        let (grads, squares) =
+            self.optim.layout().gather_grads_with_squares(model, &mut grads, reuse, &self.device, max_norm, grad_scale);
+        (grads, Some(Clipping::Squares(squares)))
     }
 
     /// [`StepRunner::flatten`] then [`StepRunner::clip`]: for a step of one micro-batch on one
@@ -385,13 +386,14 @@ impl<B: TrainingBackend> StepRunner<B> {
     }
 
     /// Applies the flat `grads`, clipped by `clipping`, as optimiser step `step`, and moves the
-    /// EMA in the same pass.
+    /// EMA in the same pass. Returns the learning rate and the clipping's factors (computed by
+    /// the update where `clipping` left them to it).
     pub fn update(
         &mut self,
         grads: Tensor<B::InnerBackend, 1>,
-        clipping: &Clipping<B::InnerBackend>,
+        clipping: Clipping<B::InnerBackend>,
         step: usize,
-    ) -> f64 {
+    ) -> (f64, ClipFactors<B::InnerBackend>) {
         let lr = self.learning_rate(step);
         // The last update's half-precision model goes first: it shares the norm layers' weights,
         // which the CPU's update writes in place only where it holds them alone, and its copies
@@ -404,12 +406,12 @@ impl<B: TrainingBackend> StepRunner<B> {
         // them instead of casting every weight again (and its backward casting every gradient
         // back).
         let copy = (self.precision != Precision::F32).then(|| self.precision.dtype());
-        let (model, copies) = self.optim.step(model, grads, &clipping.scale, lr, average, copy);
+        let (model, copies, factors) = self.optim.step(model, grads, clipping, lr, average, copy);
         if copy.is_some() {
             self.compute = Some(self.precision.model_from_copies(&model, &copies));
         }
         self.model = Some(model);
-        lr
+        (lr, factors)
     }
 
     /// Forward and backward of micro-batch `micro` of optimiser step `step`; its gradients wait
@@ -438,17 +440,23 @@ impl<B: TrainingBackend> StepRunner<B> {
         let mut pending = self.pending.take().expect("accumulate() comes before finish()");
         pending.grads = self.replica.all_reduce_sum(pending.grads)?;
         let clipping = pending.clipping.take().unwrap_or_else(|| self.clip(&pending.grads));
-        let applied = match &mut self.scaler {
+        // With a loss scaler the host reads the norm before the update (an overflow skips it).
+        let (applied, clipping) = match &mut self.scaler {
             Some(scaler) => {
-                let norm: f32 = clipping.norm.clone().into_scalar().elem();
-                scaler.update(norm.is_finite()) == ScaleUpdate::Apply
+                let factors = clipping.factors();
+                let norm: f32 = factors.norm.clone().into_scalar().elem();
+                (scaler.update(norm.is_finite()) == ScaleUpdate::Apply, Clipping::Factors(factors))
             }
-            None => true,
+            None => (true, clipping),
         };
-        let lr = if applied { self.update(pending.grads, &clipping, step) } else { self.learning_rate(step) };
+        let (lr, factors) = if applied {
+            self.update(pending.grads, clipping, step)
+        } else {
+            (self.learning_rate(step), clipping.factors())
+        };
         Ok(StepOutput {
             loss: pending.loss.div_scalar(pending.micro_batches as f64),
-            grad_norm: clipping.norm,
+            grad_norm: factors.norm,
             lr,
             applied,
             loss_scale: self.scaler.map(|s| s.scale),

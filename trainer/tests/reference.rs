@@ -160,7 +160,7 @@ fn the_fused_update_follows_torchs_clipping_and_adam() {
         let (norm, expected) = (clipping.norm.clone().into_scalar(), step["norm"].as_f64().unwrap() as f32);
         assert!((norm - expected).abs() <= 1e-6 * expected, "step {i}: norm {norm} vs torch {expected}");
         clipped += usize::from(expected > 1.0);
-        model = adam.step(model, flat, &clipping.scale, step["lr"].as_f64().unwrap(), None, None).0;
+        model = adam.step(model, flat, clipping.into(), step["lr"].as_f64().unwrap(), None, None).0;
         let ours: Vec<f32> = layout.gather_weights(&model).into_data().to_vec().unwrap();
         let torch: Vec<f32> = step["weights"].as_array().unwrap().iter().map(floats).collect::<Vec<_>>().concat();
         for (a, b) in ours.iter().zip(&torch) {

@@ -10,9 +10,9 @@ use burn::module::{AutodiffModule, Module, Param};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{DType, FloatDType, TensorPrimitive};
-use kernels::Kernels;
+use kernels::{Kernels, PartialSquares};
 use trainer::DiffusionConfig;
-use trainer::optim::{FlatAdam, FlatLayout};
+use trainer::optim::{ClipFactors, Clipping, FlatAdam, FlatLayout};
 
 /// burn's wgpu backend as cubecl gives it.
 type Direct = CubeBackend<WgpuRuntime, f32, i32, u32>;
@@ -84,21 +84,24 @@ impl<AB: AutodiffBackend<InnerBackend: Kernels>> Run<AB> {
         Self { adam: FlatAdam::new(&config, layout, &device), model: Some(model), average, device }
     }
 
-    /// One update from the gradients `grads` (flat), keeping the average and, with `copy`,
-    /// returning the half-precision copies' bytes, by parameter.
-    fn step(&mut self, grads: &[f32], copy: Option<FloatDType>) -> Vec<Vec<u8>> {
+    /// One update from the gradients `grads` (flat), clipped as step `time` is ([`clipping`]),
+    /// keeping the average; returns the half-precision copies' bytes by parameter (with `copy`)
+    /// and the clipping's norm and scale.
+    fn step(&mut self, time: usize, grads: &[f32], copy: Option<FloatDType>) -> (Vec<Vec<u8>>, [f32; 2]) {
         let device = &self.device;
         let grads = Tensor::from_data(TensorData::new(grads.to_vec(), [grads.len()]), device);
-        let scale = Tensor::from_data(TensorData::new(vec![0.37f32], [1]), device);
         let model = self.model.take().unwrap();
-        let (model, copies) = self.adam.step(model, grads, &scale, 1e-3, Some((&mut self.average, 0.25)), copy);
+        let clipping = clipping(time, device);
+        let (model, copies, factors) =
+            self.adam.step(model, grads, clipping, 1e-3, Some((&mut self.average, 0.25)), copy);
+        let factors = [factors.norm, factors.scale].map(|t| t.into_scalar().elem::<f32>());
         let ids = [model.matrix.id, model.one.id, model.kernel.id, model.bias.id];
         self.model = Some(model);
         let bytes = |id| {
             let copy = Tensor::<AB::InnerBackend, 1>::from_primitive(TensorPrimitive::Float(copies[id].clone()));
             copy.into_data().as_bytes().to_vec()
         };
-        if copies.is_empty() { Vec::new() } else { ids.iter().map(bytes).collect() }
+        (if copies.is_empty() { Vec::new() } else { ids.iter().map(bytes).collect() }, factors)
     }
 
     fn weights(&self) -> Vec<Vec<f32>> {
@@ -106,7 +109,22 @@ impl<AB: AutodiffBackend<InnerBackend: Kernels>> Run<AB> {
     }
 }
 
-/// Four updates with an average, the third with f16 copies: the wgpu model's weights (views of
+/// The clipping of step `time`: a factor on odd steps; on even ones, partial squares that the
+/// update totals and clips by itself where the weights are views (`Σ g² = 3.75`, carried twice,
+/// clipped to 0.5: a norm of 0.968 and a scale of 0.258).
+fn clipping<B: Kernels>(time: usize, device: &B::Device) -> Clipping<B> {
+    let tensor = |values: Vec<f32>| Tensor::<B, 1>::from_data(TensorData::new(values.clone(), [values.len()]), device);
+    if time % 2 == 1 {
+        // The update reads the scale alone.
+        ClipFactors { norm: tensor(vec![0.0]), scale: tensor(vec![0.37]) }.into()
+    } else {
+        let partials = tensor(vec![0.5, 1.25, 2.0]).into_primitive().tensor();
+        Clipping::Squares(PartialSquares { partials, max_norm: 0.5, grad_scale: 2.0 })
+    }
+}
+
+/// Four updates with an average, the second and fourth clipped by partial squares (in the
+/// update's own launch on wgpu), the third with f16 copies: the wgpu model's weights (views of
 /// one buffer) equal the CPU's after each to 1e-6, its copies are its weights cast, and a clone
 /// of it bound by another optimiser before the update keeps the weights it had; then the
 /// wgpu model's weights are replaced (as a broadcast from another replica replaces them): after
@@ -124,8 +142,18 @@ fn weights_kept_as_views_are_updated_as_the_cpu_updates_each<Gpu: Kernels<Device
         let before = gpu.weights();
         let clone = gpu.model.clone().unwrap();
         let clone = FlatAdam::new(&DiffusionConfig::new(), FlatLayout::of(&clone), &gpu.device).bind(clone);
-        cpu.step(&grads, copy);
-        let copies = gpu.step(&grads, copy);
+        let (_, cpu_factors) = cpu.step(time, &grads, copy);
+        let (copies, factors) = gpu.step(time, &grads, copy);
+        for (name, ours, theirs) in [("norm", factors[0], cpu_factors[0]), ("scale", factors[1], cpu_factors[1])] {
+            assert!((ours - theirs).abs() <= 1e-6 * theirs.abs(), "step {time}: the {name}, {ours} against {theirs}");
+        }
+        if time % 2 == 0 {
+            let expected = [3.75f32.sqrt() / 2.0, 0.5 / (3.75f32.sqrt() / 2.0 + 1e-6) / 2.0];
+            assert!(
+                factors.iter().zip(expected).all(|(a, b)| (a - b).abs() <= 1e-6 * b),
+                "step {time}: the factors {factors:?} computed by the update, against {expected:?}"
+            );
+        }
         assert_eq!(read(&clone.valid()), before, "step {time}: a clone bound apart keeps its weights");
         let (ours, theirs) = (gpu.weights(), cpu.weights());
         assert!(max_relative(&ours, &theirs) <= 1e-6, "step {time}: the weights");

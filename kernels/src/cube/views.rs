@@ -8,7 +8,12 @@ use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElemen
 use cubecl::CubeDim;
 use cubecl::prelude::*;
 
-use super::{AdamScalars, AdamState, UNITS_PER_CUBE, adam_element, adam_scalars};
+#[cfg(doc)]
+use super::sum_clip_kernel;
+use super::{
+    AdamScalars, AdamState, ClipScalars, UNITS_PER_CUBE, adam_element, adam_scalars, clip_norm, clip_scalars,
+    clip_scale, cube_total, empty_f32,
+};
 use crate::{AdamStep, FlatBuffers, RuntimeLibraries, ViewTable};
 #[cfg(doc)]
 use crate::{Kernels, ViewPlaces};
@@ -18,6 +23,11 @@ use crate::{Kernels, ViewPlaces};
 /// binary search of `ends`) and then walking forward with its stride; the weight of element `j`
 /// is `weights[j + shifts[part]]`, updated in place ([`adam_element`]), and with `has_copies`,
 /// `copies` at the same place is the new weight cast to `H`.
+///
+/// The gradients are multiplied by `scale[0]`, or, with `totals`, by the clipping factor of the
+/// total of `partials[..partials_len]` (the gradients' partial squares), which every cube takes
+/// in the order [`sum_clip_kernel`] does, and unit 0 writes to `scale[0]`, with the norm to
+/// `norm[0]`: the clipping's last launch and the update in one.
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
 fn adam_views_kernel<F: Float, H: Float, I: Int>(
@@ -31,13 +41,30 @@ fn adam_views_kernel<F: Float, H: Float, I: Int>(
     moment_1: &mut Tensor<F>,
     moment_2: &mut Tensor<F>,
     average: &mut Tensor<F>,
-    scale: &Tensor<F>,
+    scale: &mut Tensor<F>,
+    norm: &mut Tensor<F>,
+    partials: &Tensor<F>,
+    partials_len: usize,
+    clip: &ClipScalars,
     scalars: &AdamScalars,
     #[comptime] has_weight_decay: bool,
     #[comptime] has_average: bool,
     #[comptime] has_copies: bool,
+    #[comptime] totals: bool,
+    #[comptime] clips: bool,
     #[define(F, H, I)] _dtypes: [StorageType; 3],
 ) {
+    let factor = if totals {
+        let n = clip_norm::<F>(cube_total::<F>(partials, partials_len), clip);
+        let factor = clip_scale::<F>(n, clip, clips);
+        if ABSOLUTE_POS_X == 0 {
+            norm[0] = n;
+            scale[0] = factor;
+        }
+        factor
+    } else {
+        scale[0]
+    };
     let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
     let mut j = ABSOLUTE_POS_X as usize;
     let mut part = 0;
@@ -62,7 +89,7 @@ fn adam_views_kernel<F: Float, H: Float, I: Int>(
             moment_1,
             moment_2,
             average,
-            scale,
+            factor,
             scalars,
             has_weight_decay,
             has_average,
@@ -121,7 +148,18 @@ pub(super) fn check_views_update<R: RuntimeLibraries, F: FloatElement, I: IntEle
     assert!(copies.is_none_or(CubeTensor::is_contiguous), "the copies' buffer is contiguous");
 }
 
-/// [`Kernels::adam_update_views`] by [`adam_views_kernel`], in one launch.
+/// What an update of views multiplies the gradients by.
+pub(super) enum Scaling<'a, R: CubeRuntime> {
+    /// A `[1]` factor computed before ([`Kernels::adam_update_views`]).
+    Factor(&'a CubeTensor<R>),
+    /// The clipping of the gradients' partial squares (1-D f32), computed in the update's launch
+    /// ([`Kernels::adam_update_views_clipping`]).
+    Clip { partials: &'a CubeTensor<R>, max_norm: f64, grad_scale: f64 },
+}
+
+/// [`Kernels::adam_update_views`] by [`adam_views_kernel`], in one launch; with
+/// [`Scaling::Clip`], [`Kernels::adam_update_views_clipping`], whose `[norm, scale]` it returns
+/// too.
 ///
 /// # Safety
 /// [`check_views_update`] holds: the kernel reads and writes without bounds checks.
@@ -130,12 +168,21 @@ pub(super) unsafe fn update_views<R: RuntimeLibraries, F: FloatElement, I: IntEl
     copies: Option<CubeTensor<R>>,
     table: &ViewTable<CubeBackend<R, F, I, BT>>,
     flat: &mut FlatBuffers<CubeBackend<R, F, I, BT>>,
-    scale: &CubeTensor<R>,
+    scaling: Scaling<'_, R>,
     step: &AdamStep,
-) -> (CubeTensor<R>, Option<CubeTensor<R>>) {
+) -> ViewsUpdated<R> {
     let state = AdamState::take(flat, step);
     let grads = into_contiguous(flat.grads.clone());
-    let scale = into_contiguous(scale.clone());
+    let one = || empty_f32(&grads, [1].into());
+    // Without the clipping, new tensors of one value stand in for the norm and the partial
+    // squares, never read or written (a buffer cannot be bound twice).
+    let (scale, partials, (max_norm, grad_scale), totals) = match scaling {
+        Scaling::Factor(scale) => (into_contiguous(scale.clone()), one(), (0.0, 1.0), false),
+        Scaling::Clip { partials, max_norm, grad_scale } => {
+            (one(), into_contiguous(partials.clone()), (max_norm, grad_scale), true)
+        }
+    };
+    let norm = one();
     let (ends, shifts) = (into_contiguous(table.ends().clone()), into_contiguous(table.shifts().clone()));
     let client = grads.client.clone();
     let cubes = table.places().len().div_ceil(UNITS_PER_CUBE as usize).clamp(1, MAX_CUBES_PER_VIEWS_UPDATE);
@@ -143,13 +190,16 @@ pub(super) unsafe fn update_views<R: RuntimeLibraries, F: FloatElement, I: IntEl
     // only in name (never read or written).
     let copy_dtype = copies.as_ref().map_or(DType::F32, |c| c.dtype);
     let copies_arg = copies.as_ref().unwrap_or(&weights).clone().into_tensor_arg();
+    let partials_len = partials.meta.num_elements();
     // SAFETY: the units read and write the flat buffers below the table's length, which each
-    // holds, the scale at 0, the tables below `parts` (the last end is the length, so the walk
-    // stops there), and the views' buffers at places inside the table's extent, which they hold
-    // (`check_views_update`; the places are apart, `ViewPlaces::new`, and the tables int32 values
-    // below `i32::MAX`, `ViewTable::new`); the weights and copies are
-    // written in place through views that only read them outside this launch, the moments and
-    // average are uniquely held ([`writable`]) and contiguous, and no two units touch one element.
+    // holds, the scale at 0 (or, totalling, the partial squares below their length, and write
+    // the norm and the scale at 0, each new), the tables below `parts` (the last end is the
+    // length, so the walk stops there), and the views' buffers at places inside the table's
+    // extent, which they hold (`check_views_update`; the places are apart, `ViewPlaces::new`,
+    // and the tables int32 values below `i32::MAX`, `ViewTable::new`); the weights and copies
+    // are written in place through views that only read them outside this launch, the moments
+    // and average are uniquely held ([`writable`]) and contiguous, and no two units touch one
+    // element.
     unsafe {
         adam_views_kernel::launch_unchecked::<R>(
             &client,
@@ -165,17 +215,27 @@ pub(super) unsafe fn update_views<R: RuntimeLibraries, F: FloatElement, I: IntEl
             state.moment_1.clone().into_tensor_arg(),
             state.moment_2.clone().into_tensor_arg(),
             state.average.clone().into_tensor_arg(),
-            scale.into_tensor_arg(),
+            scale.clone().into_tensor_arg(),
+            norm.clone().into_tensor_arg(),
+            partials.into_tensor_arg(),
+            partials_len,
+            clip_scalars(max_norm, grad_scale),
             adam_scalars(step),
             step.constants().weight_decay != 0.0,
             state.has_average,
             copies.is_some(),
+            totals,
+            max_norm > 0.0,
             [DType::F32.into(), copy_dtype.into(), ends.dtype.into()],
         );
     }
     state.put_back(flat);
-    (weights, copies)
+    (weights, copies, totals.then_some([norm, scale]))
 }
+
+/// What [`update_views`] gives back: the views' buffer, the copies', and with [`Scaling::Clip`]
+/// the norm and the scale.
+pub(super) type ViewsUpdated<R> = (CubeTensor<R>, Option<CubeTensor<R>>, Option<[CubeTensor<R>; 2]>);
 
 /// The most cubes of [`adam_views_kernel`]'s launch: enough to fill a large GPU (1,024 cubes of
 /// 256 units), few enough that each unit updates many elements for its one search.

@@ -5,15 +5,16 @@ use std::collections::HashMap;
 use burn::module::ParamId;
 use burn::prelude::*;
 use burn::record::Record;
+use burn::tensor::FloatDType;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
-use burn::tensor::{FloatDType, TensorPrimitive};
-use kernels::{AdamStep, FlatBuffers, Kernels, UpdatedWeights};
+use kernels::{AdamStep, FlatBuffers, Kernels, UpdatedWeights, ViewsUpdate};
 
 use super::flat::FlatLayout;
 use super::take::{PutWeights, TakeWeights};
 use super::trainable::map_trainable;
 use super::views::WeightViews;
+use super::{ClipFactors, Clipping, float};
 use crate::error::{Error, Result};
 use crate::policy_config::DiffusionConfig;
 
@@ -85,22 +86,24 @@ impl<B: Kernels> FlatAdam<B> {
         self.time
     }
 
-    /// One update of `model` from its flat gradients `grads` times the `[1]` factor `scale`, at
-    /// learning rate `lr`; with `average = Some((flat, weight))` the moving average of the
-    /// weights is blended in the same pass. With `copy`, also each trainable parameter's new
-    /// weights cast to it (what a half-precision forward reads), written by the same pass where
-    /// the backend can ([`Kernels::adam_update_all_with_copies`], or
-    /// [`Kernels::adam_update_views`] where the weights are views of one buffer,
-    /// [`FlatAdam::bind`]); without, no copies.
+    /// One update of `model` from its flat gradients `grads`, clipped by `clipping`, at learning
+    /// rate `lr`; with `average = Some((flat, weight))` the moving average of the weights is
+    /// blended in the same pass. With `copy`, also each trainable parameter's new weights cast
+    /// to it (what a half-precision forward reads), written by the same pass where the backend
+    /// can ([`Kernels::adam_update_all_with_copies`], or [`Kernels::adam_update_views`] where the
+    /// weights are views of one buffer, [`FlatAdam::bind`]); without, no copies. Returns the
+    /// model, the copies and the clipping's factors (computed by the update's own launch where
+    /// the weights are views and the clipping was left as squares,
+    /// [`Kernels::adam_update_views_clipping`]).
     pub fn step<AB: AutodiffBackend<InnerBackend = B>, M: Module<AB>>(
         &mut self,
         model: M,
         grads: Tensor<B, 1>,
-        scale: &Tensor<B, 1>,
+        clipping: Clipping<B>,
         lr: f64,
         average: Option<(&mut Tensor<B, 1>, f32)>,
         copy: Option<FloatDType>,
-    ) -> (M, WeightCopies<B>) {
+    ) -> (M, WeightCopies<B>, ClipFactors<B>) {
         self.time += 1;
         let (mut average, ema_weight) = match average {
             Some((flat, weight)) => (Some(flat), Some(weight)),
@@ -127,12 +130,16 @@ impl<B: Kernels> FlatAdam<B> {
             moment_2: take(&mut self.moment_2),
             average: average.as_mut().map(|slot| take(slot)),
         };
-        let scale = scale.clone().into_primitive().tensor();
-        let (model, copies) = match self.view_alignment {
+        let (model, copies, factors) = match self.view_alignment {
             Some(alignment) if !self.layout.is_empty() => {
-                self.update_views(model, alignment, &mut flat, &scale, &step, copy)
+                self.update_views(model, alignment, &mut flat, clipping, &step, copy)
             }
-            _ => self.update_each(model, &mut flat, &scale, &step, copy),
+            _ => {
+                let factors = clipping.factors();
+                let scale = factors.scale.clone().into_primitive().tensor();
+                let (model, copies) = self.update_each(model, &mut flat, &scale, &step, copy);
+                (model, copies, factors)
+            }
         };
         let FlatBuffers { grads, moment_1, moment_2, average: updated_average } = flat;
         self.moment_1 = float(moment_1);
@@ -141,27 +148,40 @@ impl<B: Kernels> FlatAdam<B> {
         if let (Some(slot), Some(updated)) = (average, updated_average) {
             *slot = float(updated);
         }
-        (model, copies)
+        (model, copies, factors)
     }
 
     /// The update of weights kept as views of one buffer ([`FlatAdam::bind`], here if not yet),
-    /// written in one pass, as their half-precision copies are.
+    /// written in one pass, as their half-precision copies are; the clipping's factors computed
+    /// in that pass too when they were left as squares.
     fn update_views<AB: AutodiffBackend<InnerBackend = B>, M: Module<AB>>(
         &mut self,
         model: M,
         alignment: usize,
         flat: &mut FlatBuffers<B>,
-        scale: &FloatTensor<B>,
+        clipping: Clipping<B>,
         step: &AdamStep,
         copy: Option<FloatDType>,
-    ) -> (M, WeightCopies<B>) {
+    ) -> (M, WeightCopies<B>, ClipFactors<B>) {
         let (model, mut views) = match self.views.take() {
             Some(views) => (model, views),
             None => WeightViews::bind(model, &self.layout, alignment),
         };
         views.keep_copies(copy);
         let copies = views.copies.as_mut().map(|copies| copies.buffer.clone());
-        let (weights, copies) = B::adam_update_views(views.weights.clone(), copies, &views.table, flat, scale, step);
+        let weights = views.weights.clone();
+        let (weights, copies, factors) = match clipping {
+            Clipping::Factors(factors) => {
+                let scale = factors.scale.clone().into_primitive().tensor();
+                let (weights, copies) = B::adam_update_views(weights, copies, &views.table, flat, &scale, step);
+                (weights, copies, factors)
+            }
+            Clipping::Squares(squares) => {
+                let ViewsUpdate { weights, copies, norm, scale } =
+                    B::adam_update_views_clipping(weights, copies, &views.table, flat, &squares, step);
+                (weights, copies, ClipFactors { norm: float(norm), scale: float(scale) })
+            }
+        };
         views.weights = weights;
         let kept = match (views.copies.as_mut(), copies) {
             (Some(kept), Some(buffer)) => {
@@ -171,7 +191,7 @@ impl<B: Kernels> FlatAdam<B> {
             _ => WeightCopies::<B>::new(),
         };
         self.views = Some(views);
-        (model, kept)
+        (model, kept, factors)
     }
 
     /// The update of weights held tensor by tensor: taken out of the model (so that the update,
@@ -237,8 +257,4 @@ impl<B: Kernels> FlatAdam<B> {
         self.time = record.time;
         Ok(self)
     }
-}
-
-fn float<B: Backend>(primitive: FloatTensor<B>) -> Tensor<B, 1> {
-    Tensor::from_primitive(TensorPrimitive::Float(primitive))
 }

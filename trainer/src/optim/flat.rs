@@ -7,9 +7,8 @@ use burn::prelude::*;
 use burn::tensor::TensorPrimitive;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
-use kernels::Kernels;
+use kernels::{Kernels, PartialSquares};
 
-use super::Clipping;
 use super::trainable::{MapTrainable, VisitTrainable, map_trainable, visit_trainable};
 
 /// Where each trainable parameter of a model lives in a flat buffer, in the model's visiting
@@ -69,10 +68,10 @@ impl FlatLayout {
     }
 
     /// [`FlatLayout::gather_grads`] for a step whose gathered gradients are its whole gradient:
-    /// with their clipping ([`super::clip_grad_norm`]'s, to `max_norm`, of gradients that carry
-    /// `grad_scale`), from their `Σ g²` read as they are gathered
-    /// ([`Kernels::concat_flat_and_clip`]).
-    pub fn gather_grads_and_clip<B: AutodiffBackend<InnerBackend: Kernels>, M: Module<B>>(
+    /// with their squares' partial sums, read as they are gathered
+    /// ([`Kernels::concat_flat_with_partial_squares`]), for the clipping
+    /// ([`super::clip_grad_norm`]'s, to `max_norm`, of gradients that carry `grad_scale`).
+    pub fn gather_grads_with_squares<B: AutodiffBackend<InnerBackend: Kernels>, M: Module<B>>(
         &self,
         model: &M,
         grads: &mut GradientsParams,
@@ -80,12 +79,12 @@ impl FlatLayout {
         device: &B::Device,
         max_norm: f64,
         grad_scale: f64,
-    ) -> (Tensor<B::InnerBackend, 1>, Clipping<B::InnerBackend>) {
+    ) -> (Tensor<B::InnerBackend, 1>, PartialSquares<B::InnerBackend>) {
         let parts = self.grad_parts(model, grads, device);
         let reuse = reuse.map(|t| t.into_primitive().tensor());
-        let [flat, norm, scale] = B::InnerBackend::concat_flat_and_clip(parts, reuse, device, max_norm, grad_scale)
-            .map(|t| Tensor::from_primitive(TensorPrimitive::Float(t)));
-        (flat, Clipping { norm, scale })
+        let [flat, partials] = B::InnerBackend::concat_flat_with_partial_squares(parts, reuse, device);
+        let flat = Tensor::from_primitive(TensorPrimitive::Float(flat));
+        (flat, PartialSquares { partials, max_norm, grad_scale })
     }
 
     /// `model`'s gradients in visiting order, removed from `grads`.

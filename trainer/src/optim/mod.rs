@@ -21,7 +21,8 @@ pub use flat::FlatLayout;
 
 use burn::prelude::*;
 use burn::tensor::TensorPrimitive;
-use kernels::Kernels;
+use burn::tensor::ops::FloatTensor;
+use kernels::{Kernels, PartialSquares};
 
 /// diffusers' `get_cosine_schedule_with_warmup` (0.5 cycles) as a `LambdaLR` on `base`: the
 /// learning rate of the optimiser step that follows `step` earlier ones.
@@ -35,12 +36,43 @@ pub fn learning_rate(base: f64, step: usize, warmup: usize, total: usize) -> f64
 
 /// A flat gradient's global norm and the factor that clips it.
 #[derive(Debug, Clone)]
-pub struct Clipping<B: Backend> {
+pub struct ClipFactors<B: Backend> {
     /// The global L2 norm of the (unscaled) gradients before clipping, `[1]`.
     pub norm: Tensor<B, 1>,
     /// What the flat gradients are multiplied by: the clipping factor divided by the factor
     /// the gradients carry (`grad_scale` of [`clip_grad_norm`]), `[1]`.
     pub scale: Tensor<B, 1>,
+}
+
+/// A flat gradient's clipping, as an update takes it: the factors computed, or the gradients'
+/// squares as partial sums, still to be totalled ([`FlatLayout::gather_grads_with_squares`]);
+/// the update then totals them and clips in its own launch where the weights are views of one
+/// buffer ([`Kernels::adam_update_views_clipping`]), one launch fewer.
+#[derive(Debug, Clone)]
+pub enum Clipping<B: Backend> {
+    /// The norm and the factor, computed.
+    Factors(ClipFactors<B>),
+    /// The gradients' partial squares, and how to clip by them.
+    Squares(PartialSquares<B>),
+}
+
+impl<B: Kernels> Clipping<B> {
+    /// The norm and the factor, computed now if they were left to the update.
+    pub fn factors(self) -> ClipFactors<B> {
+        match self {
+            Self::Factors(factors) => factors,
+            Self::Squares(squares) => {
+                let [norm, scale] = B::clip_partial_squares(&squares).map(float);
+                ClipFactors { norm, scale }
+            }
+        }
+    }
+}
+
+impl<B: Backend> From<ClipFactors<B>> for Clipping<B> {
+    fn from(factors: ClipFactors<B>) -> Self {
+        Self::Factors(factors)
+    }
 }
 
 /// torch's `clip_grad_norm_` on a flat gradient: the global L2 norm (in float32) and, when it
@@ -49,11 +81,15 @@ pub struct Clipping<B: Backend> {
 /// replicas whose gradients were summed. The division is folded into the factor, as
 /// `GradScaler.unscale_` then `clip_grad_norm_` do for the loss scale. Nothing is read back to
 /// the host.
-pub fn clip_grad_norm<B: Kernels>(grads: &Tensor<B, 1>, max_norm: f64, grad_scale: f64) -> Clipping<B> {
+pub fn clip_grad_norm<B: Kernels>(grads: &Tensor<B, 1>, max_norm: f64, grad_scale: f64) -> ClipFactors<B> {
     let squares = B::sum_of_squares(grads.clone().into_primitive().tensor());
-    let [norm, scale] =
-        B::clip_factors(squares, max_norm, grad_scale).map(|t| Tensor::from_primitive(TensorPrimitive::Float(t)));
-    Clipping { norm, scale }
+    let [norm, scale] = B::clip_factors(squares, max_norm, grad_scale).map(float);
+    ClipFactors { norm, scale }
+}
+
+/// A 1-D tensor of a backend's float primitive.
+fn float<B: Backend>(primitive: FloatTensor<B>) -> Tensor<B, 1> {
+    Tensor::from_primitive(TensorPrimitive::Float(primitive))
 }
 
 #[cfg(test)]

@@ -129,7 +129,7 @@ fn the_fused_update_equals_burns_adam_with_torchs_clipping_over_20_steps() {
         let clipping = clip_grad_norm(&flat, max_norm, 1.0);
         let fused_norm: f32 = clipping.norm.clone().into_scalar();
         assert!((fused_norm - norm).abs() <= 1e-6 * norm, "step {step}: norm {fused_norm} vs {norm}");
-        fused = flat_adam.step(fused, flat, &clipping.scale, lr, Some((&mut average, ema_weight)), None).0;
+        fused = flat_adam.step(fused, flat, clipping.into(), lr, Some((&mut average, ema_weight)), None).0;
 
         let worst = close(&weights(&fused.valid()), &weights(&reference.valid()), moved, step + 1);
         assert!(worst <= 1.0, "step {step}: weights differ by {worst} of the tolerance");

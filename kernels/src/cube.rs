@@ -52,15 +52,17 @@ use crate::{
 
 /// The most parameters one launch of the gather (or of the update of weights held tensor by
 /// tensor) takes, unless [`PARTS_PER_LAUNCH_VAR`] says otherwise: the kernel is unrolled over
-/// them, and each is a binding or two. Not more: unrolled over all of PushT's parameters at once
-/// (four launches of 53 otherwise), the gather and the update did not finish compiling in 100 s
-/// on an H200 (bench/RESULTS.md, "Seventh contact"); 64 compiled in every contact.
-pub const MAX_PARTS_PER_LAUNCH: usize = 64;
+/// them, and each is a binding or two. 71 gathers PushT's 212 gradients in three launches, so
+/// that its clipping and update take four. Not many more: unrolled over all of PushT's
+/// parameters at once, the gather and the update did not finish compiling in 100 s on an H200
+/// (bench/RESULTS.md, "Seventh contact"); 64 compiled in every contact, and 71, 11% more code, is
+/// yet to be timed on a GPU.
+pub const MAX_PARTS_PER_LAUNCH: usize = 71;
 
 /// The variable that sets how many parameters a launch takes at most, 1 to 1,024, in place of
 /// [`MAX_PARTS_PER_LAUNCH`]: so that a GPU machine, which has no compiler for a new build, can
-/// time the compilation of wider launches (PushT's 212 gradients gather in three launches at 71,
-/// in two at 106).
+/// time the compilation of other widths (PushT's 212 gradients gather in four launches at 64,
+/// in two at 106), and a user whose first step compiles too long can narrow it.
 pub const PARTS_PER_LAUNCH_VAR: &str = "LEROBOT_RS_PARTS_PER_LAUNCH";
 
 /// The parameters a launch takes at most: [`PARTS_PER_LAUNCH_VAR`] where it is set to a number
@@ -803,15 +805,24 @@ pub(crate) fn empty_like<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dty
     CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), shape, like.client.empty(bytes), dtype)
 }
 
-/// The parameters of each launch: consecutive runs of nearly equal counts, as few as allow at
-/// most [`parts_per_launch`] each, fewer where the device binds fewer buffers to a kernel
-/// (`bindings_per_part` each, beside the flat buffers and cubecl's metadata). Equal runs compile
-/// one kernel where a short last run would compile a second.
+/// The parameters of each launch: consecutive runs, as few as allow at most [`parts_per_launch`]
+/// each (fewer where the device binds fewer buffers to a kernel: `bindings_per_part` each, beside
+/// the flat buffers and cubecl's metadata), their counts within one of each other (PushT's 212 at
+/// 64: four of 53, one kernel to compile where 64, 64, 64 and 20 would be two).
 fn launches<R: CubeRuntime>(client: &ComputeClient<R>, parts: usize, bindings_per_part: usize) -> Vec<Range<usize>> {
     let bindings = client.properties().hardware.max_bindings as usize;
     let most = (bindings.saturating_sub(8) / bindings_per_part).clamp(1, parts_per_launch());
-    let per_launch = parts.div_ceil(parts.div_ceil(most).max(1)).max(1);
-    (0..parts).step_by(per_launch).map(|first| first..(first + per_launch).min(parts)).collect()
+    let count = parts.div_ceil(most);
+    // The first `parts % count` runs take one more.
+    let (base, extra) = (parts / count.max(1), parts % count.max(1));
+    let mut first = 0;
+    (0..count)
+        .map(|k| {
+            let run = first..first + base + usize::from(k < extra);
+            first = run.end;
+            run
+        })
+        .collect()
 }
 
 /// A part to gather: the tensor, where it starts in the flat buffer, its element count.

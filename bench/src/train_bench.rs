@@ -270,7 +270,8 @@ impl DeviceTask for Task {
             let started = Instant::now();
             let grads = runner.gradients(&loss);
             phase(2, started)?;
-            // Clipping: the gradients gathered into the flat buffer, and its norm.
+            // Clipping: the gradients gathered into the flat buffer, with their squares (the norm
+            // and the factors follow here, or, where the weights are views, in the update).
             let started = Instant::now();
             let (grads, clipping) = runner.flatten_and_clip(grads);
             phase(3, started)?;

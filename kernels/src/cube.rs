@@ -33,6 +33,7 @@
 //! 9 ms for PushT's 263 million parameters, against 0.5 and 1.7 ms of memory traffic.)
 #![expect(unsafe_code, reason = "cubecl launches a kernel without bounds checks only through unsafe")]
 
+mod gather;
 mod views;
 
 use std::ops::Range;
@@ -45,6 +46,7 @@ use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElemen
 use cubecl::CubeDim;
 use cubecl::prelude::*;
 
+use self::gather::{clip_partials, gather, gathers_all, partials_len, sizes, total};
 use crate::{
     Activation, AdamStep, FlatBuffers, Kernels, PartialSquares, RuntimeLibraries, UpdatedWeights, ViewPlaces,
     ViewTable, ViewsUpdate, Yuv420Terms, portable,
@@ -53,7 +55,8 @@ use crate::{
 /// The most parameters one launch of the gather (or of the update of weights held tensor by
 /// tensor) takes, unless [`PARTS_PER_LAUNCH_VAR`] says otherwise: the kernel is unrolled over
 /// them, and each is a binding or two. 71 gathers PushT's 212 gradients in three launches, so
-/// that its clipping and update take four. Not many more: unrolled over all of PushT's
+/// that its clipping and update take four in f32 (in half precision the norms' 90 f32 gradients
+/// and the 122 others gather apart, in two launches each). Not many more: unrolled over all of PushT's
 /// parameters at once, the gather and the update did not finish compiling in 100 s on an H200
 /// (bench/RESULTS.md, "Seventh contact"); 64 compiled in every contact, and 71, 11% more code, is
 /// yet to be timed on a GPU.
@@ -189,91 +192,10 @@ fn adam_kernel<F: Float, H: Float>(
     }
 }
 
-/// Element `i`, in row-major order, of `part`: read straight where `contiguous`, else through
-/// its shape and strides (burn's gradients may be permuted views).
-#[cube]
-fn row_major_element<F: Float>(part: &Tensor<F>, i: usize, #[comptime] contiguous: bool) -> F {
-    let mut at = i;
-    if !contiguous {
-        let rank = part.rank();
-        let mut rest = i;
-        at = 0;
-        for k in 0..rank {
-            let dim = rank - 1 - k;
-            let size = part.shape(dim);
-            at += (rest % size) * part.stride(dim);
-            rest /= size;
-        }
-    }
-    part[at]
-}
-
-/// A part's elements `i` (every unit of the launch, striding): `flat[start + i]` is its element
-/// `i` in row-major order ([`row_major_element`]), cast from `P` to `F`; returns the sum of the
-/// squares of what this unit copied when `squares` (else zero).
-#[cube]
-fn copy_part<P: Float, F: Float>(
-    part: &Tensor<P>,
-    start: usize,
-    len: usize,
-    flat: &mut Tensor<F>,
-    #[comptime] contiguous: bool,
-    #[comptime] squares: bool,
-) -> F {
-    let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
-    let mut sum = F::new(0.0);
-    let mut i = ABSOLUTE_POS_X as usize;
-    while i < len {
-        let value = F::cast_from(row_major_element::<P>(part, i, contiguous));
-        flat[start + i] = value;
-        if squares {
-            sum += value * value;
-        }
-        i += stride;
-    }
-    sum
-}
-
-/// Every unit copies its stride of each part `t` into `flat` from `starts[t]` ([`copy_part`]):
-/// the parts before `strided_from` are contiguous, read straight; the others through their
-/// shapes and strides. With `squares`, each cube also sums the squares of the elements it
-/// copied: cube `x` writes its sum to `partials[first_partial + x]` (without, `partials` is not
-/// touched).
-#[cube(launch_unchecked)]
-#[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
-fn gather_kernel<P: Float, F: Float>(
-    parts: &Sequence<Tensor<P>>,
-    starts: Sequence<usize>,
-    lens: Sequence<usize>,
-    flat: &mut Tensor<F>,
-    partials: &mut Tensor<F>,
-    first_partial: usize,
-    #[comptime] strided_from: usize,
-    #[comptime] squares: bool,
-    #[define(P, F)] _dtypes: [StorageType; 2],
-) {
-    let count = comptime!(parts.len());
-    let mut sum = F::new(0.0);
-    #[unroll]
-    for t in 0..strided_from {
-        sum += copy_part::<P, F>(&parts[t], starts[t], lens[t], flat, true, squares);
-    }
-    #[unroll]
-    for t in strided_from..count {
-        sum += copy_part::<P, F>(&parts[t], starts[t], lens[t], flat, false, squares);
-    }
-    if squares {
-        let mut partial = SharedMemory::<F>::new(UNITS_PER_CUBE as usize);
-        let total = cube_sum::<F>(&mut partial, sum);
-        if UNIT_POS_X == 0 {
-            partials[first_partial + CUBE_POS_X as usize] = total;
-        }
-    }
-}
-
 /// The sum of `values[..len]` in one cube, each unit a stride of them, in a fixed order,
 /// returned to every unit. A unit keeps four sums, so that four of its loads are in flight at
-/// once: with one, the H200 waited on each load in turn, 318 µs for PushT's 217,000 partial sums.
+/// once: with one, the H200 waited on each load in turn, 318 µs for the 217,000 partial sums
+/// PushT's gather left when it gave each parameter its own row of cubes.
 #[cube]
 fn cube_total<F: Float>(values: &Tensor<F>, len: usize) -> F {
     let stride = CUBE_DIM_X as usize;
@@ -805,198 +727,22 @@ pub(crate) fn empty_like<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dty
     CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), shape, like.client.empty(bytes), dtype)
 }
 
-/// The parameters of each launch: consecutive runs, as few as allow at most [`parts_per_launch`]
-/// each (fewer where the device binds fewer buffers to a kernel: `bindings_per_part` each, beside
-/// the flat buffers and cubecl's metadata), their counts within one of each other (PushT's 212 at
-/// 64: four of 53, one kernel to compile where 64, 64, 64 and 20 would be two).
+/// The parameters of each launch: [`crate::even_runs`] of at most [`parts_per_launch`] (fewer
+/// where the device binds fewer buffers to a kernel: `bindings_per_part` each, beside the flat
+/// buffers and cubecl's metadata).
 fn launches<R: CubeRuntime>(client: &ComputeClient<R>, parts: usize, bindings_per_part: usize) -> Vec<Range<usize>> {
     let bindings = client.properties().hardware.max_bindings as usize;
-    let most = (bindings.saturating_sub(8) / bindings_per_part).clamp(1, parts_per_launch());
-    let count = parts.div_ceil(most);
-    // The first `parts % count` runs take one more.
-    let (base, extra) = (parts / count.max(1), parts % count.max(1));
-    let mut first = 0;
-    (0..count)
-        .map(|k| {
-            let run = first..first + base + usize::from(k < extra);
-            first = run.end;
-            run
-        })
-        .collect()
-}
-
-/// A part to gather: the tensor, where it starts in the flat buffer, its element count.
-type GatherPart<R> = (CubeTensor<R>, usize, usize);
-
-/// Whether [`gather`] takes parts of these element counts and dtypes: some, each f32, or f16 or
-/// bf16 (the gradients of a half-precision forward's weights, cast up as they are copied), some
-/// elements in all (else the portable operations gather them).
-fn gathers_all(parts: &[(usize, DType)]) -> bool {
-    !parts.is_empty() && parts.iter().all(|(_, dtype)| crate::kernel_float(*dtype)) && parts.iter().any(|(n, _)| *n > 0)
-}
-
-/// The element count and dtype of each of `parts`.
-fn sizes<R: CubeRuntime>(parts: &[CubeTensor<R>]) -> Vec<(usize, DType)> {
-    parts.iter().map(|p| (p.meta.num_elements(), p.dtype)).collect()
-}
-
-/// The parts of each dtype, by index into `parts` (f32's first, the others as they come), as a
-/// gather launches them: a launch reads parts of one dtype. Parts without elements are left
-/// out: they take no binding (a buffer of no bytes cannot be bound).
-fn dtype_groups(parts: &[(usize, DType)]) -> Vec<(DType, Vec<usize>)> {
-    let mut groups: Vec<(DType, Vec<usize>)> = Vec::new();
-    for (index, &(_, dtype)) in parts.iter().enumerate().filter(|(_, (len, _))| *len > 0) {
-        match groups.iter_mut().find(|(d, _)| *d == dtype) {
-            Some((_, group)) => group.push(index),
-            None => groups.push((dtype, vec![index])),
-        }
-    }
-    groups.sort_by_key(|(dtype, _)| *dtype != DType::F32);
-    groups
-}
-
-/// The cubes of each gather launch of a group whose longest part has `longest` elements: enough
-/// for one element a unit of that part, at most [`MAX_CUBES_PER_GATHER`] (beyond, each unit
-/// strides over several). Every unit strides over every part of its launch, so that each cube's
-/// partial sum of squares covers all of them and a launch leaves as many as it has cubes.
-fn gather_cubes(longest: usize) -> usize {
-    longest.div_ceil(UNITS_PER_CUBE as usize).clamp(1, MAX_CUBES_PER_GATHER)
-}
-
-/// The partial sums of squares a gather of these parts leaves ([`gathers_all`] holds): a cube's
-/// each, in every launch.
-fn partials_len<R: CubeRuntime>(client: &ComputeClient<R>, parts: &[(usize, DType)]) -> usize {
-    dtype_groups(parts)
-        .iter()
-        .map(|(_, group)| {
-            let longest = group.iter().map(|&k| parts[k].0).max().unwrap_or(1);
-            launches(client, group.len(), 1).len() * gather_cubes(longest)
-        })
-        .sum()
-}
-
-/// `parts` (each [`gathers`], [`gathers_all`] of them) laid end to end in one f32 buffer (over
-/// `reuse` where it has their length), by [`gather_kernel`]; with `squares`, also the squares'
-/// partial sums, read as the parts are copied: one per cube of each launch ([`partials_len`]),
-/// each summed in a fixed order, so that their total, taken in a fixed order too, repeats to the
-/// bit.
-fn gather<R: CubeRuntime>(
-    parts: Vec<CubeTensor<R>>,
-    reuse: Option<CubeTensor<R>>,
-    squares: bool,
-) -> (CubeTensor<R>, Option<CubeTensor<R>>) {
-    let lens: Vec<usize> = parts.iter().map(|p| p.meta.num_elements()).collect();
-    let total_len: usize = lens.iter().sum();
-    let flat = match reuse {
-        Some(buffer) if buffer.dtype == DType::F32 && buffer.meta.num_elements() == total_len => writable(buffer),
-        _ => empty_f32(&parts[0], [total_len].into()),
-    };
-    let client = flat.client.clone();
-    let sizes: Vec<(usize, DType)> = lens.iter().zip(&parts).map(|(&n, p)| (n, p.dtype)).collect();
-    let starts = crate::starts_of(&lens);
-    let mut parts: Vec<Option<GatherPart<R>>> =
-        parts.into_iter().zip(starts).zip(lens).map(|((p, s), n)| Some((p, s, n))).collect();
-    let partials_len = if squares { partials_len(&client, &sizes) } else { 0 };
-    // Without squares, one slot the kernel leaves alone: a buffer of no bytes cannot be bound,
-    // nor `flat` twice.
-    let partials = empty_f32(&flat, [partials_len.max(1)].into());
-    let mut first_partial = 0;
-    for (dtype, group) in dtype_groups(&sizes) {
-        let mut group: Vec<GatherPart<R>> =
-            group.into_iter().map(|k| parts[k].take().expect("each part in one group")).collect();
-        // The contiguous ones (most gradients), copied straight, before the strided ones.
-        group.sort_by_key(|(part, _, _)| !part.is_contiguous());
-        let cubes = gather_cubes(group.iter().map(|(_, _, len)| *len).max().unwrap_or(1));
-        for range in launches(&client, group.len(), 1) {
-            let chunk = &group[range];
-            let strided_from = chunk.iter().take_while(|(part, _, _)| part.is_contiguous()).count();
-            let mut tensors = SequenceArg::new();
-            for (part, _, _) in chunk {
-                tensors.push(part.clone().into_tensor_arg());
-            }
-            // SAFETY: every unit writes `flat[starts[t] + i]` for `i` below part `t`'s element
-            // count, within `total_len`, the buffer's length (the parts are laid end to end),
-            // and reads the part at `i` (the contiguous ones, before `strided_from`) or at
-            // `Σ (row-major digit) · stride` over its own shape, within its elements; `flat` is
-            // uniquely held and contiguous. With squares, cube `x` writes
-            // `partials[first_partial + x]`, below `partials_len`: each launch's slots follow the
-            // previous one's, `cubes` of them.
-            unsafe {
-                gather_kernel::launch_unchecked::<R>(
-                    &client,
-                    CubeCount::new_1d(cubes as u32),
-                    CubeDim::new_1d(UNITS_PER_CUBE),
-                    tensors,
-                    chunk.iter().map(|(_, start, _)| *start).collect(),
-                    chunk.iter().map(|(_, _, len)| *len).collect(),
-                    flat.clone().into_tensor_arg(),
-                    partials.clone().into_tensor_arg(),
-                    first_partial,
-                    strided_from,
-                    squares,
-                    [dtype.into(), DType::F32.into()],
-                );
-            }
-            if squares {
-                first_partial += cubes;
-            }
-        }
-    }
-    debug_assert_eq!(first_partial, partials_len, "the launches fill the partial sums they were sized for");
-    (flat, squares.then_some(partials))
-}
-
-/// The total of `partials` (1-D f32) in one cube, in a fixed order ([`sum_kernel`]): a `[1]`
-/// tensor.
-fn total<R: CubeRuntime>(partials: CubeTensor<R>) -> CubeTensor<R> {
-    let squares = empty_f32(&partials, [1].into());
-    let len = partials.meta.num_elements();
-    // SAFETY: one cube reads `partials` below its length and writes `squares[0]`, new.
-    unsafe {
-        sum_kernel::launch_unchecked::<R>(
-            &partials.client,
-            CubeCount::new_1d(1),
-            CubeDim::new_1d(UNITS_PER_CUBE),
-            partials.clone().into_tensor_arg(),
-            len,
-            squares.clone().into_tensor_arg(),
-            DType::F32.into(),
-        );
-    }
-    squares
-}
-
-/// The clipping factors ([`Kernels::clip_factors`]) of the total of `partials` (1-D f32), in one
-/// launch of one cube ([`sum_clip_kernel`]): `[norm, scale]`.
-fn clip_partials<R: CubeRuntime>(partials: CubeTensor<R>, max_norm: f64, grad_scale: f64) -> [CubeTensor<R>; 2] {
-    let [norm, scale] = [0, 1].map(|_| empty_f32(&partials, [1].into()));
-    let len = partials.meta.num_elements();
-    // SAFETY: one cube reads `partials` below its length and writes `norm[0]` and `scale[0]`,
-    // new.
-    unsafe {
-        sum_clip_kernel::launch_unchecked::<R>(
-            &partials.client,
-            CubeCount::new_1d(1),
-            CubeDim::new_1d(UNITS_PER_CUBE),
-            partials.clone().into_tensor_arg(),
-            len,
-            norm.clone().into_tensor_arg(),
-            scale.clone().into_tensor_arg(),
-            clip_scalars(max_norm, grad_scale),
-            max_norm > 0.0,
-            DType::F32.into(),
-        );
-    }
-    [norm, scale]
+    crate::even_runs(parts, (bindings.saturating_sub(8) / bindings_per_part).clamp(1, parts_per_launch()))
 }
 
 /// The most cubes a part's row has; beyond them, each unit strides over several elements.
 const MAX_CUBES_PER_PART: usize = 1024;
 
-/// The most cubes of a gather's launch: enough to fill a large GPU (1,024 cubes of 256 units), few
-/// enough that totalling their partial sums in every cube of the update costs little
-/// ([`views::update_views`]).
-const MAX_CUBES_PER_GATHER: usize = 1024;
+/// The most partial squares every cube of the views' update totals itself
+/// ([`Kernels::adam_update_views_clipping`]): 64 loads a unit at most. A gather of PushT leaves a
+/// few thousand (three launches of up to 1,024 cubes); narrowed to a few parameters a launch, it
+/// can leave far more, and the factors are then computed apart first.
+const MAX_PARTIALS_IN_UPDATE: usize = 16_384;
 
 /// Units in a cube, all along x.
 pub(crate) const UNITS_PER_CUBE: u32 = 256;
@@ -1364,21 +1110,6 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Kerne
         [flat, total(partials.expect("the partial sums, asked for"))]
     }
 
-    fn concat_flat_and_clip(
-        parts: Vec<FloatTensor<Self>>,
-        reuse: Option<FloatTensor<Self>>,
-        device: &Self::Device,
-        max_norm: f64,
-        grad_scale: f64,
-    ) -> [FloatTensor<Self>; 3] {
-        if !gathers_all(&sizes(&parts)) {
-            return crate::concat_flat_then_clip::<Self>(parts, reuse, device, max_norm, grad_scale);
-        }
-        let (flat, partials) = gather(parts, reuse, true);
-        let [norm, scale] = clip_partials(partials.expect("the partial sums, asked for"), max_norm, grad_scale);
-        [flat, norm, scale]
-    }
-
     fn concat_flat_with_partial_squares(
         parts: Vec<FloatTensor<Self>>,
         reuse: Option<FloatTensor<Self>>,
@@ -1506,6 +1237,13 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Kerne
         step: &AdamStep,
     ) -> ViewsUpdate<Self> {
         let PartialSquares { partials, max_norm, grad_scale } = squares;
+        if partials.dtype != DType::F32 || partials.meta.num_elements() > MAX_PARTIALS_IN_UPDATE {
+            // Too many for every cube to total (a gather narrowed to few parameters a launch):
+            // the factors first, in a launch of their own, to the same bits.
+            let [norm, scale] = Self::clip_partial_squares(squares);
+            let (weights, copies) = Self::adam_update_views(weights, copies, table, flat, &scale, step);
+            return ViewsUpdate { weights, copies, norm, scale };
+        }
         views::check_views_update(&weights, copies.as_ref(), table, flat, partials);
         let scaling = views::Scaling::Clip { partials, max_norm: *max_norm, grad_scale: *grad_scale };
         // SAFETY: `check_views_update` holds, checked just above.

@@ -242,8 +242,6 @@ enum GatherOutputs {
     Flat,
     /// Its `Σ x²` too.
     Squares,
-    /// The clipping factors of its `Σ x²` too (the norm, then the scale).
-    ClipFactors { max_norm: f64, grad_scale: f64 },
     /// Its squares' `len` partial sums too ([`Kernels::concat_flat_with_partial_squares`]).
     PartialSquares { len: usize },
 }
@@ -255,7 +253,6 @@ impl GatherOutputs {
         match self {
             Self::Flat => ("lerobot_rs_gather", vec![]),
             Self::Squares => ("lerobot_rs_gather_squares", vec![1]),
-            Self::ClipFactors { .. } => ("lerobot_rs_gather_clip", vec![1, 1]),
             Self::PartialSquares { len } => ("lerobot_rs_gather_partial_squares", vec![len]),
         }
     }
@@ -296,9 +293,6 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for GatherOp<B> {
         let outputs: Vec<FloatTensor<B>> = match self.outputs {
             GatherOutputs::Flat => vec![B::concat_flat(parts, None, &device)],
             GatherOutputs::Squares => B::concat_flat_with_squares(parts, None, &device).into(),
-            GatherOutputs::ClipFactors { max_norm, grad_scale } => {
-                B::concat_flat_and_clip(parts, None, &device, max_norm, grad_scale).into()
-            }
             GatherOutputs::PartialSquares { len } => {
                 let [flat, partials] = B::concat_flat_with_partial_squares(parts, None, &device);
                 assert_eq!(partials.shape().num_elements(), len, "the partial squares the gather was registered with");
@@ -387,21 +381,6 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         drop(reuse);
         let outputs = register_gather::<B>(parts, GatherOutputs::Squares);
         outputs.try_into().unwrap_or_else(|_| unreachable!("two outputs registered"))
-    }
-
-    fn concat_flat_and_clip(
-        parts: Vec<FloatTensor<Self>>,
-        reuse: Option<FloatTensor<Self>>,
-        device: &Self::Device,
-        max_norm: f64,
-        grad_scale: f64,
-    ) -> [FloatTensor<Self>; 3] {
-        if !gathers_all::<B>(&parts) {
-            return crate::concat_flat_then_clip::<Self>(parts, reuse, device, max_norm, grad_scale);
-        }
-        drop(reuse);
-        let outputs = register_gather::<B>(parts, GatherOutputs::ClipFactors { max_norm, grad_scale });
-        outputs.try_into().unwrap_or_else(|_| unreachable!("three outputs registered"))
     }
 
     fn concat_flat_with_partial_squares(

@@ -384,19 +384,6 @@ pub trait Kernels: Backend {
         concat_flat_then_squares::<Self>(parts, reuse, device)
     }
 
-    /// [`Kernels::concat_flat_with_squares`], then [`Kernels::clip_factors`] of the squares:
-    /// `[flat, norm, scale]`, the gradients gathered and clipped as one micro-batch's whole
-    /// gradient is. The GPU backends compute the factors in the launch that totals the squares.
-    fn concat_flat_and_clip(
-        parts: Vec<FloatTensor<Self>>,
-        reuse: Option<FloatTensor<Self>>,
-        device: &Self::Device,
-        max_norm: f64,
-        grad_scale: f64,
-    ) -> [FloatTensor<Self>; 3] {
-        concat_flat_then_clip::<Self>(parts, reuse, device, max_norm, grad_scale)
-    }
-
     /// torch's `clip_grad_norm_` from the gradients' `Σ g²` (`[1]`, f32): `[norm, scale]`, the
     /// global L2 norm of the gradients divided by `grad_scale` (the factor they carry) and what
     /// the gradients are multiplied by: `min(1, max_norm / (norm + 1e-6))` (1 when `max_norm` is
@@ -847,6 +834,23 @@ pub(crate) fn kernel_float(dtype: DType) -> bool {
     matches!(dtype, DType::F32 | DType::F16 | DType::BF16)
 }
 
+/// `parts` consecutive indices cut into as few runs as allow at most `most` (at least 1) each,
+/// their lengths within one of each other, the longer first (212 at 64: four of 53, where
+/// 64, 64, 64 and 20 would leave a short last launch to compile a kernel of its own).
+#[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned", test))]
+pub(crate) fn even_runs(parts: usize, most: usize) -> Vec<std::ops::Range<usize>> {
+    let count = parts.div_ceil(most.max(1));
+    let (base, extra) = (parts / count.max(1), parts % count.max(1));
+    let mut first = 0;
+    (0..count)
+        .map(|k| {
+            let run = first..first + base + usize::from(k < extra);
+            first = run.end;
+            run
+        })
+        .collect()
+}
+
 /// Where each of parts of `lens` elements starts when they are laid end to end.
 pub(crate) fn starts_of(lens: &[usize]) -> Vec<usize> {
     lens.iter().scan(0, |at, &n| Some(std::mem::replace(at, *at + n))).collect()
@@ -879,20 +883,6 @@ pub(crate) fn concat_flat_then_squares<B: Kernels>(
     let flat = B::concat_flat(parts, reuse, device);
     let squares = B::sum_of_squares(flat.clone());
     [flat, squares]
-}
-
-/// [`Kernels::concat_flat_with_squares`], then [`Kernels::clip_factors`] of the squares: where a
-/// backend has no single pass (and the GPU backends' fallback for parts their passes cannot read).
-pub(crate) fn concat_flat_then_clip<B: Kernels>(
-    parts: Vec<FloatTensor<B>>,
-    reuse: Option<FloatTensor<B>>,
-    device: &B::Device,
-    max_norm: f64,
-    grad_scale: f64,
-) -> [FloatTensor<B>; 3] {
-    let [flat, squares] = B::concat_flat_with_squares(parts, reuse, device);
-    let [norm, scale] = B::clip_factors(squares, max_norm, grad_scale);
-    [flat, norm, scale]
 }
 
 /// `[B, C, T]` of a FiLM the GPU kernels take: `x` of three dimensions, nothing empty, and
@@ -1015,4 +1005,32 @@ pub fn max_pool2d<B: Kernels>(
 ) -> Tensor<B, 4> {
     let pooled = B::max_pool2d_indexed(x.into_primitive().tensor(), kernel, stride, padding);
     Tensor::from_primitive(TensorPrimitive::Float(pooled.output))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::even_runs;
+
+    /// Runs cover every index once and in order, none longer than allowed, their lengths within
+    /// one of each other, as few as the bound allows.
+    #[test]
+    fn even_runs_cover_every_part_in_as_few_nearly_equal_runs_as_allowed() {
+        for parts in 0..300 {
+            for most in 1..80 {
+                let runs = even_runs(parts, most);
+                let case = format!("{parts} parts, at most {most} a run: {runs:?}");
+                assert_eq!(runs.len(), parts.div_ceil(most), "{case}");
+                assert_eq!(
+                    runs.iter().flat_map(Clone::clone).collect::<Vec<_>>(),
+                    (0..parts).collect::<Vec<_>>(),
+                    "{case}"
+                );
+                let lens: Vec<usize> = runs.iter().map(ExactSizeIterator::len).collect();
+                assert!(lens.iter().all(|&n| (1..=most).contains(&n)), "{case}");
+                assert!(lens.windows(2).all(|w| w[0] == w[1] || w[0] == w[1] + 1), "{case}");
+            }
+        }
+        assert_eq!(even_runs(212, 64), [0..53, 53..106, 106..159, 159..212]);
+        assert_eq!(even_runs(212, 71).iter().map(ExactSizeIterator::len).collect::<Vec<_>>(), [71, 71, 70]);
+    }
 }

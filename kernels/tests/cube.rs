@@ -193,8 +193,8 @@ fn the_gather_equals_the_cpus_for_every_layout<Gpu: WgpuKernels>() {
     assert_eq!(read::<Gpu>(&reused), expected, "a reused buffer");
 
     // With the squares read as the parts are copied: the same buffer, and their sum within
-    // f32's rounding of the exact one, the same at every call. One part longer than a row of
-    // cubes covers (units striding over several elements).
+    // f32's rounding of the exact one, the same at every call. One part longer than a launch's
+    // cubes cover (units striding over several of its elements).
     let with_long = |device: &WgpuDevice| {
         let mut all = parts::<Gpu>(device);
         all.push(primitive::<Gpu>(values(400_000, 9.0), device));
@@ -211,32 +211,41 @@ fn the_gather_equals_the_cpus_for_every_layout<Gpu: WgpuKernels>() {
     let [_, again] = Gpu::concat_flat_with_squares(with_long(&gpu), None, &gpu);
     assert_eq!(read::<Gpu>(&again), sum, "a fixed order: the same sum again");
 
-    // The squares left as partial sums (a cube's each, for an update that totals them itself):
-    // as many as `partial_squares_len` says, the same buffer, their total the sum of squares.
-    let [flat, partials] = Gpu::concat_flat_with_partial_squares(with_long(&gpu), None, &gpu);
-    assert_eq!(read::<Gpu>(&flat), expected, "the buffer gathered with its partial squares");
-    let sizes: Vec<(usize, DType)> = with_long(&gpu).iter().map(|p| (p.shape().num_elements(), p.dtype())).collect();
-    let partial = read::<Gpu>(&partials);
-    assert_eq!(partial.len(), Gpu::partial_squares_len(&sizes, &gpu), "the partial sums' count, told ahead");
-    assert!(partial.len() > 1, "a sum per cube, {} of them", partial.len());
-    let total: f64 = partial.iter().map(|&v| f64::from(v)).sum();
-    assert!((total - exact).abs() <= 1e-5 * exact, "Σ of the partial squares {total} against {exact}");
+    // The squares left as partial sums, for an update that totals them itself, and clipped by
+    // them in one launch.
+    check_partial_squares::<Gpu>(with_long, &expected, &sum, "f32");
+}
 
-    // Gathered and clipped (the factors computed by the launch that totals the squares): the
-    // same buffer, and to the bit the factors of the same sum in a launch of their own, and the
-    // factors of the partial squares, clipped or not, with a factor the gradients carry or
-    // without.
+/// [`Kernels::concat_flat_with_partial_squares`] of `parts`: the buffer `expected`, as many
+/// partial sums as `partial_squares_len` says (more than one, each written: every cube copies
+/// some of the longest part), their total the exact `Σ x²`; and
+/// [`Kernels::clip_partial_squares`] of them, to the bit, the factors of their total `squares` in
+/// a launch of its own, clipped or not, with a factor the gradients carry or without.
+fn check_partial_squares<Gpu: WgpuKernels>(
+    parts: impl Fn(&WgpuDevice) -> Vec<FloatTensor<Gpu>>,
+    expected: &[f32],
+    squares: &[f32],
+    case: &str,
+) {
+    let gpu = WgpuDevice::default();
+    let [flat, partials] = Gpu::concat_flat_with_partial_squares(parts(&gpu), None, &gpu);
+    assert_eq!(read::<Gpu>(&flat), expected, "{case}: the buffer gathered with its partial squares");
+    let sizes: Vec<(usize, DType)> = parts(&gpu).iter().map(|p| (p.shape().num_elements(), p.dtype())).collect();
+    let partial = read::<Gpu>(&partials);
+    assert_eq!(partial.len(), Gpu::partial_squares_len(&sizes, &gpu), "{case}: the partial sums' count, told ahead");
+    assert!(partial.len() > 1, "{case}: a sum per cube, {} of them", partial.len());
+    assert!(partial.iter().all(|&p| p > 0.0), "{case}: every cube's sum written");
+    let exact: f64 = expected.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+    let total: f64 = partial.iter().map(|&v| f64::from(v)).sum();
+    assert!((total - exact).abs() <= 1e-5 * exact, "{case}: Σ of the partial squares {total} against {exact}");
     for (max_norm, grad_scale) in [(1.0, 1.0), (1.0e4, 1.0), (1.0, 3.0 * 1024.0), (0.0, 2.0)] {
-        let [flat, norm, scale] = Gpu::concat_flat_and_clip(with_long(&gpu), None, &gpu, max_norm, grad_scale);
-        assert_eq!(read::<Gpu>(&flat), expected, "the buffer gathered and clipped");
-        let [apart_norm, apart_scale] = Gpu::clip_factors(primitive::<Gpu>(sum.clone(), &gpu), max_norm, grad_scale);
-        let what = format!("max {max_norm}, carried {grad_scale}");
-        assert_eq!(read::<Gpu>(&norm), read::<Gpu>(&apart_norm), "the norm, {what}");
-        assert_eq!(read::<Gpu>(&scale), read::<Gpu>(&apart_scale), "the scale, {what}");
-        let squares = PartialSquares { partials: partials.clone(), max_norm, grad_scale };
-        let [partial_norm, partial_scale] = Gpu::clip_partial_squares(&squares);
-        assert_eq!(read::<Gpu>(&partial_norm), read::<Gpu>(&norm), "the norm of the partial squares, {what}");
-        assert_eq!(read::<Gpu>(&partial_scale), read::<Gpu>(&scale), "the scale of the partial squares, {what}");
+        let what = format!("{case}, max {max_norm}, carried {grad_scale}");
+        let [apart_norm, apart_scale] =
+            Gpu::clip_factors(primitive::<Gpu>(squares.to_vec(), &gpu), max_norm, grad_scale);
+        let clipping = PartialSquares { partials: partials.clone(), max_norm, grad_scale };
+        let [norm, scale] = Gpu::clip_partial_squares(&clipping);
+        assert_eq!(read::<Gpu>(&norm), read::<Gpu>(&apart_norm), "the norm of the partial squares, {what}");
+        assert_eq!(read::<Gpu>(&scale), read::<Gpu>(&apart_scale), "the scale of the partial squares, {what}");
     }
 }
 
@@ -319,7 +328,7 @@ fn the_update_writes_the_half_copies_burns_cast_would<Gpu: WgpuKernels>() {
 
 /// Weights kept as views of one buffer, at aligned places with padding between (or none, where a
 /// parameter fills its place), more of them than the launch has units, updated in one launch over
-/// three steps (the third clipped by partial squares, which the update totals itself), with and
+/// seven steps (the last five clipped by partial squares, which the update totals itself), with and
 /// without half-precision copies (themselves views of a second buffer):
 /// every view, made before the updates, reads the same weights (and copies) as the update of each
 /// weight gives, to the bit, and a read of a view asked for before an update (still queued under
@@ -371,7 +380,7 @@ fn the_update_of_weights_kept_as_views_equals_the_update_of_each<Gpu: WgpuKernel
         // at the end (under fusion they wait in its queue), with what each should see.
         let doubled = |t: &FloatTensor<Gpu>| Gpu::float_mul_scalar(t.clone(), 2.0.into());
         let mut queued = Vec::new();
-        for time in 1..=3 {
+        for time in 1..=7 {
             if time == 2 {
                 queued.push((doubled(&views[2]), doubled(&separate[2])));
             }
@@ -384,24 +393,25 @@ fn the_update_of_weights_kept_as_views_equals_the_update_of_each<Gpu: WgpuKernel
                 (separate, separate_copies) = (updated.weights, updated.copies);
                 (weights, copies) = Gpu::adam_update_views(weights, copies, &table, &mut all, &scale, &step);
             } else {
-                // Clipped by partial squares, more than a cube has units: the update totals them
-                // and clips in its own launch, to the bit as the factors computed apart.
-                let partials: Vec<f32> = values(1_500, 3.0).iter().map(|v| v * v).collect();
-                let squares =
-                    PartialSquares { partials: primitive::<Gpu>(partials, &gpu), max_norm: 0.5, grad_scale: 3.0 };
+                // Clipped by partial squares, more than a cube has units (their norm about 11),
+                // clipped or not, with a factor the gradients carry or without, and clipping off:
+                // the update totals them and clips in its own launch, to the bit as the factors
+                // computed apart; the last time more than every cube should total (computed
+                // apart first, then), to the same bits.
+                let (max_norm, grad_scale) = [(1.0, 1.0), (1.0e4, 1.0), (1.0, 3.0 * 1024.0), (0.0, 2.0), (1.0, 1.0)]
+                    [usize::try_from(time - 3).unwrap()];
+                let count = if time == 7 { 20_000 } else { 1_500 };
+                let partials: Vec<f32> = values(count, 3.0).iter().map(|v| v * v).collect();
+                let squares = PartialSquares { partials: primitive::<Gpu>(partials, &gpu), max_norm, grad_scale };
                 let [norm, scale] = Gpu::clip_partial_squares(&squares);
-                assert!(read::<Gpu>(&scale)[0] < 0.5 / 3.0, "{copy:?}: the partial squares clip");
                 let updated = kernels::adam_update_all_copying(separate, &offsets, &mut each, &scale, &step, copy);
                 (separate, separate_copies) = (updated.weights, updated.copies);
                 let ViewsUpdate { weights: w, copies: c, norm: in_update_norm, scale: in_update_scale } =
                     Gpu::adam_update_views_clipping(weights, copies, &table, &mut all, &squares, &step);
                 (weights, copies) = (w, c);
-                assert_eq!(read::<Gpu>(&in_update_norm), read::<Gpu>(&norm), "{copy:?}: the norm the update computed");
-                assert_eq!(
-                    read::<Gpu>(&in_update_scale),
-                    read::<Gpu>(&scale),
-                    "{copy:?}: the scale the update computed"
-                );
+                let what = format!("{copy:?}, max {max_norm}, carried {grad_scale}");
+                assert_eq!(read::<Gpu>(&in_update_norm), read::<Gpu>(&norm), "{what}: the norm the update computed");
+                assert_eq!(read::<Gpu>(&in_update_scale), read::<Gpu>(&scale), "{what}: the scale the update computed");
             }
             if time == 2 {
                 queued.push((doubled(&views[2]), doubled(&separate[2])));
@@ -456,12 +466,8 @@ fn the_gather_casts_half_precision_gradients_up<Gpu: WgpuKernels>() {
         let sum = f64::from(read::<Gpu>(&squares)[0]);
         assert!((sum - exact).abs() <= 1e-5 * exact, "{half:?}: Σ x² {sum} against {exact}");
         assert_eq!(read::<Gpu>(&Gpu::concat_flat(parts(), None, &gpu)), expected, "{half:?}, without squares");
-        // Gathered and clipped: the factors of the same sum, to the bit.
-        let [flat, norm, scale] = Gpu::concat_flat_and_clip(parts(), None, &gpu, 1.0, 2.0);
-        assert_eq!(read::<Gpu>(&flat), expected, "{half:?}, clipped");
-        let [apart_norm, apart_scale] = Gpu::clip_factors(squares, 1.0, 2.0);
-        assert_eq!(read::<Gpu>(&norm), read::<Gpu>(&apart_norm), "{half:?}: the norm");
-        assert_eq!(read::<Gpu>(&scale), read::<Gpu>(&apart_scale), "{half:?}: the scale");
+        // Left as partial sums (launches of each dtype apart), and clipped by them.
+        check_partial_squares::<Gpu>(|_| parts(), &expected, &read::<Gpu>(&squares), &format!("{half:?}"));
     }
 }
 

@@ -64,8 +64,8 @@ pub struct StepOutput<B: Backend> {
 /// Gradients (flat, summed) and losses of the micro-batches of the optimiser step in progress.
 struct Pending<B: Backend> {
     grads: Tensor<B, 1>,
-    /// The clipping of `grads`, from their `Σ g²` read as they were gathered, when they are the
-    /// step's only micro-batch on the only replica (their norm is then final).
+    /// The clipping of `grads`, by their squares' partial sums read as they were gathered, when
+    /// they are the step's only micro-batch on the only replica (their norm is then final).
     clipping: Option<Clipping<B>>,
     loss: Tensor<B, 1>,
     micro_batches: usize,
@@ -358,8 +358,9 @@ impl<B: TrainingBackend> StepRunner<B> {
     }
 
     /// [`StepRunner::flatten`] then [`StepRunner::clip`]: for a step of one micro-batch on one
-    /// replica (what [`StepRunner::step`] does then) the norm is read as the gradients are
-    /// gathered, one pass over them fewer.
+    /// replica (what [`StepRunner::step`] does then) the squares are read as the gradients are
+    /// gathered, one pass over them fewer, and left for the update to total where it can
+    /// ([`Clipping::Squares`]).
     pub fn flatten_and_clip(
         &mut self,
         grads: GradientsParams,

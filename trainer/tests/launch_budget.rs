@@ -27,8 +27,9 @@ const STEP_BUDGET: usize = 1_880;
 /// operations, and 245 when each parameter had launches of its own.
 const CLIP_BUDGET: usize = 10;
 /// The optimiser's update, with the squares' total and the clipping factors: one launch since the
-/// weights are views of one buffer (bound when the runner is made), from 10 on lavapipe when they were written in place a binding each, 20 when the
-/// new weights had bindings of their own and 212 when each parameter had its own launches.
+/// weights are views of one buffer (bound when the runner is made), from 10 on lavapipe when
+/// they were written in place a binding each, 20 when the new weights had bindings of their own
+/// and 212 when each parameter had its own launches.
 const OPTIM_BUDGET: usize = 1;
 
 /// burn's wgpu backend without fusion (also where the build has fusion, as `scripts/test.sh`'s

@@ -55,8 +55,7 @@ use crate::{
 /// The most parameters one launch of the gather (or of the update of weights held tensor by
 /// tensor) takes, unless [`PARTS_PER_LAUNCH_VAR`] says otherwise: the kernel is unrolled over
 /// them, and each is a binding or two. 71 gathers PushT's 212 gradients in three launches, so
-/// that its clipping and update take four in f32 (in half precision the norms' 90 f32 gradients
-/// and the 122 others gather apart, in two launches each). Not many more: unrolled over all of PushT's
+/// that its clipping and update take four. Not many more: unrolled over all of PushT's
 /// parameters at once, the gather and the update did not finish compiling in 100 s on an H200
 /// (bench/RESULTS.md, "Seventh contact"); 64 compiled in every contact, and 71, 11% more code, is
 /// yet to be timed on a GPU.

@@ -444,7 +444,8 @@ fn the_update_of_weights_kept_as_views_equals_the_update_of_each<Gpu: WgpuKernel
 
 /// Gradients of a half-precision forward (half-precision parts, some of them views, among f32
 /// ones, more than one launch takes) gather into the f32 buffer as burn's cast to f32 then
-/// concatenation gathers them, to the bit, with the squares of the f32 values.
+/// concatenation gathers them, to the bit, with the squares of the f32 values, in as many
+/// launches as f32 parts alone would take.
 fn the_gather_casts_half_precision_gradients_up<Gpu: WgpuKernels>() {
     let gpu = WgpuDevice::default();
     for half in half_dtypes::<Gpu>(&gpu) {
@@ -466,8 +467,17 @@ fn the_gather_casts_half_precision_gradients_up<Gpu: WgpuKernels>() {
         let sum = f64::from(read::<Gpu>(&squares)[0]);
         assert!((sum - exact).abs() <= 1e-5 * exact, "{half:?}: Σ x² {sum} against {exact}");
         assert_eq!(read::<Gpu>(&Gpu::concat_flat(parts(), None, &gpu)), expected, "{half:?}, without squares");
-        // Left as partial sums (launches of each dtype apart), and clipped by them.
+        // Left as partial sums, and clipped by them.
         check_partial_squares::<Gpu>(|_| parts(), &expected, &read::<Gpu>(&squares), &format!("{half:?}"));
+        // A launch reads two dtypes: as many launches as parts all of f32 take (each of these
+        // parts is shorter than a cube, so a launch leaves one partial sum).
+        let sizes: Vec<(usize, DType)> = parts().iter().map(|p| (p.shape().num_elements(), p.dtype())).collect();
+        let all_f32: Vec<(usize, DType)> = sizes.iter().map(|&(n, _)| (n, DType::F32)).collect();
+        assert_eq!(
+            Gpu::partial_squares_len(&sizes, &gpu),
+            Gpu::partial_squares_len(&all_f32, &gpu),
+            "{half:?}: the launches of a mixed-precision gather"
+        );
     }
 }
 

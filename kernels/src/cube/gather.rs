@@ -1,7 +1,7 @@
 //! The gradients gathered into the flat buffer ([`crate::Kernels::concat_flat`]), with their
 //! squares' partial sums: each launch takes up to [`super::MAX_PARTS_PER_LAUNCH`] parameters of
-//! one dtype (unrolled over them, a binding each), and every unit strides over each of them in
-//! turn, so that each cube's sum of squares covers all of them and a launch leaves one partial
+//! one or two dtypes (unrolled over them, a binding each: a half-precision step's gradients beside
+//! the f32 ones of its norms), and every unit strides over each of them in turn, so that each cube's sum of squares covers all of them and a launch leaves one partial
 //! sum a cube: few enough for every cube of the views' update to total them
 //! (`views.rs`), or for one cube to ([`clip_partials`]).
 #![expect(unsafe_code, reason = "cubecl launches a kernel without bounds checks only through unsafe")]
@@ -63,24 +63,18 @@ fn copy_part<P: Float, F: Float>(
     sum
 }
 
-/// Every unit copies its stride of each part `t` into `flat` from `starts[t]` ([`copy_part`]):
-/// the parts before `strided_from` are contiguous, read straight; the others through their
-/// shapes and strides. With `squares`, each cube also sums the squares of the elements it
-/// copied: cube `x` writes its sum to `partials[first_partial + x]` (without, `partials` is not
-/// touched).
-#[cube(launch_unchecked)]
-#[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
-fn gather_kernel<P: Float, F: Float>(
+/// Every unit copies its stride of each of `parts` (part `t` into `flat` from `starts[t]`,
+/// [`copy_part`]): those before `strided_from` are contiguous, read straight; the others through
+/// their shapes and strides. Returns the sum of the squares this unit copied when `squares`.
+#[cube]
+fn copy_parts<P: Float, F: Float>(
     parts: &Sequence<Tensor<P>>,
-    starts: Sequence<usize>,
-    lens: Sequence<usize>,
+    starts: &Sequence<usize>,
+    lens: &Sequence<usize>,
     flat: &mut Tensor<F>,
-    partials: &mut Tensor<F>,
-    first_partial: usize,
     #[comptime] strided_from: usize,
     #[comptime] squares: bool,
-    #[define(P, F)] _dtypes: [StorageType; 2],
-) {
+) -> F {
     let count = comptime!(parts.len());
     let mut sum = F::new(0.0);
     #[unroll]
@@ -91,6 +85,33 @@ fn gather_kernel<P: Float, F: Float>(
     for t in strided_from..count {
         sum += copy_part::<P, F>(&parts[t], starts[t], lens[t], flat, false, squares);
     }
+    sum
+}
+
+/// [`copy_parts`] of `parts` (of dtype `P`, the contiguous ones before `strided_from`) and of
+/// `others` (of dtype `Q`, the contiguous ones before `others_strided_from`; none where the
+/// launch reads one dtype). With `squares`, each cube also sums the squares of the elements it
+/// copied: cube `x` writes its sum to `partials[first_partial + x]` (without, `partials` is not
+/// touched).
+#[cube(launch_unchecked)]
+#[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
+fn gather_kernel<P: Float, Q: Float, F: Float>(
+    parts: &Sequence<Tensor<P>>,
+    starts: Sequence<usize>,
+    lens: Sequence<usize>,
+    others: &Sequence<Tensor<Q>>,
+    other_starts: Sequence<usize>,
+    other_lens: Sequence<usize>,
+    flat: &mut Tensor<F>,
+    partials: &mut Tensor<F>,
+    first_partial: usize,
+    #[comptime] strided_from: usize,
+    #[comptime] others_strided_from: usize,
+    #[comptime] squares: bool,
+    #[define(P, Q, F)] _dtypes: [StorageType; 3],
+) {
+    let sum = copy_parts::<P, F>(parts, &starts, &lens, flat, strided_from, squares)
+        + copy_parts::<Q, F>(others, &other_starts, &other_lens, flat, others_strided_from, squares);
     if squares {
         let mut partial = SharedMemory::<F>::new(UNITS_PER_CUBE as usize);
         let total = cube_sum::<F>(&mut partial, sum);
@@ -115,36 +136,46 @@ pub(super) fn sizes<R: CubeRuntime>(parts: &[CubeTensor<R>]) -> Vec<(usize, DTyp
     parts.iter().map(|p| (p.meta.num_elements(), p.dtype)).collect()
 }
 
-/// One launch of a gather: the dtype its parts are of, the parts (indices, in order), its cubes.
+/// One launch of a gather: its parts (indices, in order), those of `dtypes[0]` before `split`,
+/// of `dtypes[1]` after, and its cubes.
 struct GatherLaunch {
-    dtype: DType,
+    dtypes: [DType; 2],
     parts: Vec<usize>,
+    split: usize,
     cubes: usize,
 }
 
-/// The launches of a gather of parts of these element counts and dtypes ([`gathers_all`]): a
-/// launch reads parts of one dtype, f32's first, the others as they come, each dtype's parts cut
-/// into runs ([`launches`]); parts without elements are left out (a buffer of no bytes cannot be
-/// bound). A launch has enough cubes for one element a unit of its longest part, at most
-/// [`MAX_CUBES_PER_GATHER`] (beyond, each unit strides over several), so that every cube
-/// copies some of it. The plan depends on the sizes alone, not on the parts' layouts, so that
-/// [`partials_len`] can tell ahead what a gather will leave.
+/// The launches of a gather of parts of these element counts and dtypes ([`gathers_all`]): the
+/// parts with elements (a buffer of no bytes cannot be bound), f32's first, then each other
+/// dtype's as they come, cut into runs ([`launches`]); a launch reads two dtypes at most (a run
+/// across a third is cut there: no step of ours has three). A launch has enough cubes for one
+/// element a unit of its longest part, at most [`MAX_CUBES_PER_GATHER`] (beyond, each unit
+/// strides over several), so that every cube copies some of it. The plan depends on the sizes
+/// alone, not on the parts' layouts, so that [`partials_len`] can tell ahead what a gather will
+/// leave.
 fn plan<R: CubeRuntime>(client: &ComputeClient<R>, parts: &[(usize, DType)]) -> Vec<GatherLaunch> {
-    let mut groups: Vec<(DType, Vec<usize>)> = Vec::new();
-    for (index, &(_, dtype)) in parts.iter().enumerate().filter(|(_, (len, _))| *len > 0) {
-        match groups.iter_mut().find(|(d, _)| *d == dtype) {
-            Some((_, group)) => group.push(index),
-            None => groups.push((dtype, vec![index])),
+    let mut dtypes: Vec<DType> = vec![DType::F32];
+    for &(_, dtype) in parts {
+        if !dtypes.contains(&dtype) {
+            dtypes.push(dtype);
         }
     }
-    groups.sort_by_key(|(dtype, _)| *dtype != DType::F32);
+    let rank = |k: &usize| dtypes.iter().position(|&d| d == parts[*k].1);
+    let mut order: Vec<usize> = (0..parts.len()).filter(|&k| parts[k].0 > 0).collect();
+    order.sort_by_key(rank);
     let mut plan = Vec::new();
-    for (dtype, group) in groups {
-        for run in launches(client, group.len(), 1) {
-            let parts_of_run = group[run].to_vec();
-            let longest = parts_of_run.iter().map(|&k| parts[k].0).max().unwrap_or(1);
+    for run in launches(client, order.len(), 1) {
+        let mut rest = &order[run];
+        while let Some(&first) = rest.first() {
+            let dtype_of = |k: &usize| parts[*k].1;
+            let split = rest.iter().take_while(|k| dtype_of(k) == dtype_of(&first)).count();
+            let second = rest.get(split).map_or(dtype_of(&first), dtype_of);
+            let end = split + rest[split..].iter().take_while(|k| dtype_of(k) == second).count();
+            let (launch, tail) = rest.split_at(end);
+            let longest = launch.iter().map(|&k| parts[k].0).max().unwrap_or(1);
             let cubes = longest.div_ceil(UNITS_PER_CUBE as usize).clamp(1, MAX_CUBES_PER_GATHER);
-            plan.push(GatherLaunch { dtype, parts: parts_of_run, cubes });
+            plan.push(GatherLaunch { dtypes: [dtype_of(&first), second], parts: launch.to_vec(), split, cubes });
+            rest = tail;
         }
     }
     plan
@@ -181,35 +212,49 @@ pub(super) fn gather<R: CubeRuntime>(
     // nor `flat` twice.
     let partials = empty_f32(&flat, [partials_len.max(1)].into());
     let mut first_partial = 0;
-    for GatherLaunch { dtype, parts: indices, cubes } in plan {
-        let mut chunk: Vec<GatherPart<R>> = indices.iter().map(|&k| (parts[k].clone(), starts[k], lens[k])).collect();
-        // The contiguous ones (most gradients), copied straight, before the strided ones.
-        chunk.sort_by_key(|(part, _, _)| !part.is_contiguous());
-        let strided_from = chunk.iter().take_while(|(part, _, _)| part.is_contiguous()).count();
-        let mut tensors = SequenceArg::new();
-        for (part, _, _) in &chunk {
+    for GatherLaunch { dtypes, parts: indices, split, cubes } in plan {
+        // Each dtype's parts, the contiguous ones (most gradients, copied straight) first.
+        let group = |indices: &[usize]| {
+            let mut group: Vec<GatherPart<R>> =
+                indices.iter().map(|&k| (parts[k].clone(), starts[k], lens[k])).collect();
+            group.sort_by_key(|(part, _, _)| !part.is_contiguous());
+            let strided_from = group.iter().take_while(|(part, _, _)| part.is_contiguous()).count();
+            (group, strided_from)
+        };
+        let (first, strided_from) = group(&indices[..split]);
+        let (second, others_strided_from) = group(&indices[split..]);
+        let (mut tensors, mut others) = (SequenceArg::new(), SequenceArg::new());
+        for (part, _, _) in &first {
             tensors.push(part.clone().into_tensor_arg());
         }
-        // SAFETY: every unit writes `flat[starts[t] + i]` for `i` below part `t`'s element count,
-        // within `total_len`, the buffer's length (the parts are laid end to end), and reads the
-        // part at `i` (the contiguous ones, before `strided_from`) or at `Σ (row-major digit) ·
-        // stride` over its own shape, within its elements; `flat` is uniquely held and
-        // contiguous. With squares, cube `x` writes `partials[first_partial + x]`, below
-        // `partials_len`: each launch's slots follow the previous one's, `cubes` of them.
+        for (part, _, _) in &second {
+            others.push(part.clone().into_tensor_arg());
+        }
+        // SAFETY: every unit writes `flat[start + i]` for each part's `start` and `i` below its
+        // element count, within `total_len`, the buffer's length (the parts are laid end to end),
+        // and reads the part at `i` (the contiguous ones, before their group's `strided_from`)
+        // or at `Σ (row-major digit) · stride` over its own shape, within its elements; `flat`
+        // is uniquely held and contiguous. With squares, cube `x` writes
+        // `partials[first_partial + x]`, below `partials_len`: each launch's slots follow the
+        // previous one's, `cubes` of them.
         unsafe {
             gather_kernel::launch_unchecked::<R>(
                 &client,
                 CubeCount::new_1d(cubes as u32),
                 CubeDim::new_1d(UNITS_PER_CUBE),
                 tensors,
-                chunk.iter().map(|(_, start, _)| *start).collect(),
-                chunk.iter().map(|(_, _, len)| *len).collect(),
+                first.iter().map(|(_, start, _)| *start).collect(),
+                first.iter().map(|(_, _, len)| *len).collect(),
+                others,
+                second.iter().map(|(_, start, _)| *start).collect(),
+                second.iter().map(|(_, _, len)| *len).collect(),
                 flat.clone().into_tensor_arg(),
                 partials.clone().into_tensor_arg(),
                 first_partial,
                 strided_from,
+                others_strided_from,
                 squares,
-                [dtype.into(), DType::F32.into()],
+                [dtypes[0].into(), dtypes[1].into(), DType::F32.into()],
             );
         }
         if squares {

@@ -36,8 +36,6 @@
 mod gather;
 mod views;
 
-use std::ops::Range;
-
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions, FloatTensor, FloatTensorOps, IntTensor, ModuleOps};
 use burn::tensor::{DType, FloatDType, Shape, TensorMetadata};
 use burn_cubecl::kernel::into_contiguous;
@@ -726,12 +724,11 @@ pub(crate) fn empty_like<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dty
     CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), shape, like.client.empty(bytes), dtype)
 }
 
-/// The parameters of each launch: [`crate::even_runs`] of at most [`parts_per_launch`] (fewer
-/// where the device binds fewer buffers to a kernel: `bindings_per_part` each, beside the flat
-/// buffers and cubecl's metadata).
-fn launches<R: CubeRuntime>(client: &ComputeClient<R>, parts: usize, bindings_per_part: usize) -> Vec<Range<usize>> {
+/// The most parameters a launch takes: [`parts_per_launch`], fewer where the device binds fewer
+/// buffers to a kernel (`bindings_per_part` each, beside the flat buffers and cubecl's metadata).
+fn launch_width<R: CubeRuntime>(client: &ComputeClient<R>, bindings_per_part: usize) -> usize {
     let bindings = client.properties().hardware.max_bindings as usize;
-    crate::even_runs(parts, (bindings.saturating_sub(8) / bindings_per_part).clamp(1, parts_per_launch()))
+    (bindings.saturating_sub(8) / bindings_per_part).clamp(1, parts_per_launch())
 }
 
 /// The most cubes a part's row has; beyond them, each unit strides over several elements.
@@ -1236,7 +1233,7 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Kerne
         step: &AdamStep,
     ) -> ViewsUpdate<Self> {
         let PartialSquares { partials, max_norm, grad_scale } = squares;
-        if partials.dtype != DType::F32 || partials.meta.num_elements() > MAX_PARTIALS_IN_UPDATE {
+        if partials.meta.num_elements() > MAX_PARTIALS_IN_UPDATE {
             // Too many for every cube to total (a gather narrowed to few parameters a launch):
             // the factors first, in a launch of their own, to the same bits.
             let [norm, scale] = Self::clip_partial_squares(squares);
@@ -1381,7 +1378,7 @@ unsafe fn update_all<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: Bo
     };
     let client = grads.client.clone();
     let bindings_per_part = if copy.is_some() { 2 } else { 1 };
-    for range in launches(&client, weights.len(), bindings_per_part) {
+    for range in crate::gather_plan::even_runs(weights.len(), launch_width(&client, bindings_per_part)) {
         let starts = &offsets[range.clone()];
         let lens: Vec<usize> = weights[range.clone()].iter().map(|w| w.meta.num_elements()).collect();
         let (cube_count, cube_dim) = grid(&lens);

@@ -47,6 +47,8 @@ mod device;
 mod flex;
 #[cfg(feature = "gpu-fusion")]
 mod fusion;
+#[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned", test))]
+mod gather_plan;
 pub mod kernel_cache;
 pub mod launches;
 #[cfg(feature = "cudnn")]
@@ -834,23 +836,6 @@ pub(crate) fn kernel_float(dtype: DType) -> bool {
     matches!(dtype, DType::F32 | DType::F16 | DType::BF16)
 }
 
-/// `parts` consecutive indices cut into as few runs as allow at most `most` (at least 1) each,
-/// their lengths within one of each other, the longer first (212 at 64: four of 53, where
-/// 64, 64, 64 and 20 would leave a short last launch to compile a kernel of its own).
-#[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned", test))]
-pub(crate) fn even_runs(parts: usize, most: usize) -> Vec<std::ops::Range<usize>> {
-    let count = parts.div_ceil(most.max(1));
-    let (base, extra) = (parts / count.max(1), parts % count.max(1));
-    let mut first = 0;
-    (0..count)
-        .map(|k| {
-            let run = first..first + base + usize::from(k < extra);
-            first = run.end;
-            run
-        })
-        .collect()
-}
-
 /// Where each of parts of `lens` elements starts when they are laid end to end.
 pub(crate) fn starts_of(lens: &[usize]) -> Vec<usize> {
     lens.iter().scan(0, |at, &n| Some(std::mem::replace(at, *at + n))).collect()
@@ -1005,32 +990,4 @@ pub fn max_pool2d<B: Kernels>(
 ) -> Tensor<B, 4> {
     let pooled = B::max_pool2d_indexed(x.into_primitive().tensor(), kernel, stride, padding);
     Tensor::from_primitive(TensorPrimitive::Float(pooled.output))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::even_runs;
-
-    /// Runs cover every index once and in order, none longer than allowed, their lengths within
-    /// one of each other, as few as the bound allows.
-    #[test]
-    fn even_runs_cover_every_part_in_as_few_nearly_equal_runs_as_allowed() {
-        for parts in 0..300 {
-            for most in 1..80 {
-                let runs = even_runs(parts, most);
-                let case = format!("{parts} parts, at most {most} a run: {runs:?}");
-                assert_eq!(runs.len(), parts.div_ceil(most), "{case}");
-                assert_eq!(
-                    runs.iter().flat_map(Clone::clone).collect::<Vec<_>>(),
-                    (0..parts).collect::<Vec<_>>(),
-                    "{case}"
-                );
-                let lens: Vec<usize> = runs.iter().map(ExactSizeIterator::len).collect();
-                assert!(lens.iter().all(|&n| (1..=most).contains(&n)), "{case}");
-                assert!(lens.windows(2).all(|w| w[0] == w[1] || w[0] == w[1] + 1), "{case}");
-            }
-        }
-        assert_eq!(even_runs(212, 64), [0..53, 53..106, 106..159, 159..212]);
-        assert_eq!(even_runs(212, 71).iter().map(ExactSizeIterator::len).collect::<Vec<_>>(), [71, 71, 70]);
-    }
 }

@@ -1,7 +1,7 @@
 //! The gradients gathered into the flat buffer ([`crate::Kernels::concat_flat`]), with their
-//! squares' partial sums: each launch takes up to [`super::MAX_PARTS_PER_LAUNCH`] parameters of
-//! one or two dtypes (unrolled over them, a binding each: a half-precision step's gradients beside
-//! the f32 ones of its norms), and every unit strides over each of them in turn, so that each cube's sum of squares covers all of them and a launch leaves one partial
+//! squares' partial sums: each launch takes up to [`launch_width`] parameters of one or two
+//! dtypes (unrolled over them, a binding each: a half-precision step's gradients beside the f32
+//! ones of its norms), and every unit strides over each of them in turn, so that each cube's sum of squares covers all of them and a launch leaves one partial
 //! sum a cube: few enough for every cube of the views' update to total them
 //! (`views.rs`), or for one cube to ([`clip_partials`]).
 #![expect(unsafe_code, reason = "cubecl launches a kernel without bounds checks only through unsafe")]
@@ -12,7 +12,8 @@ use burn_cubecl::tensor::CubeTensor;
 use cubecl::CubeDim;
 use cubecl::prelude::*;
 
-use super::{UNITS_PER_CUBE, clip_scalars, cube_sum, empty_f32, launches, sum_clip_kernel, sum_kernel, writable};
+use super::{UNITS_PER_CUBE, clip_scalars, cube_sum, empty_f32, launch_width, sum_clip_kernel, sum_kernel, writable};
+use crate::gather_plan::{GatherLaunch, gather_plan};
 
 /// The most cubes of a gather's launch: enough to fill a large GPU (1,024 cubes of 256 units),
 /// few enough that totalling their partial sums in every cube of the update costs little.
@@ -136,55 +137,24 @@ pub(super) fn sizes<R: CubeRuntime>(parts: &[CubeTensor<R>]) -> Vec<(usize, DTyp
     parts.iter().map(|p| (p.meta.num_elements(), p.dtype)).collect()
 }
 
-/// One launch of a gather: its parts (indices, in order), those of `dtypes[0]` before `split`,
-/// of `dtypes[1]` after, and its cubes.
-struct GatherLaunch {
-    dtypes: [DType; 2],
-    parts: Vec<usize>,
-    split: usize,
-    cubes: usize,
-}
-
-/// The launches of a gather of parts of these element counts and dtypes ([`gathers_all`]): the
-/// parts with elements (a buffer of no bytes cannot be bound), f32's first, then each other
-/// dtype's as they come, cut into runs ([`launches`]); a launch reads two dtypes at most (a run
-/// across a third is cut there: no step of ours has three). A launch has enough cubes for one
-/// element a unit of its longest part, at most [`MAX_CUBES_PER_GATHER`] (beyond, each unit
-/// strides over several), so that every cube copies some of it. The plan depends on the sizes
-/// alone, not on the parts' layouts, so that [`partials_len`] can tell ahead what a gather will
-/// leave.
-fn plan<R: CubeRuntime>(client: &ComputeClient<R>, parts: &[(usize, DType)]) -> Vec<GatherLaunch> {
-    let mut dtypes: Vec<DType> = vec![DType::F32];
-    for &(_, dtype) in parts {
-        if !dtypes.contains(&dtype) {
-            dtypes.push(dtype);
-        }
-    }
-    let rank = |k: &usize| dtypes.iter().position(|&d| d == parts[*k].1);
-    let mut order: Vec<usize> = (0..parts.len()).filter(|&k| parts[k].0 > 0).collect();
-    order.sort_by_key(rank);
-    let mut plan = Vec::new();
-    for run in launches(client, order.len(), 1) {
-        let mut rest = &order[run];
-        while let Some(&first) = rest.first() {
-            let dtype_of = |k: &usize| parts[*k].1;
-            let split = rest.iter().take_while(|k| dtype_of(k) == dtype_of(&first)).count();
-            let second = rest.get(split).map_or(dtype_of(&first), dtype_of);
-            let end = split + rest[split..].iter().take_while(|k| dtype_of(k) == second).count();
-            let (launch, tail) = rest.split_at(end);
-            let longest = launch.iter().map(|&k| parts[k].0).max().unwrap_or(1);
-            let cubes = longest.div_ceil(UNITS_PER_CUBE as usize).clamp(1, MAX_CUBES_PER_GATHER);
-            plan.push(GatherLaunch { dtypes: [dtype_of(&first), second], parts: launch.to_vec(), split, cubes });
-            rest = tail;
-        }
-    }
-    plan
+/// The launches of a gather of these parts ([`crate::gather_plan::gather_plan`] at the device's
+/// width, [`launch_width`]), each with its cubes: enough for one element a unit of its longest
+/// part, at most [`MAX_CUBES_PER_GATHER`] (beyond, each unit strides over several), so that
+/// every cube copies some of it.
+fn plan<R: CubeRuntime>(client: &ComputeClient<R>, parts: &[(usize, DType)]) -> Vec<(GatherLaunch, usize)> {
+    gather_plan(parts, launch_width(client, 1))
+        .into_iter()
+        .map(|launch| {
+            let cubes = launch.longest.div_ceil(UNITS_PER_CUBE as usize).clamp(1, MAX_CUBES_PER_GATHER);
+            (launch, cubes)
+        })
+        .collect()
 }
 
 /// The partial sums of squares a gather of these parts leaves ([`gathers_all`] holds): one a
 /// cube, in every launch.
 pub(super) fn partials_len<R: CubeRuntime>(client: &ComputeClient<R>, parts: &[(usize, DType)]) -> usize {
-    plan(client, parts).iter().map(|launch| launch.cubes).sum()
+    plan(client, parts).iter().map(|(_, cubes)| cubes).sum()
 }
 
 /// `parts` ([`gathers_all`] of them) laid end to end in one f32 buffer (over `reuse` where it has
@@ -207,12 +177,12 @@ pub(super) fn gather<R: CubeRuntime>(
     let client = flat.client.clone();
     let starts = crate::starts_of(&lens);
     let plan = plan(&client, &sizes);
-    let partials_len: usize = if squares { plan.iter().map(|launch| launch.cubes).sum() } else { 0 };
+    let partials_len: usize = if squares { plan.iter().map(|(_, cubes)| cubes).sum() } else { 0 };
     // Without squares, one slot the kernel leaves alone: a buffer of no bytes cannot be bound,
     // nor `flat` twice.
     let partials = empty_f32(&flat, [partials_len.max(1)].into());
     let mut first_partial = 0;
-    for GatherLaunch { dtypes, parts: indices, split, cubes } in plan {
+    for (GatherLaunch { dtypes, parts: indices, split, .. }, cubes) in plan {
         // Each dtype's parts, the contiguous ones (most gradients, copied straight) first.
         let group = |indices: &[usize]| {
             let mut group: Vec<GatherPart<R>> =

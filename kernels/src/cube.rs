@@ -263,39 +263,10 @@ fn clip_scale<F: Float>(n: F, clip: &ClipScalars, #[comptime] clips: bool) -> F 
     factor
 }
 
-/// `norm[0]` and `scale[0]` of [`crate::Kernels::clip_factors`] from the gradients' `Σ g²`
-/// ([`clip_norm`], [`clip_scale`]).
-#[cube]
-fn write_clip_factors<F: Float>(
-    squares: F,
-    norm: &mut Tensor<F>,
-    scale: &mut Tensor<F>,
-    clip: &ClipScalars,
-    #[comptime] clips: bool,
-) {
-    let n = clip_norm::<F>(squares, clip);
-    norm[0] = n;
-    scale[0] = clip_scale::<F>(n, clip, clips);
-}
-
-/// One unit writes the clipping factors of `squares[0]` ([`write_clip_factors`]).
-#[cube(launch_unchecked)]
-fn clip_kernel<F: Float>(
-    squares: &Tensor<F>,
-    norm: &mut Tensor<F>,
-    scale: &mut Tensor<F>,
-    clip: &ClipScalars,
-    #[comptime] clips: bool,
-    #[define(F)] _dtype: StorageType,
-) {
-    if ABSOLUTE_POS == 0 {
-        write_clip_factors::<F>(squares[0], norm, scale, clip, clips);
-    }
-}
-
 /// One cube sums the squares' partial sums `values[..len]` ([`cube_total`]) and writes the
-/// clipping factors of the total ([`write_clip_factors`]): [`sum_kernel`] then [`clip_kernel`]
-/// in one launch.
+/// clipping factors of the total ([`crate::Kernels::clip_factors`]): `norm[0]` ([`clip_norm`])
+/// and `scale[0]` ([`clip_scale`]). Of one value (the squares already summed), the total is
+/// that value.
 #[cube(launch_unchecked)]
 fn sum_clip_kernel<F: Float>(
     values: &Tensor<F>,
@@ -308,7 +279,9 @@ fn sum_clip_kernel<F: Float>(
 ) {
     let all = cube_total::<F>(values, len);
     if UNIT_POS_X == 0 {
-        write_clip_factors::<F>(all, norm, scale, clip, clips);
+        let n = clip_norm::<F>(all, clip);
+        norm[0] = n;
+        scale[0] = clip_scale::<F>(n, clip, clips);
     }
 }
 
@@ -1141,24 +1114,7 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Kerne
         if squares.dtype != DType::F32 || squares.meta.num_elements() != 1 {
             return portable::clip_factors::<Self>(squares, max_norm, grad_scale);
         }
-        let squares = into_contiguous(squares);
-        let [norm, scale] = [0, 1].map(|_| empty_f32(&squares, [1].into()));
-        // SAFETY: one unit reads `squares[0]` and writes `norm[0]` and `scale[0]`, each of one
-        // element (checked, `norm` and `scale` new).
-        unsafe {
-            clip_kernel::launch_unchecked::<R>(
-                &squares.client,
-                CubeCount::new_1d(1),
-                CubeDim::new_1d(1),
-                squares.clone().into_tensor_arg(),
-                norm.clone().into_tensor_arg(),
-                scale.clone().into_tensor_arg(),
-                clip_scalars(max_norm, grad_scale),
-                max_norm > 0.0,
-                DType::F32.into(),
-            );
-        }
-        [norm, scale]
+        clip_partials(into_contiguous(squares), max_norm, grad_scale)
     }
 
     fn adam_update(

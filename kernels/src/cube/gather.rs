@@ -1,9 +1,9 @@
 //! The gradients gathered into the flat buffer ([`crate::Kernels::concat_flat`]), with their
 //! squares' partial sums: each launch takes up to [`launch_width`] parameters of one or two
 //! dtypes (unrolled over them, a binding each: a half-precision step's gradients beside the f32
-//! ones of its norms), and every unit strides over each of them in turn, so that each cube's sum of squares covers all of them and a launch leaves one partial
-//! sum a cube: few enough for every cube of the views' update to total them
-//! (`views.rs`), or for one cube to ([`clip_partials`]).
+//! ones of its norms), and every unit strides over each of them in turn, so that each cube's sum
+//! of squares covers all of them and a launch leaves one partial sum a cube: few enough for every
+//! cube of the views' update to total them (`views.rs`), or for one cube to ([`clip_partials`]).
 #![expect(unsafe_code, reason = "cubecl launches a kernel without bounds checks only through unsafe")]
 
 use burn::tensor::DType;

@@ -1192,9 +1192,7 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Kerne
         if partials.meta.num_elements() > MAX_PARTIALS_IN_UPDATE {
             // Too many for every cube to total (a gather narrowed to few parameters a launch):
             // the factors first, in a launch of their own, to the same bits.
-            let [norm, scale] = Self::clip_partial_squares(squares);
-            let (weights, copies) = Self::adam_update_views(weights, copies, table, flat, &scale, step);
-            return ViewsUpdate { weights, copies, norm, scale };
+            return crate::clip_then_update_views::<Self>(weights, copies, table, flat, squares, step);
         }
         views::check_views_update(&weights, copies.as_ref(), table, flat, partials);
         let scaling = views::Scaling::Clip { partials, max_norm: *max_norm, grad_scale: *grad_scale };

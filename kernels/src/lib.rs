@@ -510,9 +510,7 @@ pub trait Kernels: Backend {
         squares: &PartialSquares<Self>,
         step: &AdamStep,
     ) -> ViewsUpdate<Self> {
-        let [norm, scale] = Self::clip_partial_squares(squares);
-        let (weights, copies) = Self::adam_update_views(weights, copies, table, flat, &scale, step);
-        ViewsUpdate { weights, copies, norm, scale }
+        clip_then_update_views::<Self>(weights, copies, table, flat, squares, step)
     }
 
     /// Whether [`Kernels::conv2d_no_bias`] and its gradients are this backend's own
@@ -855,6 +853,22 @@ fn adam_update_each<B: Kernels>(
         .zip(offsets)
         .map(|(weights, &offset)| B::adam_update(weights, flat, offset, scale, step))
         .collect()
+}
+
+/// [`Kernels::adam_update_views_clipping`] in two steps: [`Kernels::clip_partial_squares`], then
+/// [`Kernels::adam_update_views`] by its scale (the default, and the GPU backends' way where the
+/// partial sums are too many for every cube of the update to total).
+pub(crate) fn clip_then_update_views<B: Kernels>(
+    weights: FloatTensor<B>,
+    copies: Option<FloatTensor<B>>,
+    table: &ViewTable<B>,
+    flat: &mut FlatBuffers<B>,
+    squares: &PartialSquares<B>,
+    step: &AdamStep,
+) -> ViewsUpdate<B> {
+    let [norm, scale] = B::clip_partial_squares(squares);
+    let (weights, copies) = B::adam_update_views(weights, copies, table, flat, &scale, step);
+    ViewsUpdate { weights, copies, norm, scale }
 }
 
 /// [`Kernels::concat_flat`], then [`Kernels::sum_of_squares`] of the gathered buffer: two passes,

@@ -4,11 +4,11 @@
 use burn::module::{Module, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
-use burn::tensor::TensorPrimitive;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
 use kernels::{Kernels, PartialSquares};
 
+use super::float;
 use super::trainable::{MapTrainable, VisitTrainable, map_trainable, visit_trainable};
 
 /// Where each trainable parameter of a model lives in a flat buffer, in the model's visiting
@@ -64,7 +64,7 @@ impl FlatLayout {
         let parts = self.grad_parts(model, grads, device);
         let reuse = reuse.map(|t| t.into_primitive().tensor());
         let flat = B::InnerBackend::concat_flat(parts, reuse, device);
-        Tensor::from_primitive(TensorPrimitive::Float(flat))
+        float(flat)
     }
 
     /// [`FlatLayout::gather_grads`] for a step whose gathered gradients are its whole gradient:
@@ -83,8 +83,7 @@ impl FlatLayout {
         let parts = self.grad_parts(model, grads, device);
         let reuse = reuse.map(|t| t.into_primitive().tensor());
         let [flat, partials] = B::InnerBackend::concat_flat_with_partial_squares(parts, reuse, device);
-        let flat = Tensor::from_primitive(TensorPrimitive::Float(flat));
-        (flat, PartialSquares { partials, max_norm, grad_scale })
+        (float(flat), PartialSquares { partials, max_norm, grad_scale })
     }
 
     /// `model`'s gradients in visiting order, removed from `grads`.

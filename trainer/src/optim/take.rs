@@ -4,11 +4,11 @@
 
 use burn::module::{Param, ParamId};
 use burn::prelude::*;
-use burn::tensor::TensorPrimitive;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
 
 use super::flat::FlatLayout;
+use super::float;
 use super::trainable::MapTrainable;
 
 /// Where a trainable parameter's weights were taken from ([`TakeWeights`]): their shape and
@@ -60,8 +60,7 @@ impl<AB: AutodiffBackend<InnerBackend = B>, B: Backend> MapTrainable<AB> for Put
     fn map<const D: usize>(&mut self, _index: usize, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
         let (id, _placeholder, mapper) = param.consume();
         let ((shape, require_grad), weights) = self.weights.next().expect("one tensor to put back per parameter taken");
-        let mut tensor =
-            Tensor::<AB, D>::from_inner(Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(weights)).reshape(shape));
+        let mut tensor = Tensor::<AB, D>::from_inner(float::<B>(weights).reshape(shape));
         if require_grad {
             tensor = tensor.require_grad();
         }

@@ -15,15 +15,15 @@
 
 use burn::module::{Module, ParamId};
 use burn::prelude::*;
+use burn::tensor::FloatDType;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
-use burn::tensor::{FloatDType, TensorPrimitive};
 use kernels::{Kernels, ViewPlaces, ViewTable};
 
-use super::WeightCopies;
 use super::flat::FlatLayout;
 use super::take::{PutWeights, TakeWeights};
 use super::trainable::map_trainable;
+use super::{WeightCopies, float};
 
 /// The buffer of views, where each parameter's weights sit in it, and the copies' buffer in half
 /// precision once a step asks for one.
@@ -60,8 +60,7 @@ impl<B: Kernels> WeightViews<B> {
         alignment: usize,
     ) -> (M, Self) {
         let (model, taken) = map_trainable(model, TakeWeights::<B>::new(layout));
-        let weights: Vec<Tensor<B, 1>> =
-            taken.weights.into_iter().map(|w| Tensor::from_primitive(TensorPrimitive::Float(w))).collect();
+        let weights: Vec<Tensor<B, 1>> = taken.weights.into_iter().map(float).collect();
         let device = weights.first().map(Tensor::device).expect("a model with trainable parameters");
         let lens: Vec<usize> = weights.iter().map(|w| w.dims()[0]).collect();
         let places = ViewPlaces::new(&lens, alignment);
@@ -91,7 +90,7 @@ impl<B: Kernels> WeightViews<B> {
         match dtype {
             Some(dtype) if self.copies.as_ref().is_some_and(|copies| copies.dtype == dtype) => {}
             Some(dtype) => {
-                let weights = Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(self.weights.clone()));
+                let weights = float::<B>(self.weights.clone());
                 let buffer = weights.cast(dtype).into_primitive().tensor();
                 let views = B::weight_views(buffer.clone(), self.table.places());
                 let views = self.ids.iter().copied().zip(views).collect();

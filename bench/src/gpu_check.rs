@@ -94,18 +94,6 @@ pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
             checks.run("cudnn exact f32".into(), || check_convolutions(DType::F32, false, Expected::Cudnn));
             checks.run("cudnn tf32".into(), || check_convolutions(DType::F32, true, Expected::Cudnn));
             checks.run("cudnn bf16".into(), || check_convolutions(DType::BF16, true, Expected::Cudnn));
-            // The 1-D convolutions as cuBLAS's products over the unfolded input
-            // (kernels/src/unfold.rs, kernels/src/cudnn/blas.rs).
-            let on_cublas = |dtype, tf32| {
-                let before = conv1d_path();
-                use_conv1d(Conv1dPath::Cublas);
-                let checked = check_convolutions(dtype, tf32, Expected::CublasFor1d);
-                use_conv1d(before);
-                checked
-            };
-            checks.run("cudnn cublas 1-d exact f32".into(), || on_cublas(DType::F32, false));
-            checks.run("cudnn cublas 1-d tf32".into(), || on_cublas(DType::F32, true));
-            checks.run("cudnn cublas 1-d bf16".into(), || on_cublas(DType::BF16, true));
             // The graph API's plans wherever one builds (kernels/src/cudnn/graph.rs).
             let on_graph = |dtype, tf32| {
                 use_graph(GraphUse::Only);
@@ -116,7 +104,24 @@ pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
             checks.run("cudnn graph exact f32".into(), || on_graph(DType::F32, false));
             checks.run("cudnn graph tf32".into(), || on_graph(DType::F32, true));
             checks.run("cudnn graph bf16".into(), || on_graph(DType::BF16, true));
-            checks.run("cudnn stream ordering".into(), || check_stream_ordering(&plain));
+            checks.run("cudnn stream ordering".into(), || check_stream_ordering(&plain, Conv1dPath::Cudnn));
+            // The 1-D convolutions as cuBLAS's products over the unfolded input
+            // (kernels/src/unfold.rs, kernels/src/cudnn/blas.rs), never yet run on a GPU: last,
+            // as a product that faulted would break the context for every check after it, and
+            // synchronised around every call, so that a fault is named where it happens.
+            let on_cublas = |dtype, tf32| {
+                let before = conv1d_path();
+                use_conv1d(Conv1dPath::Cublas);
+                kernels::cudnn::synchronise_every_call(true);
+                let checked = check_convolutions(dtype, tf32, Expected::CublasFor1d);
+                kernels::cudnn::synchronise_every_call(false);
+                use_conv1d(before);
+                checked
+            };
+            checks.run("cudnn cublas 1-d exact f32".into(), || on_cublas(DType::F32, false));
+            checks.run("cudnn cublas 1-d tf32".into(), || on_cublas(DType::F32, true));
+            checks.run("cudnn cublas 1-d bf16".into(), || on_cublas(DType::BF16, true));
+            checks.run("cudnn cublas 1-d stream ordering".into(), || check_stream_ordering(&plain, Conv1dPath::Cublas));
         }
     }
     ensure!(checks.failures.is_empty(), "checks failed: {}", checks.failures.join(", "));
@@ -517,13 +522,29 @@ pub fn check_step(device: DeviceKind, inputs: &Inputs, exact: bool) -> Result<St
     Ok(line)
 }
 
-/// The f32 step on cuda with cuDNN on burn's stream and no host synchronisation, against the
-/// same step synchronised before and after every cuDNN call, cuDNN held to deterministic
-/// algorithms: bit for bit where two unsynchronised runs are; where they are not (an operation
-/// that sums in a varying order), within four times their spread, far below what reading a
-/// buffer before it is written would do (a step moves the weights by about the learning rate).
+/// The f32 step on cuda with cuDNN (and, on `conv1d`'s path, cuBLAS) on burn's stream and no
+/// host synchronisation, against the same step synchronised before and after every library call,
+/// cuDNN held to deterministic algorithms: bit for bit where two unsynchronised runs are; where
+/// they are not (an operation that sums in a varying order), within four times their spread, far
+/// below what reading a buffer before it is written would do (a step moves the weights by about
+/// the learning rate).
 #[cfg(feature = "cudnn")]
-fn check_stream_ordering(inputs: &Inputs) -> Result<String> {
+fn check_stream_ordering(inputs: &Inputs, conv1d: kernels::cudnn::Conv1dPath) -> Result<String> {
+    use kernels::cudnn::{Conv1dPath, conv1d_path, use_conv1d};
+    let before = conv1d_path();
+    use_conv1d(conv1d);
+    let checked = stream_ordering(inputs);
+    use_conv1d(before);
+    let (line, blas) = checked?;
+    ensure!(conv1d != Conv1dPath::Cublas || blas > 0, "no 1-D convolution of the step ran in cuBLAS: {line}");
+    Ok(if conv1d == Conv1dPath::Cublas { format!("{line} ({blas} products in cuBLAS)") } else { line })
+}
+
+/// [`check_stream_ordering`] on the 1-D convolutions' path as set, with the count of cuBLAS's
+/// products its steps ran.
+#[cfg(feature = "cudnn")]
+fn stream_ordering(inputs: &Inputs) -> Result<(String, u64)> {
+    let blas = kernels::cudnn::blas_calls();
     let step = |synchronise| {
         kernels::cudnn::synchronise_every_call(synchronise);
         let result = run_on(DeviceKind::Cuda, OneStep { inputs, precision: Precision::F32 });
@@ -547,12 +568,13 @@ fn check_stream_ordering(inputs: &Inputs) -> Result<String> {
          (two unsynchronised runs: {noise:.2e}); loss {} vs {}",
         first.loss, synchronised.loss
     );
+    let blas = kernels::cudnn::blas_calls() - blas;
     if noise == 0.0 {
         ensure!(gap == 0.0, "not bit-equal: {line}");
-        return Ok(format!("{line}; bit-equal"));
+        return Ok((format!("{line}; bit-equal"), blas));
     }
     ensure!(gap <= 4.0 * noise, "{line}");
-    Ok(format!("{line}; the step is not bit-deterministic here, compared within 4x its spread"))
+    Ok((format!("{line}; the step is not bit-deterministic here, compared within 4x its spread"), blas))
 }
 
 /// The training inputs on `device` against the CPU's.

@@ -59,22 +59,31 @@ use crate::{
 /// yet to be timed on a GPU.
 pub const MAX_PARTS_PER_LAUNCH: usize = 71;
 
-/// The variable that sets how many parameters a launch takes at most, 1 to 1,024, in place of
-/// [`MAX_PARTS_PER_LAUNCH`]: so that a GPU machine, which has no compiler for a new build, can
-/// time the compilation of other widths (PushT's 212 gradients gather in four launches at 64,
-/// in two at 106), and a user whose first step compiles too long can narrow it.
+/// The variable that sets how many parameters a launch takes at most, 1 to
+/// [`PARTS_PER_LAUNCH_LIMIT`], in place of [`MAX_PARTS_PER_LAUNCH`]: so that a GPU machine, which
+/// has no compiler for a new build, can time the compilation of other widths (PushT's 212
+/// gradients gather in four launches at 64, in two at 106), and a user whose first step compiles
+/// too long can narrow it.
 pub const PARTS_PER_LAUNCH_VAR: &str = "LEROBOT_RS_PARTS_PER_LAUNCH";
 
+/// The widest [`PARTS_PER_LAUNCH_VAR`] taken. On CUDA each part adds about 36 bytes to a
+/// kernel's parameters (its pointer, lengths, shape and strides, its place), whose limit is
+/// 32,764 bytes: about 900 parts. 512 keeps well under it (and did not finish compiling in 100 s
+/// on an H200, bench/RESULTS.md, "Seventh contact").
+pub const PARTS_PER_LAUNCH_LIMIT: usize = 512;
+
 /// The parameters a launch takes at most: [`PARTS_PER_LAUNCH_VAR`] where it is set to a number
-/// from 1 to 1,024 (read once), else [`MAX_PARTS_PER_LAUNCH`].
+/// from 1 to [`PARTS_PER_LAUNCH_LIMIT`] (read once), else [`MAX_PARTS_PER_LAUNCH`].
 fn parts_per_launch() -> usize {
     static PARTS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *PARTS.get_or_init(|| {
         let Ok(text) = std::env::var(PARTS_PER_LAUNCH_VAR) else { return MAX_PARTS_PER_LAUNCH };
         match text.parse::<usize>() {
-            Ok(parts @ 1..=1024) => parts,
+            Ok(parts @ 1..=PARTS_PER_LAUNCH_LIMIT) => parts,
             _ => {
-                tracing::warn!("{PARTS_PER_LAUNCH_VAR}={text:?} is not from 1 to 1024: {MAX_PARTS_PER_LAUNCH}");
+                tracing::warn!(
+                    "{PARTS_PER_LAUNCH_VAR}={text:?} is not from 1 to {PARTS_PER_LAUNCH_LIMIT}: {MAX_PARTS_PER_LAUNCH}"
+                );
                 MAX_PARTS_PER_LAUNCH
             }
         }

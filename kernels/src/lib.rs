@@ -65,7 +65,7 @@ mod yuv;
 
 pub use activation::Activation;
 #[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
-pub use cube::{MAX_PARTS_PER_LAUNCH, PARTS_PER_LAUNCH_VAR};
+pub use cube::{MAX_PARTS_PER_LAUNCH, PARTS_PER_LAUNCH_LIMIT, PARTS_PER_LAUNCH_VAR};
 pub use device::{DeviceError, DeviceKind, DeviceTask, run_on};
 pub use launches::LaunchLog;
 #[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]

@@ -152,7 +152,8 @@ fn unfold_kernel<F: Float>(
 
 /// The units of the launch stride over `dx` `[N, C, 1, L]`: `dx[n, c, t]` sums `dcols[c·S + s,
 /// n·L' + l]` over the taps `s` (in order) whose `l = (t + padding − s·dilation) / stride` is a
-/// whole output position below `L'`.
+/// whole output position below `L'`, in f32 whatever `F` (half precision rounds once, as cuDNN's
+/// input gradient does).
 #[cube(launch_unchecked)]
 #[expect(clippy::manual_is_multiple_of, reason = "cubecl expands `%`, not the standard library's method")]
 fn fold_kernel<F: Float>(
@@ -171,18 +172,18 @@ fn fold_kernel<F: Float>(
         let t = i % length;
         let row = i / length;
         let (n, c) = (row / channels, row % channels);
-        let mut sum = F::new(0.0);
+        let mut sum = f32::new(0.0);
         for s in 0..kernel {
             let reach = t + padding;
             let tap = s * dilation;
             if reach >= tap && (reach - tap) % stride == 0 {
                 let l = (reach - tap) / stride;
                 if l < out_length {
-                    sum += dcols[(c * kernel + s) * positions + n * out_length + l];
+                    sum += f32::cast_from(dcols[(c * kernel + s) * positions + n * out_length + l]);
                 }
             }
         }
-        dx[i] = sum;
+        dx[i] = F::cast_from(sum);
         i += step;
     }
 }

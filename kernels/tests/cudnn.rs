@@ -220,3 +220,79 @@ fn the_1d_path_is_the_environments_until_the_program_sets_one() {
         }
     }
 }
+
+/// BLAS's column-major product as the reference implementation defines it: `C (m × n, ldc) =
+/// op(first) (m × k) · op(second) (k × n)`, each operand read through its leading dimension, and
+/// the call refused where a leading dimension is shorter than BLAS allows (cuBLAS's
+/// `CUBLAS_STATUS_INVALID_VALUE`).
+fn column_major_product(call: &kernels::cudnn::ColumnMajorGemm, first: &[i64], second: &[i64]) -> Vec<i64> {
+    let size = |v: i32| usize::try_from(v).unwrap();
+    let (m, n, k) = (size(call.m), size(call.n), size(call.k));
+    let (first_ld, second_ld, product_ld) = (size(call.first_ld), size(call.second_ld), size(call.product_ld));
+    let first_rows = if call.first_transposed { k } else { m };
+    let second_rows = if call.second_transposed { n } else { k };
+    assert!(first_ld >= first_rows.max(1), "lda {first_ld} under {first_rows}: {call:?}");
+    assert!(second_ld >= second_rows.max(1), "ldb {second_ld} under {second_rows}: {call:?}");
+    assert!(product_ld >= m.max(1), "ldc {product_ld} under {m}: {call:?}");
+    let first_at = |i: usize, p: usize| {
+        if call.first_transposed { first[p + i * first_ld] } else { first[i + p * first_ld] }
+    };
+    let second_at = |p: usize, j: usize| {
+        if call.second_transposed { second[j + p * second_ld] } else { second[p + j * second_ld] }
+    };
+    let mut product = vec![0; product_ld * n];
+    for j in 0..n {
+        for i in 0..m {
+            product[i + j * product_ld] = (0..k).map(|p| first_at(i, p) * second_at(p, j)).sum();
+        }
+    }
+    product
+}
+
+/// The row-major `op(a)·op(b)` of `a` stored `[rows, columns]`, and `b` likewise.
+fn row_major_product(a: &[i64], a_shape: [usize; 2], a_t: bool, b: &[i64], b_shape: [usize; 2], b_t: bool) -> Vec<i64> {
+    let at = |x: &[i64], [_, columns]: [usize; 2], t: bool, r: usize, c: usize| {
+        if t { x[c * columns + r] } else { x[r * columns + c] }
+    };
+    let (rows, inner) = if a_t { (a_shape[1], a_shape[0]) } else { (a_shape[0], a_shape[1]) };
+    let columns = if b_t { b_shape[0] } else { b_shape[1] };
+    (0..rows * columns)
+        .map(|e| (0..inner).map(|p| at(a, a_shape, a_t, e / columns, p) * at(b, b_shape, b_t, p, e % columns)).sum())
+        .collect()
+}
+
+/// The arguments the 1-D convolutions' products hand cuBLAS compute the row-major products they
+/// stand for, as BLAS defines its column-major product: the output pass's `W·cols`, the input
+/// gradient's `Wᵀ·dY`, the weight gradient's `dY·colsᵀ` (kernels/src/unfold.rs), the fourth
+/// combination, and sizes of 1; mismatched inner sizes are refused.
+#[test]
+fn cublas_arguments_compute_the_row_major_products() {
+    use kernels::cudnn::ColumnMajorGemm;
+    let values = |len: usize, seed: i64| (0..len as i64).map(|i| (i * 7 + seed) % 11 - 5).collect::<Vec<_>>();
+    // (a's stored shape, a transposed, b's stored shape, b transposed)
+    let cases = [
+        ([6, 15], false, [15, 8], false), // the output pass: W [K, C·S] by cols [C·S, N·L']
+        ([6, 15], true, [6, 8], false),   // the input gradient: Wᵀ by dY [K, N·L']
+        ([6, 8], false, [15, 8], true),   // the weight gradient: dY by colsᵀ
+        ([5, 3], true, [4, 5], true),
+        ([1, 4], false, [4, 1], false),
+        ([4, 1], false, [1, 3], false),
+        ([1, 1], true, [1, 7], false),
+        ([9, 2], true, [3, 9], true),
+    ];
+    for (a_shape, a_t, b_shape, b_t) in cases {
+        let (a, b) = (values(a_shape[0] * a_shape[1], 3), values(b_shape[0] * b_shape[1], 8));
+        let call = ColumnMajorGemm::of_row_major(a_shape, a_t, b_shape, b_t).unwrap();
+        let expected = row_major_product(&a, a_shape, a_t, &b, b_shape, b_t);
+        let [rows, columns] = call.product_shape();
+        assert_eq!(rows * columns, expected.len(), "{a_shape:?} {a_t} by {b_shape:?} {b_t}");
+        // The call passes `b` as the first operand and `a` as the second; `C`'s rows are
+        // `product_ld` apart.
+        let product = column_major_product(&call, &b, &a);
+        assert_eq!(product, expected, "{a_shape:?} {a_t} by {b_shape:?} {b_t}: {call:?}");
+    }
+    let refused = ColumnMajorGemm::of_row_major([6, 15], false, [14, 8], false).unwrap_err();
+    assert!(refused.contains("[6, 15] by [14, 8]"), "{refused}");
+    let too_long = ColumnMajorGemm::of_row_major([1, 1 << 31], false, [1 << 31, 1], false).unwrap_err();
+    assert!(too_long.contains("beyond 32 bits"), "{too_long}");
+}

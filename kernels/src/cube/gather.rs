@@ -170,6 +170,8 @@ pub(super) fn gather<R: CubeRuntime>(
     let sizes = sizes(&parts);
     let lens: Vec<usize> = sizes.iter().map(|(n, _)| *n).collect();
     let total_len: usize = lens.iter().sum();
+    // The kernel addresses in 32 bits (cubecl's default), as the update of views does.
+    assert!(u32::try_from(total_len).is_ok(), "a gather of {total_len} values: more than 32-bit addressing reaches");
     let flat = match reuse {
         Some(buffer) if buffer.dtype == DType::F32 && buffer.meta.num_elements() == total_len => writable(buffer),
         _ => empty_f32(&parts[0], [total_len].into()),

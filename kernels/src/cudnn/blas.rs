@@ -57,10 +57,12 @@ impl Product<CudaRuntime> for Cublas {
     ) -> Result<CudaTensor, String> {
         status().as_ref().map_err(Clone::clone)?;
         let (element, compute) = match (a.dtype, b.dtype) {
-            (DType::F32, DType::F32) if self.tf32 => {
+            (DType::F32 | DType::Flex32, DType::F32 | DType::Flex32) if self.tf32 => {
                 (sys::cudaDataType::CUDA_R_32F, sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32)
             }
-            (DType::F32, DType::F32) => (sys::cudaDataType::CUDA_R_32F, sys::cublasComputeType_t::CUBLAS_COMPUTE_32F),
+            (DType::F32 | DType::Flex32, DType::F32 | DType::Flex32) => {
+                (sys::cudaDataType::CUDA_R_32F, sys::cublasComputeType_t::CUBLAS_COMPUTE_32F)
+            }
             (DType::BF16, DType::BF16) => {
                 (sys::cudaDataType::CUDA_R_16BF, sys::cublasComputeType_t::CUBLAS_COMPUTE_32F)
             }
@@ -72,15 +74,8 @@ impl Product<CudaRuntime> for Cublas {
             &[rows, columns] => Ok([rows, columns]),
             other => Err(format!("cuBLAS multiplies matrices, not tensors of shape {other:?}")),
         };
-        let ([a_rows, a_columns], [b_rows, b_columns]) = (stored(&a)?, stored(&b)?);
-        let [m, k] = if a_transposed { [a_columns, a_rows] } else { [a_rows, a_columns] };
-        let [k_b, n] = if b_transposed { [b_columns, b_rows] } else { [b_rows, b_columns] };
-        if k != k_b {
-            return Err(format!("cuBLAS: [{m}, {k}] by [{k_b}, {n}]"));
-        }
-        let int = |size: usize| i32::try_from(size).map_err(|_| format!("cuBLAS: a size of {size} beyond 32 bits"));
-        let (m, n, k, a_ld, b_ld) = (int(m)?, int(n)?, int(k)?, int(a_columns)?, int(b_columns)?);
-        let c = empty_like(&a, Shape::new([m as usize, n as usize]), a.dtype);
+        let gemm = ColumnMajorGemm::of_row_major(stored(&a)?, a_transposed, stored(&b)?, b_transposed)?;
+        let c = empty_like(&a, Shape::new(gemm.product_shape()), a.dtype);
         let held = buffers(&[&a, &b, &c], None)?;
         let [a_ptr, b_ptr, c_ptr] = held.pointers[..] else { unreachable!("three buffers") };
         let op = |transposed: bool| {
@@ -88,46 +83,108 @@ impl Product<CudaRuntime> for Cublas {
         };
         let (alpha, beta) = (1.0f32, 0.0f32);
         with_handle(a.device.index, held.stream, |handle| {
-            // Row-major `C = op(A)·op(B)` is column-major `Cᵀ = op(B)ᵀ·op(A)ᵀ`: each operand's
-            // leading dimension is its stored row's length.
+            let sync = super::conv::synchronising();
+            if sync {
+                cudarc::driver::result::ctx::synchronize().map_err(|e| format!("synchronise: {e:?}"))?;
+            }
             // SAFETY: the pointers are live buffers of the shapes above (contiguous, held until
             // the call is enqueued); `c` is new, `m × n` elements of the operands' type; alpha and
             // beta are f32, as the f32 compute types take them.
             let status = unsafe {
                 sys::cublasGemmEx(
                     handle,
-                    op(b_transposed),
-                    op(a_transposed),
-                    n,
-                    m,
-                    k,
+                    op(gemm.first_transposed),
+                    op(gemm.second_transposed),
+                    gemm.m,
+                    gemm.n,
+                    gemm.k,
                     (&alpha as *const f32).cast(),
                     b_ptr as usize as *const c_void,
                     element,
-                    b_ld,
+                    gemm.first_ld,
                     a_ptr as usize as *const c_void,
                     element,
-                    a_ld,
+                    gemm.second_ld,
                     (&beta as *const f32).cast(),
                     c_ptr as usize as *mut c_void,
                     element,
-                    n,
+                    gemm.product_ld,
                     compute,
                     sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
                 )
             };
-            match status {
-                sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS => Ok(()),
-                failed => Err(format!("cublasGemmEx: {failed:?}")),
+            if status != sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+                return Err(format!("cublasGemmEx: {status:?}"));
             }
+            // A fault inside the product shows here, named, rather than in a later read.
+            if sync {
+                cudarc::driver::result::ctx::synchronize()
+                    .map_err(|e| format!("synchronise after cublasGemmEx: {e:?}"))?;
+            }
+            Ok(())
         })?;
         drop(held);
         Ok(c)
     }
 }
 
-/// Runs `f` with this thread's cuBLAS handle for `device` (never destroyed, as cuDNN's are not;
-/// its workspace is cuBLAS's own), on `stream`, the device's primary context (cubecl's) current.
+/// The arguments of a column-major BLAS product (`cublasGemmEx`'s `transa`, `transb`, `m`, `n`,
+/// `k`, `lda`, `ldb`, `ldc`) that compute the row-major product `C = op(A)·op(B)` of contiguous
+/// row-major matrices. Read as column-major, a row-major matrix is its transpose, so the call
+/// asks for `Cᵀ = op(B)ᵀ·op(A)ᵀ`: `B` as stored is the first operand, `A` the second, and each
+/// leading dimension is a stored row's length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColumnMajorGemm {
+    /// Whether the first operand (`B` as stored) is transposed (`transa`).
+    pub first_transposed: bool,
+    /// Whether the second operand (`A` as stored) is transposed (`transb`).
+    pub second_transposed: bool,
+    /// The column-major product's rows: `C`'s columns.
+    pub m: i32,
+    /// The column-major product's columns: `C`'s rows.
+    pub n: i32,
+    /// The inner dimension.
+    pub k: i32,
+    /// The first operand's leading dimension (`lda`): `B`'s stored row length.
+    pub first_ld: i32,
+    /// The second operand's (`ldb`): `A`'s stored row length.
+    pub second_ld: i32,
+    /// The product's (`ldc`): `C`'s row length.
+    pub product_ld: i32,
+}
+
+impl ColumnMajorGemm {
+    /// The call for `a` stored as `[rows, columns]` (used transposed where `a_transposed`) by `b`
+    /// likewise; an error where the inner dimensions differ or a size passes 32 bits.
+    pub fn of_row_major(a: [usize; 2], a_transposed: bool, b: [usize; 2], b_transposed: bool) -> Result<Self, String> {
+        let [rows, inner] = if a_transposed { [a[1], a[0]] } else { a };
+        let [inner_b, columns] = if b_transposed { [b[1], b[0]] } else { b };
+        if inner != inner_b {
+            return Err(format!("cuBLAS: [{rows}, {inner}] by [{inner_b}, {columns}]"));
+        }
+        let int = |size: usize| i32::try_from(size).map_err(|_| format!("cuBLAS: a size of {size} beyond 32 bits"));
+        Ok(Self {
+            first_transposed: b_transposed,
+            second_transposed: a_transposed,
+            m: int(columns)?,
+            n: int(rows)?,
+            k: int(inner)?,
+            first_ld: int(b[1])?,
+            second_ld: int(a[1])?,
+            product_ld: int(columns)?,
+        })
+    }
+
+    /// The row-major product's shape, `[rows, columns]`.
+    pub fn product_shape(&self) -> [usize; 2] {
+        [self.n, self.m].map(|size| usize::try_from(size).unwrap_or(0))
+    }
+}
+
+/// Runs `f` with this thread's cuBLAS handle for `device`, on `stream`, the device's primary
+/// context (cubecl's) current. The handle is never destroyed, as cuDNN's are not: a thread that
+/// ends leaves it behind, with the workspace cuBLAS keeps for it (a few MiB; the trainer's
+/// threads, a replica's among them, last as long as its run).
 fn with_handle<T>(
     device: usize,
     stream: cudarc::driver::sys::CUstream,

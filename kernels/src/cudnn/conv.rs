@@ -138,8 +138,13 @@ fn sync() -> &'static AtomicBool {
     SYNC.get_or_init(|| AtomicBool::new(std::env::var("LEROBOT_RS_CUDA_SYNC").is_ok_and(|v| v == "1")))
 }
 
-/// Synchronises the device before and after every cuDNN call (to check the stream ordering
-/// against), or not (the default).
+/// Whether every cuDNN and cuBLAS call is synchronised ([`synchronise_every_call`]).
+pub(super) fn synchronising() -> bool {
+    sync().load(Ordering::Relaxed)
+}
+
+/// Synchronises the device before and after every cuDNN and cuBLAS call (to check the stream
+/// ordering against, and to name the call where a kernel faults), or not (the default).
 pub fn synchronise_every_call(synchronise: bool) {
     sync().store(synchronise, Ordering::Relaxed);
 }
@@ -545,7 +550,7 @@ fn run(pass: Pass, problem: ConvProblem, inputs: [&CudaTensor; 2], dtype: DType)
     with_handle(device, held.stream, |handle| {
         let [a, b, out] = held.pointers[..3] else { unreachable!("three buffers") };
         let ws = held.pointers.get(3).copied().unwrap_or(0);
-        let sync = sync().load(Ordering::Relaxed);
+        let sync = synchronising();
         if sync {
             cudarc::driver::result::ctx::synchronize().map_err(|e| format!("synchronise: {e:?}"))?;
         }

@@ -16,6 +16,7 @@ mod kept;
 mod library;
 mod problem;
 
+pub use blas::ColumnMajorGemm;
 pub use conv::{
     Conv1dPath, CudaTensor, allow_tf32, blas_calls, calls, conv_transpose2d, conv1d_path, conv2d, conv2d_input_grad,
     conv2d_weight_grad, deterministic, earlier_runs_choices, graph_calls, searches, second_round_changes,

@@ -338,7 +338,7 @@ impl DeviceTask for PipelineOutput<'_> {
         let i = self.inputs;
         let pipeline =
             InputPipeline::new(i.config.clone(), i.features.clone(), i.normalizer.clone(), i.augment.clone());
-        let out = pipeline.train_inputs::<B>(&i.batch, Mode::Train { seed: 42 }, &device)?;
+        let out = pipeline.train_inputs::<B>(&i.batch, Mode::Train { seed: 42 }, None, &device)?;
         let mut all = Vec::new();
         for image in out.obs.images {
             all.push(host(image.into_data())?);

@@ -208,6 +208,7 @@ pub fn measure(root: &Path, cache: &Path, repeats: usize) -> Result<Vec<Ratio>> 
         dataset: crate::dataset_source::DatasetSource::folders(vec![root.to_path_buf()]),
         weights: None,
         frame_cache: Some(cache.to_path_buf()),
+        frames_on_device: false,
         preset: trainer::Preset::Classic,
         tiny: true,
         use_group_norm: None,

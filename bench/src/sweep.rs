@@ -169,6 +169,7 @@ pub fn run(args: &SweepArgs) -> Result<SweepReport> {
                 dataset: DatasetSource::folders(vec![root.clone()]),
                 weights: None,
                 frame_cache: args.frame_cache.clone(),
+                frames_on_device: false,
                 preset: Preset::Classic,
                 tiny,
                 use_group_norm: None,

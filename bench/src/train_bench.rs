@@ -15,7 +15,7 @@ use kernels::{DeviceKind, DeviceTask, Kernels, LaunchLog, run_on};
 use loader::SamplerState;
 use serde::Serialize;
 use serde_json::json;
-use trainer::{InputPipeline, Precision, Preset, StepRunner, TrainConfig, TrainData, init_model};
+use trainer::{InputPipeline, Precision, Preset, Progress, StepRunner, TrainConfig, TrainData, init_model};
 
 use crate::dataset_source::DatasetSource;
 
@@ -31,6 +31,10 @@ pub struct TrainStepArgs {
     /// Read frames from this decoded-frame cache.
     #[arg(long)]
     pub frame_cache: Option<PathBuf>,
+    /// With --frame-cache: keep its frames in the device's memory, each step gathering its frames
+    /// there by their rows (the trainer's `--frames-on-device on`).
+    #[arg(long, requires = "frame_cache")]
+    pub frames_on_device: bool,
     /// Policy defaults: classic or lerobot-0.6.
     #[arg(long, default_value = "classic")]
     pub preset: Preset,
@@ -178,7 +182,7 @@ impl Task {
     fn config(&self) -> Result<TrainConfig> {
         let mut overrides = json!({
             // The frames the bench names: its cache, or the dataset's own files (never `auto`).
-            "dataset": {"root": self.args.dataset.roots, "weights": self.args.weights, "frame_cache": self.args.frame_cache.clone().map_or(FrameCacheChoice::Off, FrameCacheChoice::Dir)},
+            "dataset": {"root": self.args.dataset.roots, "weights": self.args.weights, "frame_cache": self.args.frame_cache.clone().map_or(FrameCacheChoice::Off, FrameCacheChoice::Dir), "frames_on_device": if self.args.frames_on_device { "on" } else { "off" }},
             // The step's time does not depend on the backbone's starting weights: none are
             // loaded (or downloaded, for lerobot-0.6's ImageNet weights).
             "policy": {"preset": self.args.preset, "pretrained_backbone_weights": null},
@@ -204,7 +208,13 @@ impl DeviceTask for Task {
         let task_started = Instant::now();
         let config = self.config()?;
         let policy = &config.policy.config;
-        let data = TrainData::open(&config)?;
+        let mut data = TrainData::open(&config)?;
+        data.settle_frames_on_device::<B>(&config, &device, &mut |progress| {
+            if let Progress::Line(line) = progress {
+                eprintln!("{line}");
+            }
+        })?;
+        let frames = data.device_frames::<Autodiff<B>>(&device)?;
         let normalizer = data.normalizer(&config)?;
         let pipeline = InputPipeline::new(
             policy.clone(),
@@ -216,6 +226,9 @@ impl DeviceTask for Task {
         let params = model.num_learnable_params();
         let mut runner = StepRunner::new(model, policy.clone(), pipeline, config.seed, config.steps, device.clone())
             .with_precision(self.args.precision)?;
+        if let Some(frames) = frames {
+            runner = runner.with_device_frames(frames);
+        }
         let mut loader = data.loader(&config, SamplerState::default())?;
         let batch = loader.next().context("the loader gave no batch")??;
         let sync = || B::sync(&device).context("synchronising the device");

@@ -255,6 +255,10 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
         B::upload_u8(bytes, shape, device)
     }
 
+    fn largest_allocation(device: &Self::Device) -> Option<u64> {
+        B::largest_allocation(device)
+    }
+
     fn film_forward(x: FloatTensor<Self>, embedding: FloatTensor<Self>) -> Option<FloatTensor<Self>> {
         let y = B::film_forward(x.primitive.clone(), embedding.primitive.clone())?;
         let y = match Film.prepare::<C>([x.node.clone(), embedding.node.clone()]).compute_bound().stateful() {

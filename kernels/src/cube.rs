@@ -1170,6 +1170,10 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Kerne
         Some(R::client(device).properties().memory.alignment as usize)
     }
 
+    fn largest_allocation(device: &Self::Device) -> Option<u64> {
+        Some(R::client(device).properties().memory.max_page_size)
+    }
+
     fn weight_views(flat: FloatTensor<Self>, places: &ViewPlaces) -> Vec<FloatTensor<Self>> {
         views::weight_views(flat, places.starts(), places.lens())
     }

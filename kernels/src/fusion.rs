@@ -434,6 +434,10 @@ impl<B: FusionBackend + Kernels> Kernels for Fusion<B> {
         B::weight_view_alignment(device)
     }
 
+    fn largest_allocation(device: &Self::Device) -> Option<u64> {
+        B::largest_allocation(device)
+    }
+
     fn weight_views(flat: FloatTensor<Self>, places: &ViewPlaces) -> Vec<FloatTensor<Self>> {
         views::register_weight_views::<B>(flat, places)
     }

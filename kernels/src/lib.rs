@@ -471,6 +471,14 @@ pub trait Kernels: Backend {
         None
     }
 
+    /// The largest buffer this backend allocates on `device` in one piece, in bytes: on burn's
+    /// cubecl backends, their memory manager's largest page (on CUDA a quarter of the GPU's
+    /// memory; on wgpu the largest storage buffer); `None` (the default) where tensors live in
+    /// the host's memory, under no such limit.
+    fn largest_allocation(_device: &Self::Device) -> Option<u64> {
+        None
+    }
+
     /// Views of the 1-D buffer `flat` (of the places' extent), which share its memory: the `k`-th
     /// is 1-D, the `k`-th parameter's elements at its place ([`ViewPlaces::new`], made with
     /// [`Kernels::weight_view_alignment`]). Only on a backend that keeps views; others panic, as

@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use crate::batch::{Buffer, Buffers};
 use crate::episode_frames::{EpisodeFrames, EpisodeKey};
 use crate::error::{Error, Result};
-use crate::layout::{BatchLayout, Source};
+use crate::layout::{BatchLayout, Source, ValueType};
 use crate::sampler::BatchPlan;
 
 /// A batch whose camera frames take at least this many bytes has them copied past the CPU's
@@ -229,9 +229,16 @@ impl Assembler {
         self.fill_frames(buffers, scratch)
     }
 
-    /// Camera frames of every camera field.
+    /// Camera frames of every camera field (or their rows in the frame caches).
     fn fill_frames(&self, buffers: &mut Buffers, scratch: &mut Scratch) -> Result<()> {
         let fields = &self.layout.fields;
+        for (f, field) in fields.iter().enumerate() {
+            if let (ValueType::FrameRow, Buffer::I64(rows)) = (field.value_type, &mut buffers.values[f]) {
+                // Joint rows are the datasets' cached frames laid end to end (each cache holds
+                // every frame of its dataset).
+                rows.iter_mut().zip(&scratch.rows[f]).for_each(|(out, &row)| *out = row as i64);
+            }
+        }
         // Mutable frame slots of every camera field, taken out one by one as work is planned.
         let mut slots: Vec<Vec<Option<&mut [u8]>>> = buffers
             .values
@@ -252,7 +259,7 @@ impl Assembler {
         let requests = &mut scratch.requests;
         requests.clear();
         for (f, field) in fields.iter().enumerate() {
-            if field.frame.is_none() {
+            if field.frame.is_none() || field.value_type == ValueType::FrameRow {
                 continue;
             }
             for (slot, &row) in scratch.rows[f].iter().enumerate() {

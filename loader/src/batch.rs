@@ -51,7 +51,7 @@ impl Buffers {
                 match f.value_type {
                     ValueType::U8 => Buffer::U8(vec![0; n]),
                     ValueType::F32 => Buffer::F32(vec![0.0; n]),
-                    ValueType::I64 => Buffer::I64(vec![0; n]),
+                    ValueType::I64 | ValueType::FrameRow => Buffer::I64(vec![0; n]),
                     ValueType::Bool => Buffer::Bool(vec![false; n]),
                 }
             })
@@ -168,6 +168,17 @@ impl Batch {
             (Buffer::I64(v), n) => Some(&v[..n]),
             _ => None,
         }
+    }
+
+    /// The frames of camera `key` as their rows in the frame caches (the loader's
+    /// [`crate::LoaderBuilder::frame_rows`]), `[B(, T)]`: the datasets' cached frames laid end to
+    /// end, in the datasets' order.
+    pub fn frame_rows(&self, key: &str) -> Option<&[i64]> {
+        let field = self.layout.field(key)?;
+        if field.value_type != ValueType::FrameRow {
+            return None;
+        }
+        self.i64(key)
     }
 
     /// The values of boolean feature `key`.

@@ -28,6 +28,11 @@ pub enum Source {
 pub enum ValueType {
     /// Camera frames.
     U8,
+    /// A camera's frames as their rows in the frame caches, not their bytes (i64, one per window
+    /// step; [`crate::LoaderBuilder::frame_rows`]): each frame's index among every dataset's
+    /// cached frames laid end to end, in the datasets' order, for a consumer that holds the
+    /// caches' frames itself (the trainer's, on the device).
+    FrameRow,
     /// Float features (returned as f32 like LeRobot).
     F32,
     /// Integer features.
@@ -85,13 +90,16 @@ pub struct BatchLayout {
 impl BatchLayout {
     /// The layout for `datasets` read with `windows`, each dataset's cameras from its frame cache
     /// when it has one (`caches`, one per dataset), frames in `encoding` (a cache must hold
-    /// them in it; images in parquet hold RGB only, and refuse another encoding).
+    /// them in it; images in parquet hold RGB only, and refuse another encoding); with
+    /// `frame_rows`, the cameras' frames as their rows in the caches ([`ValueType::FrameRow`]),
+    /// which every dataset must then have.
     pub fn new(
         datasets: &DatasetSet,
         windows: &WindowSpec,
         caches: &[Option<&FrameCache>],
         batch_size: usize,
         encoding: FrameEncoding,
+        frame_rows: bool,
     ) -> Result<Self> {
         let mut fields = Vec::new();
         for feature in &datasets.info().features {
@@ -159,7 +167,18 @@ impl BatchLayout {
                              odd heights to RGB by another path, which the device does not reproduce)"
                         )));
                     }
-                    (sources, ValueType::U8, Some(frame), frame.encoded_len(encoding))
+                    if frame_rows {
+                        if let Some(part) = sources.iter().position(|&source| source != Source::FrameCache) {
+                            return Err(Error::Config(format!(
+                                "camera `{key}` of {} is not read from a frame cache: the frames can be handed \
+                                 over as cache rows only where every dataset has a frame cache",
+                                datasets.name(part)
+                            )));
+                        }
+                        (sources, ValueType::FrameRow, Some(frame), 1)
+                    } else {
+                        (sources, ValueType::U8, Some(frame), frame.encoded_len(encoding))
+                    }
                 }
                 Dtype::Float32 | Dtype::Float64 => column(ValueType::F32),
                 Dtype::Int(_) => column(ValueType::I64),
@@ -172,6 +191,10 @@ impl BatchLayout {
                 }
             };
             let item_shape = match frame {
+                Some(_) if value_type == ValueType::FrameRow => {
+                    let squeeze = feature.is_video() && steps == 1;
+                    if windowed && !squeeze { vec![steps] } else { Vec::new() }
+                }
                 Some(f) => {
                     let chw = match encoding {
                         FrameEncoding::Rgb => vec![f.channels, f.height, f.width],
@@ -213,7 +236,7 @@ impl BatchLayout {
                 let element = match f.value_type {
                     ValueType::U8 | ValueType::Bool => 1,
                     ValueType::F32 => 4,
-                    ValueType::I64 => 8,
+                    ValueType::I64 | ValueType::FrameRow => 8,
                 };
                 f.per_sample() * element + f.offsets.as_ref().map_or(0, Vec::len)
             })

@@ -34,6 +34,7 @@ pub struct LoaderBuilder {
     resume: SamplerState,
     max_epochs: Option<u64>,
     frame_encoding: FrameEncoding,
+    frame_rows: bool,
 }
 
 impl LoaderBuilder {
@@ -149,6 +150,15 @@ impl LoaderBuilder {
         self
     }
 
+    /// Hand each camera frame over as its row in the frame caches ([`crate::ValueType::FrameRow`],
+    /// read with [`Batch::frame_rows`]) instead of its bytes, for a consumer that holds the
+    /// caches' frames itself (the trainer keeps them in the GPU's memory): the batch then copies
+    /// no frame. Every dataset needs a frame cache. Default false.
+    pub fn frame_rows(mut self, rows: bool) -> Self {
+        self.frame_rows = rows;
+        self
+    }
+
     /// Limits of each worker's decoder cache.
     pub fn decoder_cache(mut self, config: DecoderCacheConfig) -> Self {
         self.decoder_cache = config;
@@ -192,6 +202,7 @@ impl LoaderBuilder {
             &borrowed,
             self.sampler.batch_size,
             self.frame_encoding,
+            self.frame_rows,
         )?);
         let frame_buffer_bound = frame_buffer_bound(&self.datasets, &layout, &self.sampler);
         let (episode_frames, frame_buffer_reservation) = match frame_buffer_bound {
@@ -376,6 +387,7 @@ impl Loader {
             resume: SamplerState::default(),
             max_epochs: None,
             frame_encoding: FrameEncoding::Rgb,
+            frame_rows: false,
         }
     }
 

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use datasets::frame_cache::FrameCache;
 use datasets::synth::{CameraSpec, SynthConfig, write_dataset};
 use datasets::{CollatedBatch, Dataset, DatasetSet, DecoderCache, FrameFormat, Tensor, Values, WindowSpec};
 use loader::{Loader, LoaderBuilder};
@@ -166,4 +167,43 @@ fn a_resized_frame_cache_sets_the_frame_shape_which_every_dataset_must_give() {
 
     let err = builder(&f).frame_caches(vec![Some(resized), None]).build().err().unwrap().to_string();
     assert!(err.contains("`observation.images.top`") && err.contains("ds1") && err.contains("ds0"), "{err}");
+}
+
+/// With `frame_rows`, a camera's frames come as their rows among both datasets' cached frames
+/// laid end to end: each row names the frame the same loader copies from the caches, windows
+/// padded at the episodes' starts included; everything else is the same. A dataset without a
+/// frame cache is refused, named.
+#[test]
+fn frame_rows_name_the_frames_the_caches_give() {
+    let f = fixture();
+    let second = f.cache.with_file_name("frames1");
+    datasets::frame_cache::write_frame_cache(&f.set.parts()[1], &second, &Default::default(), &|_| {}).unwrap();
+    let both = vec![Some(f.cache.clone()), Some(second)];
+    let caches: Vec<FrameCache> =
+        both.iter().zip(f.set.parts()).map(|(dir, d)| FrameCache::open(dir.as_ref().unwrap(), d).unwrap()).collect();
+    let key = "observation.images.top";
+    let framed = builder(&f).frame_caches(both.clone()).max_epochs(1).build().unwrap();
+    let rowed = builder(&f).num_workers(2).frame_caches(both).frame_rows(true).max_epochs(1).build().unwrap();
+    let mut padded = 0;
+    for (framed, rowed) in framed.zip(rowed) {
+        let (framed, rowed) = (framed.unwrap(), rowed.unwrap());
+        let (frames, rows) = (framed.u8(key).unwrap(), rowed.frame_rows(key).unwrap());
+        assert_eq!(rowed.shape(key).unwrap(), vec![rowed.len(), 2], "a row per window step");
+        assert_eq!(rows.len(), 2 * rowed.len());
+        let frame_len = frames.len() / rows.len();
+        for (k, &row) in rows.iter().enumerate() {
+            let (part, local) = f.set.locate(row as usize).unwrap();
+            let cached = caches[part].camera(key).unwrap().frame(local);
+            assert_eq!(cached, &frames[k * frame_len..(k + 1) * frame_len], "slot {k}, row {row}");
+        }
+        padded += rowed.pad(key).unwrap().iter().filter(|&&pad| pad).count();
+        let (mut framed, mut rowed) = (framed.to_tensors(), rowed.to_tensors());
+        framed.remove(key);
+        rowed.remove(key);
+        assert_eq!(framed, rowed, "the other fields");
+    }
+    assert!(padded > 0, "some windows start before their episode");
+
+    let err = builder(&f).frame_caches(vec![Some(f.cache.clone()), None]).frame_rows(true).build().err().unwrap();
+    assert!(err.to_string().contains("`observation.images.top` of ds1 is not read from a frame cache"), "{err}");
 }

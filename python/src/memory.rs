@@ -54,7 +54,8 @@ pub fn batch_to_dict<'py>(py: Python<'py>, batch: Batch, frames: FrameFormat) ->
                 }
             }
             ValueType::F32 => view(&memory, batch.f32(key).expect("an f32 field"), &shape)?,
-            ValueType::I64 => view(&memory, batch.i64(key).expect("an i64 field"), &shape)?,
+            // The Python loader hands frames over, never their rows.
+            ValueType::I64 | ValueType::FrameRow => view(&memory, batch.i64(key).expect("an i64 field"), &shape)?,
             ValueType::Bool => view(&memory, batch.bools(key).expect("a bool field"), &shape)?,
         };
         collated.set_item(key, array)?;

@@ -17,7 +17,7 @@ use transforms::Normalizer;
 
 use crate::checkpoint;
 use crate::error::{Error, Result};
-use crate::inputs::{HostObservation, InputPipeline, Mode};
+use crate::inputs::{CameraInput, HostObservation, InputPipeline, Mode};
 use crate::model::{DiffusionModel, Sampler};
 use crate::noise::NoiseSchedule;
 use crate::policy_config::{DiffusionConfig, PolicyFeatures};
@@ -116,7 +116,7 @@ impl<B: Kernels> PolicyRunner<B> {
     /// [`PolicyRunner::predict_chunk`] starting the reverse diffusion from `initial` noise
     /// `[B, horizon, A]` (row-major) when given, as LeRobot's `generate_actions(batch, noise)`.
     pub fn predict_chunk_from(&mut self, obs: &HostObservation<'_>, initial: Option<Vec<f32>>) -> Result<Tensor<B, 3>> {
-        let observation = self.pipeline.observation_from_host::<B>(obs, Mode::Eval, &self.device)?;
+        let observation = self.pipeline.observation_from_host::<B>(obs, Mode::Eval, None, &self.device)?;
         let shape = [obs.batch, self.config.horizon, self.features.action_dim];
         let initial = match initial {
             Some(noise) if noise.len() == shape.iter().product::<usize>() => noise,
@@ -164,12 +164,12 @@ impl<B: Kernels> PolicyRunner<B> {
             let frames: Vec<Vec<u8>> = (0..self.features.cameras.len())
                 .map(|c| self.observations.iter().flat_map(|o| o.images[c].iter().copied()).collect())
                 .collect();
-            let cameras: Vec<(String, &[u8], FrameShape)> = self
+            let cameras: Vec<(String, CameraInput<'_>, FrameShape)> = self
                 .features
                 .cameras
                 .iter()
                 .zip(&frames)
-                .map(|((k, shape), f)| (k.clone(), f.as_slice(), *shape))
+                .map(|((k, shape), f)| (k.clone(), CameraInput::Frames(f.as_slice()), *shape))
                 .collect();
             let host = HostObservation {
                 batch: 1,

@@ -9,8 +9,12 @@ use loader::Batch;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use transforms::geometry;
-use transforms::{ImageTransformsConfig, Normalizer, apply_plan, frames_to_float, yuv420_frames_to_float};
+use transforms::{
+    ImageTransformsConfig, Normalizer, apply_plan, frames_to_float, int_frames_to_float, yuv420_frames_to_float,
+    yuv420_planes_to_rgb,
+};
 
+use crate::device_frames::DeviceFrames;
 use crate::error::{Error, Result};
 use crate::model::Observation;
 use crate::policy_config::{DiffusionConfig, PolicyFeatures};
@@ -63,17 +67,26 @@ impl InputPipeline {
         &self.normalizer
     }
 
-    /// The observations of `batch`.
-    pub fn observation<B: Kernels>(&self, batch: &Batch, mode: Mode, device: &B::Device) -> Result<Observation<B>> {
+    /// The observations of `batch`, its frames gathered from `frames` where it gives their rows
+    /// in the frame caches.
+    pub fn observation<B: Kernels>(
+        &self,
+        batch: &Batch,
+        mode: Mode,
+        frames: Option<&DeviceFrames<B>>,
+        device: &B::Device,
+    ) -> Result<Observation<B>> {
         let host = HostObservation::from_loader(batch, &self.features)?;
-        self.observation_from_host(&host, mode, device)
+        self.observation_from_host(&host, mode, frames, device)
     }
 
-    /// The observations of `host` (`batch` samples of `n_obs_steps` steps each).
+    /// The observations of `host` (`batch` samples of `n_obs_steps` steps each), the frames of
+    /// cameras given as cache rows gathered from `frames`.
     pub fn observation_from_host<B: Kernels>(
         &self,
         host: &HostObservation<'_>,
         mode: Mode,
+        frames: Option<&DeviceFrames<B>>,
         device: &B::Device,
     ) -> Result<Observation<B>> {
         let b = host.batch;
@@ -105,18 +118,48 @@ impl InputPipeline {
         let shared_encoder = !self.config.use_separate_rgb_encoder_per_camera;
         let mut shared_window: Option<Vec<(usize, usize)>> = None;
         let mut images = Vec::with_capacity(self.features.cameras.len());
-        for (key, bytes, frame) in &host.cameras {
+        for (key, input, frame) in &host.cameras {
             let (h, w) = (frame.height, frame.width);
-            if bytes.len() != b * s * frame.encoded_len(host.encoding) {
-                return Err(Error::Config(format!(
-                    "camera `{key}`: {} bytes, expected {b} samples × {s} steps × {h}×{w} frames in {}",
-                    bytes.len(),
-                    host.encoding
-                )));
-            }
-            let mut x = match host.encoding {
-                FrameEncoding::Rgb => frames_to_float::<B>(bytes, [b * s, 3, h, w], device),
-                FrameEncoding::Yuv420 => yuv420_frames_to_float::<B>(bytes, b * s, (h, w), device),
+            let mut x = match *input {
+                CameraInput::Frames(bytes) => {
+                    if bytes.len() != b * s * frame.encoded_len(host.encoding) {
+                        return Err(Error::Config(format!(
+                            "camera `{key}`: {} bytes, expected {b} samples × {s} steps × {h}×{w} frames in {}",
+                            bytes.len(),
+                            host.encoding
+                        )));
+                    }
+                    match host.encoding {
+                        FrameEncoding::Rgb => frames_to_float::<B>(bytes, [b * s, 3, h, w], device),
+                        FrameEncoding::Yuv420 => yuv420_frames_to_float::<B>(bytes, b * s, (h, w), device),
+                    }
+                }
+                CameraInput::CacheRows(rows) => {
+                    if rows.len() != b * s {
+                        return Err(Error::Config(format!(
+                            "camera `{key}`: {} frame rows, expected {b} samples × {s} steps",
+                            rows.len()
+                        )));
+                    }
+                    let frames = frames.ok_or_else(|| {
+                        Error::Config(format!(
+                            "camera `{key}` comes as frame cache rows, but no frames are on the device"
+                        ))
+                    })?;
+                    let len = frame.encoded_len(host.encoding);
+                    let gathered = frames.gather(key, rows)?;
+                    if gathered.dims()[1] != len {
+                        return Err(Error::Config(format!(
+                            "camera `{key}`: the device holds frames of {} levels, the batch's are {h}×{w} in {}",
+                            gathered.dims()[1],
+                            host.encoding
+                        )));
+                    }
+                    match host.encoding {
+                        FrameEncoding::Rgb => int_frames_to_float(gathered.reshape([b * s, 3, h, w])),
+                        FrameEncoding::Yuv420 => yuv420_planes_to_rgb(gathered.reshape([b * s, 1, 1, len]), (h, w)),
+                    }
+                }
             };
             if let Some(rng) = rng.as_mut()
                 && self.augment.is_active()
@@ -159,11 +202,18 @@ impl InputPipeline {
         Ok(Observation { state, images, env_state })
     }
 
-    /// Observations, normalised actions and the padding mask of `batch`.
-    pub fn train_inputs<B: Kernels>(&self, batch: &Batch, mode: Mode, device: &B::Device) -> Result<TrainInputs<B>> {
+    /// Observations, normalised actions and the padding mask of `batch`, its frames gathered
+    /// from `frames` where it gives their rows in the frame caches.
+    pub fn train_inputs<B: Kernels>(
+        &self,
+        batch: &Batch,
+        mode: Mode,
+        frames: Option<&DeviceFrames<B>>,
+        device: &B::Device,
+    ) -> Result<TrainInputs<B>> {
         let b = batch.len();
         let h = self.config.horizon;
-        let obs = self.observation(batch, mode, device)?;
+        let obs = self.observation(batch, mode, frames, device)?;
         let actions = self.vector::<B>(batch, "action", [b, h, self.features.action_dim], device)?;
         let pads = batch.pad("action").ok_or_else(|| Error::Config("the batch has no `action` window".into()))?;
         let action_is_pad = Tensor::<B, 2, Bool>::from_data(TensorData::new(pads.to_vec(), [b, h]), device);
@@ -200,11 +250,20 @@ pub struct HostObservation<'a> {
     pub state: &'a [f32],
     /// `observation.environment_state`, `[B, S, E]`.
     pub env_state: Option<&'a [f32]>,
-    /// Per camera (in the policy's order): key, uint8 frames `[B, S, 3, H, W]` (or `[B, S]` of
-    /// YUV planes), frame shape.
-    pub cameras: Vec<(String, &'a [u8], datasets::FrameShape)>,
+    /// Per camera (in the policy's order): key, its frames, frame shape.
+    pub cameras: Vec<(String, CameraInput<'a>, datasets::FrameShape)>,
     /// How the cameras' frames are laid out.
     pub encoding: FrameEncoding,
+}
+
+/// A camera's frames as a batch gives them.
+#[derive(Debug, Clone, Copy)]
+pub enum CameraInput<'a> {
+    /// uint8 frames, `[B, S, 3, H, W]` (or `[B, S]` of YUV planes).
+    Frames(&'a [u8]),
+    /// Their rows in the frame caches, `[B, S]`, whose frames are on the device
+    /// ([`DeviceFrames`]).
+    CacheRows(&'a [i64]),
 }
 
 impl<'a> HostObservation<'a> {
@@ -215,9 +274,12 @@ impl<'a> HostObservation<'a> {
             .cameras
             .iter()
             .map(|(key, shape)| {
-                let bytes = batch.u8(key).ok_or_else(|| missing(key))?;
+                let input = match batch.frame_rows(key) {
+                    Some(rows) => CameraInput::CacheRows(rows),
+                    None => CameraInput::Frames(batch.u8(key).ok_or_else(|| missing(key))?),
+                };
                 let frame = batch.layout().field(key).and_then(|f| f.frame).unwrap_or(*shape);
-                Ok((key.clone(), bytes, frame))
+                Ok((key.clone(), input, frame))
             })
             .collect::<Result<_>>()?;
         // One encoding for every camera: the loader's.
@@ -256,7 +318,7 @@ impl<'a> HostObservation<'a> {
             .cameras
             .iter()
             .map(|(key, shape)| match &tensor(key)?.values {
-                Values::U8(frames) => Ok((key.clone(), frames.as_slice(), *shape)),
+                Values::U8(frames) => Ok((key.clone(), CameraInput::Frames(frames.as_slice()), *shape)),
                 _ => Err(Error::Config(format!("camera `{key}` is not uint8"))),
             })
             .collect::<Result<_>>()?;

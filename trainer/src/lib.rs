@@ -23,6 +23,7 @@
 //! ```
 
 pub mod checkpoint;
+pub mod device_frames;
 pub mod ema;
 pub mod lerobot;
 pub mod memory;
@@ -43,15 +44,18 @@ mod step;
 mod train;
 mod train_config;
 
+pub use device_frames::DeviceFrames;
 pub use ema::{Ema, EmaConfig};
 pub use error::{Error, Result};
 pub use inference::{PolicyRunner, StepObservation};
-pub use inputs::{HostObservation, InputPipeline, Mode, TrainInputs};
+pub use inputs::{CameraInput, HostObservation, InputPipeline, Mode, TrainInputs};
 pub use model::{DiffusionModel, Observation, Sampler, TrainingNoise};
 pub use noise::{BetaSchedule, NoiseSchedule, PredictionType, SchedulerKind};
 pub use policy_config::{DiffusionConfig, PolicyFeatures, Preset};
 pub use precision::{LossScaler, Precision};
 pub use seeds::{Purpose, step_seed};
 pub use step::{Prepared, StepOutput, StepRunner, TrainingBackend};
-pub use train::{FrameEncodingChoice, Progress, Sampled, TrainData, TrainOutcome, init_model, train, train_on};
+pub use train::{
+    FrameEncodingChoice, FramesOnDevice, Progress, Sampled, TrainData, TrainOutcome, init_model, train, train_on,
+};
 pub use train_config::{DatasetConfig, DatasetRoots, PolicySection, TrainConfig, merge, parse_episode_list, set_key};

@@ -15,6 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 
+use crate::device_frames::DeviceFrames;
 use crate::ema::Ema;
 use crate::error::{Error, Result};
 use crate::inputs::{InputPipeline, Mode, TrainInputs};
@@ -94,6 +95,9 @@ pub struct StepRunner<B: TrainingBackend> {
     ema: Option<Ema<B::InnerBackend>>,
     pending: Option<Pending<B::InnerBackend>>,
     replica: Replica,
+    /// The frame caches' frames on the device, where the loader gives their rows
+    /// ([`StepRunner::with_device_frames`]).
+    frames: Option<DeviceFrames<B>>,
 }
 
 impl<B: TrainingBackend> StepRunner<B> {
@@ -129,7 +133,15 @@ impl<B: TrainingBackend> StepRunner<B> {
             ema: None,
             pending: None,
             replica: Replica::single(),
+            frames: None,
         }
+    }
+
+    /// Gathers the frames of batches that give their rows in the frame caches (the loader's
+    /// `frame_rows`) from `frames`, on this runner's device.
+    pub fn with_device_frames(mut self, frames: DeviceFrames<B>) -> Self {
+        self.frames = Some(frames);
+        self
     }
 
     /// Trains as `replica` of a data-parallel run: the gradients are averaged with the other
@@ -272,7 +284,12 @@ impl<B: TrainingBackend> StepRunner<B> {
         let (rank, world) = (self.replica.rank(), self.replica.world_size());
         let draw = (micro * world + rank) as u64;
         let augment = step_seed(self.seed, step, Purpose::Augment) ^ draw.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let inputs = self.pipeline.train_inputs::<B>(batch, Mode::Train { seed: augment }, &self.device)?;
+        let inputs = self.pipeline.train_inputs::<B>(
+            batch,
+            Mode::Train { seed: augment },
+            self.frames.as_ref(),
+            &self.device,
+        )?;
         let [_, horizon, actions] = inputs.actions.dims();
         let noise = draw_noise::<B>(
             &self.schedule,
@@ -301,7 +318,7 @@ impl<B: TrainingBackend> StepRunner<B> {
     /// (drawn from the run's seed, the optimiser step `step` and the batch's position `index` in
     /// the evaluation, so that the same run gives the same figure).
     pub fn eval_loss(&self, batch: &Batch, step: usize, index: usize) -> Result<Tensor<B::InnerBackend, 1>> {
-        let inputs = self.pipeline.train_inputs::<B::InnerBackend>(batch, Mode::Eval, &self.device)?;
+        let inputs = self.pipeline.train_inputs::<B::InnerBackend>(batch, Mode::Eval, None, &self.device)?;
         let [_, horizon, actions] = inputs.actions.dims();
         let noise = draw_noise::<B::InnerBackend>(
             &self.schedule,

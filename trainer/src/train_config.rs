@@ -15,7 +15,7 @@ use crate::ema::EmaConfig;
 use crate::error::{Error, Result};
 use crate::policy_config::{DiffusionConfig, Preset};
 use crate::precision::Precision;
-use crate::train::FrameEncodingChoice;
+use crate::train::{FrameEncodingChoice, FramesOnDevice};
 
 /// The dataset part of the configuration (LeRobot's `--dataset.*`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -64,6 +64,13 @@ pub struct DatasetConfig {
     /// makes its own of the planes.)
     #[serde(default)]
     pub frame_encoding: FrameEncodingChoice,
+    /// Whether the frame caches' frames are kept in the training device's memory, each step
+    /// gathering its frames there instead of the loader copying them and the step uploading
+    /// them: `auto` (default) on a GPU when every dataset is read from a frame cache and all
+    /// its frames fit one of the device's largest buffers (a quarter of a CUDA GPU's memory),
+    /// `on` wherever every dataset has a frame cache, `off` never.
+    #[serde(default)]
+    pub frames_on_device: FramesOnDevice,
     /// The share of each task's episodes held out of training for the held-out loss (LeRobot's
     /// `--dataset.eval_split`, in [0, 1)): the last `ceil(n · eval_split)` episodes of each task
     /// (episodes grouped by their first task). Default 0: none.
@@ -308,6 +315,7 @@ impl TrainConfig {
                 frame_cache: FrameCacheChoice::Auto,
                 frame_cache_budget_gb: None,
                 frame_encoding: FrameEncodingChoice::Auto,
+                frames_on_device: FramesOnDevice::Auto,
                 use_imagenet_stats: true,
                 image_transforms: ImageTransformsConfig::default(),
                 tolerance_s: datasets::DEFAULT_TOLERANCE_S,

@@ -39,6 +39,6 @@ pub use normalize::{
     normalize_channels,
 };
 pub use upload::{
-    decoder_terms, frames_to_float, frames_to_int, yuv420_frames_to_float, yuv420_planes_to_rgb,
+    decoder_terms, frames_to_float, frames_to_int, int_frames_to_float, yuv420_frames_to_float, yuv420_planes_to_rgb,
     yuv420_to_rgb_by_operations,
 };

@@ -14,7 +14,12 @@ use kernels::{FixedPointTerm, Kernels, Yuv420Terms};
 ///
 /// Backends that cannot hold uint8 tensors receive the frames widened to their integer type.
 pub fn frames_to_float<B: Kernels>(bytes: &[u8], shape: [usize; 4], device: &B::Device) -> Tensor<B, 4> {
-    frames_to_int(bytes, shape, device).float().div_scalar(255.0)
+    int_frames_to_float(frames_to_int(bytes, shape, device))
+}
+
+/// uint8 frames already on the device as float in [0, 1] (`x / 255`, as [`frames_to_float`]).
+pub fn int_frames_to_float<B: Backend>(frames: Tensor<B, 4, Int>) -> Tensor<B, 4> {
+    frames.float().div_scalar(255.0)
 }
 
 /// Uploads YUV 4:2:0 frames, `n` of `height × width` (each `H·W` bytes of Y, then the

@@ -255,8 +255,13 @@ impl CachedCamera {
 
     /// The frame of dataset row `row` (in the header's encoding), borrowed from the map.
     pub fn frame(&self, row: usize) -> &[u8] {
+        self.frames(row..row + 1)
+    }
+
+    /// The frames of dataset rows `rows`, end to end, borrowed from the map.
+    pub fn frames(&self, rows: std::ops::Range<usize>) -> &[u8] {
         let len = self.header.frame_len();
-        &self.map[HEADER_LEN + row * len..HEADER_LEN + (row + 1) * len]
+        &self.map[HEADER_LEN + rows.start * len..HEADER_LEN + rows.end * len]
     }
 }
 

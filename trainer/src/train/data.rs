@@ -12,11 +12,14 @@ use datasets::frame_cache::{CacheFormat, FrameCache};
 use datasets::{
     Dataset, DatasetSet, FrameEncoding, FrameShape, OpenOptions, WindowSpec, diffusion_delta_timestamps, frame_cache,
 };
+use kernels::Kernels;
 use loader::{Loader, SamplerState};
 use transforms::{Normalizer, diffusion_mapping};
 
 use super::Progress;
 use super::frame_encoding::{self, FrameEncodingChoice};
+use super::frames_on_device;
+use crate::device_frames::DeviceFrames;
 use crate::error::{Error, Result};
 use crate::parallel::Replica;
 use crate::policy_config::PolicyFeatures;
@@ -44,6 +47,10 @@ pub struct TrainData {
     /// The held-out frames read, in order, when `max_eval_samples` caps them (none: every frame
     /// of the held-out episodes, in dataset order).
     pub eval_frames: Option<Vec<usize>>,
+    /// Whether the training loaders hand the cameras' frames over as their rows in the frame
+    /// caches, whose frames each replica keeps on its device (`dataset.frames_on_device`,
+    /// settled by [`Self::settle_frames_on_device`]; [`Self::device_frames`]).
+    pub frames_on_device: bool,
 }
 
 impl TrainData {
@@ -106,6 +113,7 @@ impl TrainData {
             train_episodes: None,
             eval_episodes: Vec::new(),
             eval_frames: None,
+            frames_on_device: false,
         };
         (data.train_episodes, data.eval_episodes) = super::eval::choose_episodes(&data, config)?;
         data.eval_frames = super::eval::eval_frames(&data, config)?;
@@ -141,6 +149,7 @@ impl TrainData {
             .frame_caches(self.frame_caches.clone())
             .ordering(config.sampler)
             .frame_encoding(self.frame_encoding)
+            .frame_rows(self.frames_on_device)
             .resume(resume);
         if let Some(episodes) = &self.train_episodes {
             builder = builder.episodes(episodes.clone());
@@ -267,6 +276,52 @@ impl TrainData {
         }
         self.frame_caches = caches;
         Ok(())
+    }
+}
+
+impl TrainData {
+    /// Settles `dataset.frames_on_device` for a run on `device` (after
+    /// [`Self::settle_frame_cache`]), reporting the choice and why through `on_progress`.
+    pub fn settle_frames_on_device<B: Kernels>(
+        &mut self,
+        config: &TrainConfig,
+        device: &B::Device,
+        on_progress: &mut impl FnMut(Progress<'_>),
+    ) -> Result<()> {
+        let caches = self.open_frame_caches()?;
+        let choice = config.dataset.frames_on_device;
+        let (on, line) = frames_on_device::decide::<B>(choice, &caches, &self.camera_keys(), device)?;
+        if let Some(line) = line {
+            on_progress(Progress::Line(&line));
+        }
+        self.frames_on_device = on;
+        Ok(())
+    }
+
+    /// The frames of the policy's cameras in `device`'s memory, where the run keeps them there
+    /// ([`Self::frames_on_device`]).
+    pub fn device_frames<B: Kernels>(&self, device: &B::Device) -> Result<Option<DeviceFrames<B>>> {
+        if !self.frames_on_device {
+            return Ok(None);
+        }
+        let caches: Vec<FrameCache> = self.open_frame_caches()?.into_iter().flatten().collect();
+        Ok(Some(DeviceFrames::upload(&caches, &self.camera_keys(), device)?))
+    }
+
+    /// Each dataset's frame cache, opened (none where it has none).
+    fn open_frame_caches(&self) -> Result<Vec<Option<FrameCache>>> {
+        let parts = self.datasets.parts();
+        (0..parts.len())
+            .map(|part| match self.frame_caches.get(part).and_then(Option::as_ref) {
+                Some(dir) => Ok(Some(FrameCache::open(dir, &parts[part])?)),
+                None => Ok(None),
+            })
+            .collect()
+    }
+
+    /// The policy's cameras, by key.
+    fn camera_keys(&self) -> Vec<String> {
+        self.features.cameras.iter().map(|(key, _)| key.clone()).collect()
     }
 }
 

@@ -2,7 +2,7 @@
 //! then one replica, or several supervised), and the rooms it goes through:
 //!
 //! - `data`: the datasets checked against the policy, their statistics, the frame cache settled
-//!   and each replica's loader ([`TrainData`]);
+//!   (and whether its frames live on the device) and each replica's loader ([`TrainData`]);
 //! - `start`: the first step's state, fresh ([`init_model`]) or from a checkpoint (resume);
 //! - `steps`: the loop: optimiser steps over the loader's batches, the metrics of each logging
 //!   period;
@@ -27,12 +27,14 @@ mod checkpoints;
 mod data;
 mod eval;
 mod frame_encoding;
+mod frames_on_device;
 mod replicas;
 mod start;
 mod steps;
 
 pub use data::{Sampled, TrainData};
 pub use frame_encoding::FrameEncodingChoice;
+pub use frames_on_device::FramesOnDevice;
 pub use start::init_model;
 
 /// What a run did.
@@ -119,6 +121,7 @@ fn train_processes<B: TrainingBackend>(
     }
     checkpoint::remove_partial(&config.output_dir)?;
     run.settle_frame_cache(config, &mut *on_progress)?;
+    run.settle_frames_on_device::<B>(config, &devices[0], &mut *on_progress)?;
     if devices.len() == 1 && processes.count() == 1 {
         let device = devices.into_iter().next().expect("one device");
         return steps::train_replica::<B>(config, &run, resume, device, &Replica::single(), on_progress);

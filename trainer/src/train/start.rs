@@ -117,7 +117,7 @@ impl<B: TrainingBackend> Start<B> {
         };
         let normalizer = run.normalizer(config)?;
         let ema = config.ema.enable.then(|| Ema::new(&model.valid(), config.ema.clone()));
-        let runner = build_runner(config, run, model, &normalizer, ema, device)?;
+        let runner = build_runner(config, run, model, &normalizer, ema, device, on_progress)?;
         Ok(Self { runner, state, normalizer })
     }
 
@@ -143,7 +143,7 @@ impl<B: TrainingBackend> Start<B> {
             false => None,
             true => Some(load_ema(config, run, &dir, &model, &device, on_progress)?),
         };
-        let mut runner = build_runner(config, run, model, &normalizer, ema, device.clone())?;
+        let mut runner = build_runner(config, run, model, &normalizer, ema, device.clone(), on_progress)?;
         if let Some(scale) = state.loss_scale {
             runner = runner.with_loss_scaler(LossScaler::from_state(scale));
         }
@@ -255,8 +255,8 @@ fn load_ema<B: TrainingBackend>(
     Ok(Ema::new(&average, config.ema.clone()))
 }
 
-/// A step runner for `model` set up as `config` says: input pipeline, precision, gradient
-/// accumulation, EMA.
+/// A step runner for `model` set up as `config` says: input pipeline (the frame caches' frames on
+/// the device where the run keeps them there), precision, gradient accumulation, EMA.
 fn build_runner<B: TrainingBackend>(
     config: &TrainConfig,
     run: &TrainData,
@@ -264,6 +264,7 @@ fn build_runner<B: TrainingBackend>(
     normalizer: &Normalizer,
     ema: Option<Ema<B::InnerBackend>>,
     device: B::Device,
+    on_progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<StepRunner<B>> {
     let policy = &config.policy.config;
     let pipeline = InputPipeline::new(
@@ -272,9 +273,22 @@ fn build_runner<B: TrainingBackend>(
         normalizer.clone(),
         config.dataset.image_transforms.clone(),
     );
-    let runner = StepRunner::new(model, policy.clone(), pipeline, config.seed, config.steps, device)
+    let started = std::time::Instant::now();
+    let frames = run.device_frames::<B>(&device)?;
+    if let Some(frames) = &frames {
+        B::sync(&device).map_err(|e| Error::Config(format!("uploading the frames: {e:?}")))?;
+        on_progress(Progress::Line(&format!(
+            "frames on the device: {:.2} GB uploaded in {:.1} s",
+            frames.bytes() as f64 / 1e9,
+            started.elapsed().as_secs_f64()
+        )));
+    }
+    let mut runner = StepRunner::new(model, policy.clone(), pipeline, config.seed, config.steps, device)
         .with_precision(config.precision)?
         .with_grad_accum(config.grad_accum);
+    if let Some(frames) = frames {
+        runner = runner.with_device_frames(frames);
+    }
     match ema {
         Some(ema) => runner.with_ema(ema),
         None => Ok(runner),

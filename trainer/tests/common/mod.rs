@@ -134,7 +134,7 @@ pub fn one_sample<'a>(state: &'a [f32], frames: &'a [u8], shape: datasets::Frame
         batch: 1,
         state,
         env_state: None,
-        cameras: vec![("observation.image".into(), frames, shape)],
+        cameras: vec![("observation.image".into(), trainer::CameraInput::Frames(frames), shape)],
         encoding: datasets::FrameEncoding::Rgb,
     }
 }

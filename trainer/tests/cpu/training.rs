@@ -558,9 +558,12 @@ fn yuv_frames_converted_on_the_device_are_lerobots_to_the_bit() {
 /// whether the planes come from the videos or from a frame cache that stores them.
 #[test]
 fn a_run_trains_on_yuv_frames_as_on_rgb_ones_from_the_videos_or_a_yuv_frame_cache() {
+    // Crops of 64x64, so that the loss depends on the frames (see the next test).
     let losses = |name: &str, dataset: serde_json::Value| {
         let out = scratch(name);
-        let config = tiny(&out, 2, json!({"dataset": dataset, "save_checkpoint": false, "log_freq": 1}));
+        let policy = json!({"crop_shape": [64, 64]});
+        let config =
+            tiny(&out, 2, json!({"dataset": dataset, "policy": policy, "save_checkpoint": false, "log_freq": 1}));
         train::<Backend>(&config, None, Default::default(), |_| {}).unwrap().losses
     };
     let rgb = losses("yuv-rgb", json!({"frame_encoding": "rgb"}));
@@ -586,6 +589,56 @@ fn a_run_trains_on_yuv_frames_as_on_rgb_ones_from_the_videos_or_a_yuv_frame_cach
     let config = tiny(&out, 1, json!({"dataset": {"frame_encoding": "yuv420", "frame_cache": &*rgb_cache}}));
     let error = train::<Backend>(&config, None, Default::default(), |_| {}).unwrap_err().to_string();
     assert!(error.contains("holds rgb frames, not the yuv420 asked for"), "{error}");
+}
+
+/// With the frame caches' frames kept on the device (`frames_on_device on`; `auto` leaves them
+/// on the host on the CPU), the loader hands over each frame's row, and a run trains step for
+/// step as one whose loader copies the frames, from an RGB cache and from a YUV one; `on`
+/// without a frame cache is refused, saying why.
+#[test]
+fn a_run_with_its_frames_on_the_device_trains_as_one_that_copies_them() {
+    let dataset = datasets::Dataset::open(dataset()).unwrap();
+    let rgb = scratch("device-frames-rgb-cache");
+    datasets::frame_cache::write_frame_cache(&dataset, &rgb, &Default::default(), &|_| {}).unwrap();
+    let yuv = scratch("device-frames-yuv-cache");
+    let planes = datasets::frame_cache::CacheFormat::encoded(datasets::FrameEncoding::Yuv420);
+    datasets::frame_cache::write_frame_cache(&dataset, &yuv, &planes, &|_| {}).unwrap();
+    // Crops of 64x64 leave the encoder a 2x2 feature map, whose keypoints depend on the frames
+    // (the tiny policy's 32x32 crops leave one position, the same keypoint whatever the frame).
+    let config = |name: &str, dataset: serde_json::Value| {
+        let policy = json!({"crop_shape": [64, 64]});
+        tiny(&scratch(name), 3, json!({"dataset": dataset, "policy": policy, "save_checkpoint": false, "log_freq": 1}))
+    };
+    let run = |config: &TrainConfig| {
+        let mut lines = Vec::new();
+        let outcome = train::<Backend>(config, None, Default::default(), |p| {
+            if let trainer::Progress::Line(l) = p {
+                lines.push(l.to_string());
+            }
+        });
+        (outcome.unwrap().losses, lines)
+    };
+    for cache in [&*rgb, &*yuv] {
+        let (copied, lines) = run(&config("device-frames-copied", json!({"frame_cache": cache})));
+        assert!(!lines.iter().any(|l| l.starts_with("frames on the device")), "auto on the CPU: {lines:#?}");
+        let on = config("device-frames-gathered", json!({"frame_cache": cache, "frames_on_device": "on"}));
+        let (gathered, lines) = run(&on);
+        assert_eq!(copied.len(), 3);
+        assert_eq!(gathered, copied, "from {}", cache.display());
+        assert!(lines.iter().any(|l| l.starts_with("frames on the device: the 1 cameras'")), "{lines:#?}");
+        assert!(lines.iter().any(|l| l.contains("GB uploaded in")), "{lines:#?}");
+
+        let mut data = trainer::TrainData::open(&on).unwrap();
+        data.settle_frames_on_device::<Flex>(&on, &Default::default(), &mut |_| {}).unwrap();
+        let batch = data.loader(&on, Default::default()).unwrap().next().unwrap().unwrap();
+        let rows = batch.frame_rows("observation.image").expect("the frames come as their rows");
+        assert_eq!(rows.len(), 2 * batch.len(), "two observation steps a sample");
+        assert!(batch.u8("observation.image").is_none());
+    }
+
+    let off = config("device-frames-no-cache", json!({"frames_on_device": "on"}));
+    let error = train::<Backend>(&off, None, Default::default(), |_| {}).unwrap_err().to_string();
+    assert!(error.contains("not every dataset is read from a frame cache"), "{error}");
 }
 
 /// The run's data for `config` with every choice settled, automatic caches in `caches`; and

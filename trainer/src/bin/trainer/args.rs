@@ -80,6 +80,11 @@ config_flags! {
     /// yuv420 (the decoder's planes, half the bytes, converted to the same RGB on the device)
     #[arg(long = "frame-encoding", alias = "dataset.frame_encoding")]
     frame_encoding: trainer::FrameEncodingChoice => "dataset.frame_encoding";
+    /// Keep the frame caches' frames in the device's memory, each step gathering its frames
+    /// there: auto (default: on a GPU when every dataset has a frame cache and its frames fit a
+    /// quarter of the GPU's memory), on or off (the loader copies them, each step uploads them)
+    #[arg(long = "frames-on-device", alias = "dataset.frames_on_device")]
+    frames_on_device: trainer::FramesOnDevice => "dataset.frames_on_device";
     /// The order of each epoch's samples: lerobot (default, LeRobot's) or blocks (decode-once:
     /// episodes shuffled and taken --sampler.block_episodes at a time, each window's samples
     /// shuffled, each video frame decoded once per epoch into a bounded buffer)
@@ -384,6 +389,7 @@ mod tests {
                 "policy.crop_shape" | "policy.resize_shape" => format!("--{long}=8x8"),
                 "frame-cache" => format!("--{long}=auto"),
                 "frame-encoding" => format!("--{long}=rgb"),
+                "frames-on-device" => format!("--{long}=off"),
                 "sampler.order" => format!("--{long}=lerobot"),
                 "policy.preset" => format!("--{long}=classic"),
                 "device" => format!("--{long}=cpu"),

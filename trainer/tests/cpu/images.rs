@@ -24,7 +24,10 @@ fn a_run_on_images_in_parquet_trains_with_and_without_a_frame_cache() {
     let dataset = datasets::Dataset::open(&root).unwrap();
     datasets::frame_cache::write_frame_cache(&dataset, &frames, &Default::default(), &|_| {}).unwrap();
 
-    let run = |name: &str, extra: serde_json::Value| {
+    // Crops of 64x64 leave the encoder a 2x2 feature map, so that the loss depends on the frames
+    // (the tiny policy's 32x32 crops leave one position, the same keypoint whatever the frame).
+    let run = |name: &str, mut extra: serde_json::Value| {
+        trainer::merge(&mut extra, json!({"policy": {"crop_shape": [64, 64]}}));
         let config = tiny_config(&root, &dir.join(name), 4, extra);
         train::<Autodiff<Flex>>(&config, None, Default::default(), |_| {}).unwrap()
     };

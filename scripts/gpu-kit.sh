@@ -10,8 +10,8 @@
 #               convolutions run in cuDNN (`bench/cudnn`), found there at run time.
 #               bench-fusion is bench-untuned with burn's fusion (no autotuning), cuDNN and our
 #               optimiser kernels as fusion's custom operations.
-#               NO_AUTOTUNE=1 builds those two alone, without LeRobot's wheels (what
-#               `gpu-run.sh cudnn` needs; its sweeps need the tuned bench and datasets too).
+#               NO_AUTOTUNE=1 builds those two and datasets alone, without LeRobot's wheels
+#               (what `gpu-run.sh cudnn` and `frames` need; its sweeps need the tuned bench).
 #               The trainer binary stays home: the working tree takes 30 of the 64 MiB, and
 #               bench's checks run the trainer's own training loop.
 #   wheels/     LeRobot 0.6.1 and the wheels that machine lacks for the side-by-side (torch is
@@ -31,10 +31,12 @@ cp target/release/bench "$staging/bench-untuned"
 cargo build --release --locked -p bench --no-default-features \
   --features bench/cuda-untuned,bench/wgpu-untuned,bench/cudnn,kernels/gpu-fusion
 cp target/release/bench "$staging/bench-fusion"
+# The datasets tool (synthetic datasets and frame caches there: `gpu-run.sh frames`).
+cargo build --release --locked -p datasets --no-default-features --features datasets/cli
+cp target/release/datasets "$staging/"
 if [ "${NO_AUTOTUNE:-0}" != 1 ]; then
-  cargo build --release --locked -p bench -p datasets --no-default-features \
-    --features datasets/cli,bench/cuda,bench/wgpu
-  cp target/release/bench target/release/datasets "$staging/"
+  cargo build --release --locked -p bench --no-default-features --features bench/cuda,bench/wgpu
+  cp target/release/bench "$staging/"
 fi
 
 # Keep the GPU kernel cache a GPU call sent back (scripts/gpu-run.sh): it outlives the binaries.

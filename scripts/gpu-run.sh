@@ -34,6 +34,11 @@
 #                                CHECK_ONLY=cudnn (or graph) runs only those checks
 #   scripts/gpu-run.sh profile   each kernel's GPU time (Nsight Compute) in fusion's PushT step,
 #                                f32 and bf16 at batch 64, and cuDNN's chosen algorithms
+#   scripts/gpu-run.sh frames    real-size frames on the device against the loader's copies and
+#                                the upload: aloha-real's four 480x640 cameras as images
+#                                (EPISODES, default 4), an RGB frame cache, fusion's PushT-classic
+#                                step at batch 64 and 256 with the real loop, without and with
+#                                --frames-on-device
 #
 # The binaries, the wheels and the synthetic datasets are unpacked into /tmp/lerobot-rs-gpu once
 # and reused by the next calls while the machine is held. DEVICE=cpu, GPU_CHECK_DEVICES=cpu,
@@ -45,7 +50,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-stage=${1:?usage: scripts/gpu-run.sh checks|ours|ours-aloha|lerobot|cudnn|profile}
+stage=${1:?usage: scripts/gpu-run.sh checks|ours|ours-aloha|lerobot|cudnn|profile|frames}
 device=${DEVICE:-cuda}
 batches=${BATCHES:-64,256}
 steps=${STEPS:-10}
@@ -116,7 +121,7 @@ trap 'kill ${smi:-} $progress 2>/dev/null || true; cp "$work"/cubecl-*-"$stage".
 
 # Datasets with their images in parquet (this build has no FFmpeg), for the sweeps.
 for preset in pusht-like aloha-like; do
-  if [ "$stage" != cudnn ] && [ "$stage" != profile ] && [ ! -f "$data/$preset/meta/info.json" ]; then
+  if [[ " cudnn profile frames " != *" $stage "* ]] && [ ! -f "$data/$preset/meta/info.json" ]; then
     "$bin/datasets" synth --preset "$preset" --codec images --out "$data/$preset"
   fi
 done
@@ -257,8 +262,30 @@ case "$stage" in
         || echo "ncu stopped: $precision" | tee -a "$out/steps.txt"
     done
     ;;
+  frames)
+    # The prepare phase and the real loop's rate with the frames uploaded each step (copied by
+    # the loader, then into the page-locked buffer) against gathered on the device.
+    real=$data/aloha-real-images
+    if [ ! -f "$real/meta/info.json" ]; then
+      "$bin/datasets" synth --preset aloha-real --codec images --episodes "${EPISODES:-4}" --out "$real" 2>&1 \
+        | tail -3 | tee "$out/steps.txt"
+    fi
+    if [ ! -d "$data/aloha-real-frames" ]; then
+      { time "$bin/datasets" cache --root "$real" --out "$data/aloha-real-frames"; } 2>&1 | tail -5 | tee -a "$out/steps.txt"
+    fi
+    deadline=$(( $(date +%s) + limit ))
+    for on_device in "" --frames-on-device; do
+      # The first run takes half of what is left, the second the rest.
+      runs_left=$([ -z "$on_device" ] && echo 2 || echo 1)
+      seconds=$(( (deadline - $(date +%s)) / runs_left - 10 ))
+      echo "== bench-fusion, aloha-real ${on_device:-(frames uploaded)} ($(date +%T), at most $seconds s)" | tee -a "$out/steps.txt"
+      (cd "$work" && timeout -k 10 "$seconds" "$bin/bench-fusion" train-step --root "$real" \
+        --frame-cache "$data/aloha-real-frames" $on_device --device cuda --batch 64,256 --warmup 2 --steps 5 \
+        --loop-steps 20 --num-workers 8) 2>&1 | tee -a "$out/steps.txt" || echo "stopped: ${on_device:-uploaded}" | tee -a "$out/steps.txt"
+    done
+    ;;
   *)
-    echo "unknown stage $stage: checks, ours, ours-aloha, lerobot, cudnn or profile" >&2
+    echo "unknown stage $stage: checks, ours, ours-aloha, lerobot, cudnn, profile or frames" >&2
     exit 2
     ;;
 esac

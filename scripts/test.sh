@@ -66,6 +66,8 @@ fi
 #   (trainer/tests/launch_budget.rs), compiled into a kernel cache of the test's own;
 # - the optimiser's update of weights kept as views of one buffer against the CPU's, without
 #   fusion and under it (trainer/tests/weight_views.rs);
+# - a batch's inputs from the frame caches' frames gathered on the device against the same
+#   batch's frames uploaded, without fusion and under it (trainer/tests/device_frames.rs);
 # - with cuDNN's convolutions built in (no GPU here): burn's convolutions mapped to cuDNN's
 #   descriptors, the one-line fallback where cuDNN is missing, and the file that keeps cuDNN's
 #   algorithms for later runs (kernels/tests/cudnn.rs).
@@ -80,7 +82,7 @@ light=(--config 'profile.release.package.kernels.opt-level=0' --config 'profile.
 kernel_cache=$(mktemp -d)
 LEROBOT_RS_KERNEL_CACHE="$kernel_cache" cargo test --release "${light[@]}" --locked -p datasets -p kernels -p trainer \
   --no-default-features --features datasets/cli,trainer/wgpu-untuned,kernels/cudnn,kernels/gpu-fusion \
-  --test no_video --test cube --test launch_budget --test weight_views --test cudnn
+  --test no_video --test cube --test launch_budget --test weight_views --test device_frames --test cudnn
 rm -rf "$kernel_cache"
 if [[ "$(shm_caches)" != "$caches_before" ]]; then
   echo "error: the tests left frame caches in /dev/shm/lerobot-rs-frames:" >&2

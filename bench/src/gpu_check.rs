@@ -81,6 +81,7 @@ pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
         checks.run(format!("{device} half-precision copies"), || check_half_precision_copies(device, &plain));
         checks.run(format!("{device} inputs"), || check_pipeline(device, &augmented, false));
         checks.run(format!("{device} yuv frames"), || check_yuv_frames(device));
+        checks.run(format!("{device} frames on the device"), || check_device_frames(device, &root));
         if device == DeviceKind::Cuda {
             checks.run(format!("{device} yuv frames timed"), || time_yuv_frames(device));
         }
@@ -346,6 +347,59 @@ impl DeviceTask for PipelineOutput<'_> {
         all.push(host(out.obs.state.into_data())?);
         all.push(host(out.actions.into_data())?);
         Ok(all)
+    }
+}
+
+/// The training inputs of one batch of the dataset at `root` on `device`, its frames gathered
+/// there from the frame cache (`dataset.frames_on_device`), against the same batch's frames
+/// copied by the loader and uploaded: bit for bit.
+pub fn check_device_frames(device: DeviceKind, root: &Path) -> Result<String> {
+    let cache = root.with_file_name("frames");
+    let dataset = datasets::Dataset::open(root)?;
+    if datasets::frame_cache::FrameCache::open(&cache, &dataset).is_err() {
+        datasets::frame_cache::write_frame_cache(&dataset, &cache, &Default::default(), &|_| {})?;
+    }
+    let on = json!({"dataset": {"frame_cache": cache, "frames_on_device": "on"}});
+    let config = tiny(root, &root.with_file_name("unused"), 10, on)?;
+    run_on(device, DeviceFramesInputs { config: &config })?
+}
+
+struct DeviceFramesInputs<'a> {
+    config: &'a TrainConfig,
+}
+
+impl DeviceTask for DeviceFramesInputs<'_> {
+    type Output = Result<String>;
+
+    fn run<B: Kernels>(self, device: B::Device) -> Result<String> {
+        let config = self.config;
+        let mut data = TrainData::open(config)?;
+        data.settle_frames_on_device::<B>(config, &device, &mut |_| {})?;
+        let frames = data.device_frames::<B>(&device)?.context("no frames on the device")?;
+        let rows = data.loader(config, Default::default())?.next().context("the loader gave no batch")??;
+        data.frames_on_device = false;
+        let copied = data.loader(config, Default::default())?.next().context("the loader gave no batch")??;
+        ensure!(copied.indices() == rows.indices(), "the two loaders gave other samples");
+        let pipeline = InputPipeline::new(
+            config.policy.config.clone(),
+            data.features.clone(),
+            data.normalizer(config)?,
+            config.dataset.image_transforms.clone(),
+        );
+        let gathered = pipeline.train_inputs::<B>(&rows, Mode::Train { seed: 42 }, Some(&frames), &device)?;
+        let uploaded = pipeline.train_inputs::<B>(&copied, Mode::Train { seed: 42 }, None, &device)?;
+        let mut compared = 0;
+        for (a, b) in gathered.obs.images.into_iter().zip(uploaded.obs.images) {
+            let (a, b) = (host(a.into_data())?, host(b.into_data())?);
+            ensure!(a == b, "the gathered frames' inputs differ from the uploaded frames'");
+            compared += a.len();
+        }
+        ensure!(compared > 0, "no camera compared");
+        Ok(format!(
+            "frames gathered on the device by their rows ({:.1} MB there) vs copied and uploaded: the {compared} \
+             input values bit-equal",
+            frames.bytes() as f64 / 1e6
+        ))
     }
 }
 

@@ -34,6 +34,10 @@ pub struct LoaderArgs {
     /// missing.
     #[arg(long, conflicts_with = "frame_cache")]
     pub auto_frame_cache: bool,
+    /// Hand the cameras' frames over as their rows in the frame cache (the loader's part when the
+    /// trainer keeps the frames on the GPU, `--frames-on-device`): no frame is copied.
+    #[arg(long)]
+    pub frame_rows: bool,
     /// The order of each epoch's samples: lerobot (LeRobot's), or blocks (decode-once: windows
     /// of --block-episodes episodes, each frame decoded once).
     #[arg(long, default_value_t = SampleOrder::Lerobot)]
@@ -219,7 +223,8 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
                 .windows(windows.clone())
                 .frame_caches(frame_caches.clone())
                 .ordering(SampleOrdering { order: args.order, block_episodes: args.block_episodes })
-                .frame_encoding(args.frame_encoding);
+                .frame_encoding(args.frame_encoding)
+                .frame_rows(args.frame_rows);
             if let Some(weights) = &args.weights {
                 builder = builder.weights(weights.clone());
             }

@@ -120,6 +120,7 @@ pub fn run(args: &SweepArgs) -> Result<SweepReport> {
             weights: None,
             frame_cache,
             auto_frame_cache,
+            frame_rows: false,
             order,
             block_episodes: DEFAULT_BLOCK_EPISODES,
             frame_encoding: datasets::FrameEncoding::Rgb,

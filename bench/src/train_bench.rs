@@ -233,15 +233,17 @@ impl DeviceTask for Task {
         let batch = loader.next().context("the loader gave no batch")??;
         let sync = || B::sync(&device).context("synchronising the device");
 
-        // The host-to-device copy alone: every camera's uint8 frames, uploaded and synchronised.
+        // The host-to-device copy alone: every camera's uint8 frames, uploaded and synchronised
+        // (none where the frames are on the device).
         let cameras: Vec<(&[u8], [usize; 4])> = data
             .features
             .cameras
             .iter()
             .filter_map(|(key, _)| {
+                let bytes = batch.u8(key)?;
                 let shape = batch.shape(key)?;
                 let n = shape[..shape.len() - 3].iter().product();
-                Some((batch.u8(key)?, [n, shape[shape.len() - 3], shape[shape.len() - 2], shape[shape.len() - 1]]))
+                Some((bytes, [n, shape[shape.len() - 3], shape[shape.len() - 2], shape[shape.len() - 1]]))
             })
             .collect();
         let mut transfers = Vec::new();

@@ -264,23 +264,33 @@ case "$stage" in
     ;;
   frames)
     # The prepare phase and the real loop's rate with the frames uploaded each step (copied by
-    # the loader, then into the page-locked buffer) against gathered on the device.
-    real=$data/aloha-real-images
+    # the loader, then into the page-locked buffer) against gathered on the device. The stage's
+    # seconds count from here: the dataset and its cache are made within them.
+    deadline=$(( $(date +%s) + limit ))
+    episodes=${EPISODES:-4}
+    real=$data/aloha-real-images-$episodes frames=$data/aloha-real-frames-$episodes
     if [ ! -f "$real/meta/info.json" ]; then
-      "$bin/datasets" synth --preset aloha-real --codec images --episodes "${EPISODES:-4}" --out "$real" 2>&1 \
+      rm -rf "$real"
+      "$bin/datasets" synth --preset aloha-real --codec images --episodes "$episodes" --out "$real" 2>&1 \
         | tail -3 | tee "$out/steps.txt"
     fi
-    if [ ! -d "$data/aloha-real-frames" ]; then
-      { time "$bin/datasets" cache --root "$real" --out "$data/aloha-real-frames"; } 2>&1 | tail -5 | tee -a "$out/steps.txt"
+    if [ ! -d "$frames" ]; then
+      # Made aside and moved into place, so that a cache cut short is never read.
+      rm -rf "$frames.partial"
+      { time "$bin/datasets" cache --root "$real" --out "$frames.partial"; } 2>&1 | tail -5 | tee -a "$out/steps.txt"
+      mv "$frames.partial" "$frames"
     fi
-    deadline=$(( $(date +%s) + limit ))
     for on_device in "" --frames-on-device; do
       # The first run takes half of what is left, the second the rest.
       runs_left=$([ -z "$on_device" ] && echo 2 || echo 1)
       seconds=$(( (deadline - $(date +%s)) / runs_left - 10 ))
+      if [ "$seconds" -lt 20 ]; then
+        echo "== aloha-real ${on_device:-(frames uploaded)}: skipped, the stage's $limit s are spent" | tee -a "$out/steps.txt"
+        continue
+      fi
       echo "== bench-fusion, aloha-real ${on_device:-(frames uploaded)} ($(date +%T), at most $seconds s)" | tee -a "$out/steps.txt"
       (cd "$work" && timeout -k 10 "$seconds" "$bin/bench-fusion" train-step --root "$real" \
-        --frame-cache "$data/aloha-real-frames" $on_device --device cuda --batch 64,256 --warmup 2 --steps 5 \
+        --frame-cache "$frames" $on_device --device cuda --batch 64,256 --warmup 2 --steps 5 \
         --loop-steps 20 --num-workers 8) 2>&1 | tee -a "$out/steps.txt" || echo "stopped: ${on_device:-uploaded}" | tee -a "$out/steps.txt"
     done
     ;;

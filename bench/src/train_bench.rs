@@ -242,8 +242,14 @@ impl DeviceTask for Task {
             .filter_map(|(key, _)| {
                 let bytes = batch.u8(key)?;
                 let shape = batch.shape(key)?;
-                let n = shape[..shape.len() - 3].iter().product();
-                Some((bytes, [n, shape[shape.len() - 3], shape[shape.len() - 2], shape[shape.len() - 1]]))
+                // `[N, 3, H, W]` of RGB; YUV planes, `[B, (T,) planes]`, as one row of bytes.
+                let upload = if shape.len() >= 4 {
+                    let leading = shape.len() - 3;
+                    [shape[..leading].iter().product(), shape[leading], shape[leading + 1], shape[leading + 2]]
+                } else {
+                    [1, 1, 1, bytes.len()]
+                };
+                Some((bytes, upload))
             })
             .collect();
         let mut transfers = Vec::new();

@@ -68,8 +68,9 @@ pub const PARTS_PER_LAUNCH_VAR: &str = "LEROBOT_RS_PARTS_PER_LAUNCH";
 
 /// The widest [`PARTS_PER_LAUNCH_VAR`] taken. On CUDA each part adds about 36 bytes to a
 /// kernel's parameters (its pointer, lengths, shape and strides, its place), whose limit is
-/// 32,764 bytes: about 900 parts. 512 keeps well under it (and did not finish compiling in 100 s
-/// on an H200, bench/RESULTS.md, "Seventh contact").
+/// 32,764 bytes: about 900 parts. 512 keeps well under it, though a gather that wide is known to
+/// compile too slowly (it had not finished after 100 s on an H200, bench/RESULTS.md, "Seventh
+/// contact").
 pub const PARTS_PER_LAUNCH_LIMIT: usize = 512;
 
 /// The parameters a launch takes at most: [`PARTS_PER_LAUNCH_VAR`] where it is set to a number

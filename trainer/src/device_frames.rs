@@ -9,15 +9,16 @@ use std::collections::BTreeMap;
 
 use burn::prelude::*;
 use burn::tensor::DType;
-use datasets::FrameShape;
 use datasets::frame_cache::FrameCache;
+use datasets::{FrameEncoding, FrameShape};
 use kernels::Kernels;
 use transforms::frames_to_int;
 
 use crate::error::{Error, Result};
 
-/// The most bytes of frames uploaded at once (through the upload's page-locked buffer on CUDA).
-const UPLOAD_CHUNK_BYTES: usize = 256 << 20;
+/// The most bytes of frames uploaded at once (through the upload's page-locked buffer on CUDA,
+/// which the run keeps).
+const UPLOAD_CHUNK_BYTES: usize = 64 << 20;
 
 /// Every cached frame of the run's cameras on one device, each camera's the rows of every
 /// dataset's cache end to end, in the datasets' order (the loader's rows).
@@ -26,40 +27,63 @@ pub struct DeviceFrames<B: Backend> {
     cameras: BTreeMap<String, CameraFrames<B>>,
 }
 
-/// One camera's frames: `[rows, frame length]`, uint8 where the backend holds it.
+/// One camera's frames, `[rows, frame length]` (uint8 where the backend holds it), and how they
+/// are stored.
 #[derive(Debug, Clone)]
 struct CameraFrames<B: Backend> {
     frames: Tensor<B, 2, Int>,
     shape: FrameShape,
+    encoding: FrameEncoding,
 }
 
 impl<B: Kernels> DeviceFrames<B> {
     /// Uploads the frames of cameras `keys` from `caches` (one per dataset, in the datasets'
-    /// order) to `device`, a camera at a time, in pieces of at most 256 MiB.
+    /// order) to `device`: a camera at a time, into one tensor made first, in pieces of at most
+    /// 64 MiB. An error where a cache lacks a camera or stores it otherwise than the first.
     pub fn upload(caches: &[FrameCache], keys: &[String], device: &B::Device) -> Result<Self> {
         let mut cameras = BTreeMap::new();
         for key in keys {
-            let mut pieces = Vec::new();
-            let mut shape = None;
-            for cache in caches {
-                let camera = cache.camera(key).ok_or_else(|| {
-                    Error::Config(format!("the frame cache in {} has no camera `{key}`", cache.dir().display()))
-                })?;
+            let stored = caches
+                .iter()
+                .map(|cache| {
+                    cache.camera(key).ok_or_else(|| {
+                        Error::Config(format!("the frame cache in {} has no camera `{key}`", cache.dir().display()))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let Some(first) = stored.first().map(|camera| camera.header()) else { continue };
+            for (cache, camera) in caches.iter().zip(&stored).skip(1) {
                 let header = camera.header();
-                let len = header.frame_len();
-                shape = Some(header.shape);
-                let rows = usize::try_from(header.frames).unwrap_or(usize::MAX);
-                let per_piece = (UPLOAD_CHUNK_BYTES / len.max(1)).max(1);
-                for start in (0..rows).step_by(per_piece) {
-                    let end = (start + per_piece).min(rows);
-                    let bytes = camera.frames(start..end);
-                    pieces
-                        .push(frames_to_int::<B>(bytes, [end - start, 1, 1, len], device).reshape([end - start, len]));
+                if (header.shape, header.encoding) != (first.shape, first.encoding) {
+                    return Err(Error::Config(format!(
+                        "camera `{key}`: the frame cache in {} stores {} frames in {}, the first dataset's {} in {}",
+                        cache.dir().display(),
+                        header.shape,
+                        header.encoding,
+                        first.shape,
+                        first.encoding
+                    )));
                 }
             }
-            let Some(shape) = shape else { continue };
-            let frames = if pieces.len() == 1 { pieces.remove(0) } else { Tensor::cat(pieces, 0) };
-            cameras.insert(key.clone(), CameraFrames { frames, shape });
+            let len = first.frame_len();
+            let rows: usize = stored.iter().map(|camera| camera.header().frames as usize).sum();
+            let shape = [rows, len];
+            let mut frames: Tensor<B, 2, Int> = match bytes_per_level::<B>(device) {
+                1 => Tensor::zeros(shape, (device, DType::U8)),
+                _ => Tensor::zeros(shape, device),
+            };
+            let per_piece = (UPLOAD_CHUNK_BYTES / len.max(1)).max(1);
+            let mut at = 0;
+            for camera in &stored {
+                let count = camera.header().frames as usize;
+                for start in (0..count).step_by(per_piece) {
+                    let end = (start + per_piece).min(count);
+                    let piece = frames_to_int::<B>(camera.frames(start..end), [end - start, 1, 1, len], device);
+                    frames = frames.slice_assign([at + start..at + end, 0..len], piece.reshape([end - start, len]));
+                }
+                at += count;
+            }
+            cameras.insert(key.clone(), CameraFrames { frames, shape: first.shape, encoding: first.encoding });
         }
         Ok(Self { cameras })
     }
@@ -80,27 +104,20 @@ impl<B: Kernels> DeviceFrames<B> {
         Ok(camera.frames.clone().select(0, rows))
     }
 
-    /// The stored shape of camera `key`'s frames.
-    pub fn frame_shape(&self, key: &str) -> Option<FrameShape> {
-        self.cameras.get(key).map(|camera| camera.shape)
+    /// How camera `key`'s frames are stored: their shape and encoding.
+    pub fn stored(&self, key: &str) -> Option<(FrameShape, FrameEncoding)> {
+        self.cameras.get(key).map(|camera| (camera.shape, camera.encoding))
     }
 
     /// The bytes the frames take on the device.
     pub fn bytes(&self) -> u64 {
-        self.cameras
-            .values()
-            .map(|camera| stored_bytes(camera.frames.shape().num_elements(), camera.frames.dtype()))
-            .sum()
+        let bytes = |frames: &Tensor<B, 2, Int>| frames.shape().num_elements() * frames.dtype().size();
+        self.cameras.values().map(|camera| bytes(&camera.frames) as u64).sum()
     }
-}
-
-/// The bytes `elements` of `dtype` take.
-fn stored_bytes(elements: usize, dtype: DType) -> u64 {
-    (elements * dtype.size()) as u64
 }
 
 /// The bytes a frame's level takes on `device`: one where the backend holds uint8 tensors, else
 /// that of its integers.
-pub fn bytes_per_level<B: Kernels>(device: &B::Device) -> usize {
+pub(crate) fn bytes_per_level<B: Kernels>(device: &B::Device) -> usize {
     if B::supports_dtype(device, DType::U8) { 1 } else { 4 }
 }

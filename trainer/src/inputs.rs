@@ -146,15 +146,15 @@ impl InputPipeline {
                             "camera `{key}` comes as frame cache rows, but no frames are on the device"
                         ))
                     })?;
-                    let len = frame.encoded_len(host.encoding);
-                    let gathered = frames.gather(key, rows)?;
-                    if gathered.dims()[1] != len {
+                    if frames.stored(key) != Some((*frame, host.encoding)) {
                         return Err(Error::Config(format!(
-                            "camera `{key}`: the device holds frames of {} levels, the batch's are {h}×{w} in {}",
-                            gathered.dims()[1],
+                            "camera `{key}`: the device holds its frames as {:?}, the batch's are {frame} in {}",
+                            frames.stored(key),
                             host.encoding
                         )));
                     }
+                    let len = frame.encoded_len(host.encoding);
+                    let gathered = frames.gather(key, rows)?;
                     match host.encoding {
                         FrameEncoding::Rgb => int_frames_to_float(gathered.reshape([b * s, 3, h, w])),
                         FrameEncoding::Yuv420 => yuv420_planes_to_rgb(gathered.reshape([b * s, 1, 1, len]), (h, w)),

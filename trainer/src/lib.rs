@@ -23,7 +23,6 @@
 //! ```
 
 pub mod checkpoint;
-pub mod device_frames;
 pub mod ema;
 pub mod lerobot;
 pub mod memory;
@@ -35,6 +34,7 @@ pub mod parallel;
 pub mod precision;
 pub mod worker;
 
+mod device_frames;
 mod error;
 mod inference;
 mod inputs;

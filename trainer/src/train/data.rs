@@ -277,9 +277,7 @@ impl TrainData {
         self.frame_caches = caches;
         Ok(())
     }
-}
 
-impl TrainData {
     /// Settles `dataset.frames_on_device` for a run on `device` (after
     /// [`Self::settle_frame_cache`]), reporting the choice and why through `on_progress`.
     pub fn settle_frames_on_device<B: Kernels>(

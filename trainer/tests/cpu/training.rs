@@ -625,7 +625,7 @@ fn a_run_with_its_frames_on_the_device_trains_as_one_that_copies_them() {
         let (gathered, lines) = run(&on);
         assert_eq!(copied.len(), 3);
         assert_eq!(gathered, copied, "from {}", cache.display());
-        assert!(lines.iter().any(|l| l.starts_with("frames on the device: the 1 cameras'")), "{lines:#?}");
+        assert!(lines.iter().any(|l| l.starts_with("frames on the device: the camera's")), "{lines:#?}");
         assert!(lines.iter().any(|l| l.contains("GB uploaded in")), "{lines:#?}");
 
         let mut data = trainer::TrainData::open(&on).unwrap();
@@ -639,6 +639,47 @@ fn a_run_with_its_frames_on_the_device_trains_as_one_that_copies_them() {
     let off = config("device-frames-no-cache", json!({"frames_on_device": "on"}));
     let error = train::<Backend>(&off, None, Default::default(), |_| {}).unwrap_err().to_string();
     assert!(error.contains("not every dataset is read from a frame cache"), "{error}");
+}
+
+/// With two datasets, each with its automatic frame cache, the frames gathered on the device by
+/// their rows (the datasets' cached frames end to end) give every batch the training inputs of
+/// the frames the loader copies, bit for bit, samples of both datasets among them.
+#[test]
+fn frames_of_two_datasets_gathered_on_the_device_are_the_frames_the_loader_copies() {
+    use trainer::{InputPipeline, Mode};
+    let second = scratch("device-frames-second");
+    let synth =
+        datasets::synth::SynthConfig { episodes: 2, min_length: 20, max_length: 20, seed: 11, ..Default::default() };
+    datasets::synth::write_dataset(&second, &synth).unwrap();
+    let roots = json!([dataset(), &*second]);
+    let dataset_config = json!({"root": roots, "frame_cache": "auto", "frames_on_device": "on"});
+    let config =
+        tiny(&scratch("device-frames-two"), 1, json!({"dataset": dataset_config, "policy": {"crop_shape": [64, 64]}}));
+    let caches = scratch("device-frames-two-caches");
+    let (mut data, _) = settled(&config, &caches);
+    data.settle_frames_on_device::<Flex>(&config, &Default::default(), &mut |_| {}).unwrap();
+    let frames = data.device_frames::<Flex>(&Default::default()).unwrap().expect("frames on the device");
+    let rows = data.loader(&config, Default::default()).unwrap();
+    data.frames_on_device = false;
+    let copied = data.loader(&config, Default::default()).unwrap();
+    let pipeline = InputPipeline::new(
+        config.policy.config.clone(),
+        data.features.clone(),
+        data.normalizer(&config).unwrap(),
+        config.dataset.image_transforms.clone(),
+    );
+    let mut seen = [0; 2];
+    for (rows, copied) in rows.zip(copied).take(8) {
+        let (rows, copied) = (rows.unwrap(), copied.unwrap());
+        assert!(rows.frame_rows("observation.image").is_some());
+        rows.dataset_index().iter().for_each(|&d| seen[d as usize] += 1);
+        let mode = Mode::Train { seed: rows.index_in_epoch() as u64 };
+        let gathered = pipeline.train_inputs::<Flex>(&rows, mode, Some(&frames), &Default::default()).unwrap();
+        let uploaded = pipeline.train_inputs::<Flex>(&copied, mode, None, &Default::default()).unwrap();
+        let read = |t: burn::prelude::Tensor<Flex, 4>| t.into_data().to_vec::<f32>().unwrap();
+        assert!(read(gathered.obs.images[0].clone()) == read(uploaded.obs.images[0].clone()), "{:?}", rows.indices());
+    }
+    assert!(seen[0] > 0 && seen[1] > 0, "samples of both datasets: {seen:?}");
 }
 
 /// The run's data for `config` with every choice settled, automatic caches in `caches`; and

@@ -269,25 +269,32 @@ case "$stage" in
     deadline=$(( $(date +%s) + limit ))
     episodes=${EPISODES:-4}
     real=$data/aloha-real-images-$episodes frames=$data/aloha-real-frames-$episodes
-    if [ ! -f "$real/meta/info.json" ]; then
-      rm -rf "$real"
-      "$bin/datasets" synth --preset aloha-real --codec images --episodes "$episodes" --out "$real" 2>&1 \
-        | tail -3 | tee "$out/steps.txt"
-    fi
-    if [ ! -d "$frames" ]; then
-      # Made aside and moved into place, so that a cache cut short is never read.
-      rm -rf "$frames.partial"
-      { time "$bin/datasets" cache --root "$real" --out "$frames.partial"; } 2>&1 | tail -5 | tee -a "$out/steps.txt"
-      mv "$frames.partial" "$frames"
-    fi
+    # Each made aside and moved into place, so that one cut short is never read; a failure
+    # ends the stage, its log's end in steps.txt.
+    made() { # what, folder, then the command, which writes into "$folder.partial"
+      local what=$1 folder=$2; shift 2
+      [ -e "$folder" ] && return 0
+      rm -rf "$folder.partial"
+      if ! { time "$@"; } > "$out/$what.log" 2>&1; then
+        { echo "== $what failed"; tail -20 "$out/$what.log"; } | tee -a "$out/steps.txt"
+        exit 1
+      fi
+      { echo "== $what"; tail -5 "$out/$what.log"; } | tee -a "$out/steps.txt"
+      mv "$folder.partial" "$folder"
+    }
+    made synth "$real" "$bin/datasets" synth --preset aloha-real --codec images --episodes "$episodes" --out "$real.partial"
+    made cache "$frames" "$bin/datasets" cache --root "$real" --out "$frames.partial"
+    baseline=
     for on_device in "" --frames-on-device; do
       # The first run takes half of what is left, the second the rest.
       runs_left=$([ -z "$on_device" ] && echo 2 || echo 1)
       seconds=$(( (deadline - $(date +%s)) / runs_left - 10 ))
-      if [ "$seconds" -lt 20 ]; then
+      # The frames on the device only beside the run that uploads them.
+      if [ "$seconds" -lt 20 ] || { [ -n "$on_device" ] && [ -z "$baseline" ]; }; then
         echo "== aloha-real ${on_device:-(frames uploaded)}: skipped, the stage's $limit s are spent" | tee -a "$out/steps.txt"
         continue
       fi
+      baseline=ran
       echo "== bench-fusion, aloha-real ${on_device:-(frames uploaded)} ($(date +%T), at most $seconds s)" | tee -a "$out/steps.txt"
       (cd "$work" && timeout -k 10 "$seconds" "$bin/bench-fusion" train-step --root "$real" \
         --frame-cache "$frames" $on_device --device cuda --batch 64,256 --warmup 2 --steps 5 \

@@ -68,9 +68,10 @@ impl<B: Kernels> DeviceFrames<B> {
             let len = first.frame_len();
             let rows: usize = stored.iter().map(|camera| camera.header().frames as usize).sum();
             let shape = [rows, len];
+            // Every row is written below.
             let mut frames: Tensor<B, 2, Int> = match bytes_per_level::<B>(device) {
-                1 => Tensor::zeros(shape, (device, DType::U8)),
-                _ => Tensor::zeros(shape, device),
+                1 => Tensor::empty(shape, (device, DType::U8)),
+                _ => Tensor::empty(shape, device),
             };
             let per_piece = (UPLOAD_CHUNK_BYTES / len.max(1)).max(1);
             let mut at = 0;

@@ -146,12 +146,16 @@ impl InputPipeline {
                             "camera `{key}` comes as frame cache rows, but no frames are on the device"
                         ))
                     })?;
-                    if frames.stored(key) != Some((*frame, host.encoding)) {
-                        return Err(Error::Config(format!(
-                            "camera `{key}`: the device holds its frames as {:?}, the batch's are {frame} in {}",
-                            frames.stored(key),
-                            host.encoding
-                        )));
+                    match frames.stored(key) {
+                        Some(stored) if stored == (*frame, host.encoding) => {}
+                        stored => {
+                            let held =
+                                stored.map_or("none".into(), |(shape, encoding)| format!("{shape} in {encoding}"));
+                            return Err(Error::Config(format!(
+                                "camera `{key}`: the device holds its frames as {held}, the batch's are {frame} in {}",
+                                host.encoding
+                            )));
+                        }
                     }
                     let len = frame.encoded_len(host.encoding);
                     let gathered = frames.gather(key, rows)?;

@@ -191,14 +191,12 @@ impl BatchLayout {
                 }
             };
             let item_shape = match frame {
-                Some(_) if value_type == ValueType::FrameRow => {
-                    let squeeze = feature.is_video() && steps == 1;
-                    if windowed && !squeeze { vec![steps] } else { Vec::new() }
-                }
                 Some(f) => {
-                    let chw = match encoding {
-                        FrameEncoding::Rgb => vec![f.channels, f.height, f.width],
-                        FrameEncoding::Yuv420 => vec![f.encoded_len(encoding)],
+                    // One frame's shape, or none for its row.
+                    let chw = match (value_type, encoding) {
+                        (ValueType::FrameRow, _) => Vec::new(),
+                        (_, FrameEncoding::Rgb) => vec![f.channels, f.height, f.width],
+                        (_, FrameEncoding::Yuv420) => vec![f.encoded_len(encoding)],
                     };
                     let squeeze = feature.is_video() && steps == 1;
                     if windowed && !squeeze { [vec![steps], chw].concat() } else { chw }

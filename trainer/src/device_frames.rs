@@ -90,12 +90,19 @@ impl<B: Kernels> DeviceFrames<B> {
     }
 
     /// The frames of camera `key` at `rows` (the loader's [`loader::Batch::frame_rows`]),
-    /// `[rows, frame length]`, gathered on the device.
-    pub fn gather(&self, key: &str, rows: &[i64]) -> Result<Tensor<B, 2, Int>> {
+    /// `[rows, frame length]`, gathered on the device; an error where the device holds that
+    /// camera's frames otherwise than `stored` (their shape and encoding), or not at all.
+    pub fn gather(&self, key: &str, rows: &[i64], stored: (FrameShape, FrameEncoding)) -> Result<Tensor<B, 2, Int>> {
         let camera = self
             .cameras
             .get(key)
             .ok_or_else(|| Error::Config(format!("camera `{key}`'s frames are not on the device")))?;
+        if (camera.shape, camera.encoding) != stored {
+            return Err(Error::Config(format!(
+                "camera `{key}`: the device holds its frames as {} in {}, the batch's are {} in {}",
+                camera.shape, camera.encoding, stored.0, stored.1
+            )));
+        }
         let count = camera.frames.dims()[0];
         if let Some(&row) = rows.iter().find(|&&row| usize::try_from(row).map_or(true, |row| row >= count)) {
             return Err(Error::Config(format!("camera `{key}`: row {row} of frames that has {count} rows")));
@@ -103,11 +110,6 @@ impl<B: Kernels> DeviceFrames<B> {
         let device = camera.frames.device();
         let rows = Tensor::<B, 1, Int>::from_data(TensorData::new(rows.to_vec(), [rows.len()]), &device);
         Ok(camera.frames.clone().select(0, rows))
-    }
-
-    /// How camera `key`'s frames are stored: their shape and encoding.
-    pub fn stored(&self, key: &str) -> Option<(FrameShape, FrameEncoding)> {
-        self.cameras.get(key).map(|camera| (camera.shape, camera.encoding))
     }
 
     /// The bytes the frames take on the device.

@@ -10,8 +10,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use transforms::geometry;
 use transforms::{
-    ImageTransformsConfig, Normalizer, apply_plan, frames_to_float, int_frames_to_float, yuv420_frames_to_float,
-    yuv420_planes_to_rgb,
+    ImageTransformsConfig, Normalizer, apply_plan, frames_to_int, int_frames_to_float, yuv420_planes_to_rgb,
 };
 
 use crate::device_frames::DeviceFrames;
@@ -120,22 +119,22 @@ impl InputPipeline {
         let mut images = Vec::with_capacity(self.features.cameras.len());
         for (key, input, frame) in &host.cameras {
             let (h, w) = (frame.height, frame.width);
-            let mut x = match *input {
+            // Each camera's frames as the device's integers, `[B·S, 1, 1, frame length]`:
+            // uploaded, or gathered from the frames kept there; then converted alike.
+            let (n, len) = (b * s, frame.encoded_len(host.encoding));
+            let levels = match *input {
                 CameraInput::Frames(bytes) => {
-                    if bytes.len() != b * s * frame.encoded_len(host.encoding) {
+                    if bytes.len() != n * len {
                         return Err(Error::Config(format!(
                             "camera `{key}`: {} bytes, expected {b} samples × {s} steps × {h}×{w} frames in {}",
                             bytes.len(),
                             host.encoding
                         )));
                     }
-                    match host.encoding {
-                        FrameEncoding::Rgb => frames_to_float::<B>(bytes, [b * s, 3, h, w], device),
-                        FrameEncoding::Yuv420 => yuv420_frames_to_float::<B>(bytes, b * s, (h, w), device),
-                    }
+                    frames_to_int::<B>(bytes, [n, 1, 1, len], device)
                 }
                 CameraInput::CacheRows(rows) => {
-                    if rows.len() != b * s {
+                    if rows.len() != n {
                         return Err(Error::Config(format!(
                             "camera `{key}`: {} frame rows, expected {b} samples × {s} steps",
                             rows.len()
@@ -146,24 +145,12 @@ impl InputPipeline {
                             "camera `{key}` comes as frame cache rows, but no frames are on the device"
                         ))
                     })?;
-                    match frames.stored(key) {
-                        Some(stored) if stored == (*frame, host.encoding) => {}
-                        stored => {
-                            let held =
-                                stored.map_or("none".into(), |(shape, encoding)| format!("{shape} in {encoding}"));
-                            return Err(Error::Config(format!(
-                                "camera `{key}`: the device holds its frames as {held}, the batch's are {frame} in {}",
-                                host.encoding
-                            )));
-                        }
-                    }
-                    let len = frame.encoded_len(host.encoding);
-                    let gathered = frames.gather(key, rows)?;
-                    match host.encoding {
-                        FrameEncoding::Rgb => int_frames_to_float(gathered.reshape([b * s, 3, h, w])),
-                        FrameEncoding::Yuv420 => yuv420_planes_to_rgb(gathered.reshape([b * s, 1, 1, len]), (h, w)),
-                    }
+                    frames.gather(key, rows, (*frame, host.encoding))?.reshape([n, 1, 1, len])
                 }
+            };
+            let mut x = match host.encoding {
+                FrameEncoding::Rgb => int_frames_to_float(levels.reshape([n, 3, h, w])),
+                FrameEncoding::Yuv420 => yuv420_planes_to_rgb(levels, (h, w)),
             };
             if let Some(rng) = rng.as_mut()
                 && self.augment.is_active()

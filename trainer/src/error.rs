@@ -40,6 +40,23 @@ pub enum Error {
         /// The replica that stopped.
         rank: usize,
     },
+    /// An applied optimiser step's gradient norm was NaN or infinite, so the weights it updated
+    /// are no longer finite: training stops without saving them.
+    #[error(
+        "training diverged: the gradient norm of {} is not finite (NaN or infinite), so the weights it \
+         updated are not finite either; training stopped without saving them ({}). Lower policy.optimizer_lr, or look \
+         for NaN or infinite values in the dataset",
+        steps_text(*first, *last),
+        checkpoint_text(last_checkpoint.as_deref())
+    )]
+    Diverged {
+        /// The first step since the norms were last found finite.
+        first: usize,
+        /// The last step run.
+        last: usize,
+        /// The newest checkpoint this run wrote, if any.
+        last_checkpoint: Option<std::path::PathBuf>,
+    },
     /// Pretrained weights named by the configuration could not be found or downloaded.
     #[error("pretrained weights {name}: {message}")]
     PretrainedWeights {
@@ -57,6 +74,19 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// "step 7", or "a step from 5 to 8".
+fn steps_text(first: usize, last: usize) -> String {
+    if first == last { format!("step {last}") } else { format!("a step from {first} to {last}") }
+}
+
+/// Where the last good weights are.
+fn checkpoint_text(last: Option<&std::path::Path>) -> String {
+    match last {
+        Some(dir) => format!("the last checkpoint written is {}", dir.display()),
+        None => "this run wrote no checkpoint".to_string(),
+    }
 }
 
 /// The trainer's result type.

@@ -69,9 +69,10 @@ pub(super) fn train_replica<B: TrainingBackend>(
     let mut last_checkpoint = None;
     let mut period = Period::default();
     while state.step < config.steps {
-        period.add(optimiser_step(&mut runner, &mut loader, &mut state, config.grad_accum)?);
+        period.add(state.step + 1, optimiser_step(&mut runner, &mut loader, &mut state, config.grad_accum)?);
         report(Progress::Step(state.step));
         if state.step % config.log_freq == 0 || state.step == config.steps {
+            let finite = period.finite(state.step, last_checkpoint.as_deref());
             // Every replica takes part: the loss logged is the mean over all of them.
             let m = period.take(state.step, state.samples, sampled, replica)?;
             losses.push((state.step, m.loss));
@@ -79,6 +80,7 @@ pub(super) fn train_replica<B: TrainingBackend>(
             if let Some(metrics) = &mut metrics {
                 metrics.write(&m)?;
             }
+            finite?;
         }
         if main && eval::due(config, state.step) {
             let loss = eval::held_out_loss(&runner, run, config, state.step)?;
@@ -88,6 +90,7 @@ pub(super) fn train_replica<B: TrainingBackend>(
             }
         }
         if saver.due(state.step) {
+            period.finite(state.step, last_checkpoint.as_deref())?;
             runner.check_replicas_agree()?;
             if main {
                 let dir = saver.save(&runner, &state)?;
@@ -139,8 +142,12 @@ fn optimiser_step<B: TrainingBackend>(
 
 /// Sums over one logging period, on the device until read.
 struct Period<B: Backend> {
+    /// The first step (counted from 1, as logged) added since the norms were last found finite.
+    unchecked: Option<usize>,
     loss: Option<Tensor<B, 1>>,
     norm: Option<Tensor<B, 1>>,
+    /// The norms of the steps that were applied (an f16 step that overflowed is not).
+    applied_norm: Option<Tensor<B, 1>>,
     lr: f64,
     steps: usize,
     samples: usize,
@@ -154,8 +161,10 @@ struct Period<B: Backend> {
 impl<B: Backend> Default for Period<B> {
     fn default() -> Self {
         Self {
+            unchecked: None,
             loss: None,
             norm: None,
+            applied_norm: None,
             lr: 0.0,
             steps: 0,
             samples: 0,
@@ -169,10 +178,15 @@ impl<B: Backend> Default for Period<B> {
 }
 
 impl<B: Backend> Period<B> {
-    fn add(&mut self, step: StepDone<B>) {
+    /// Adds step `number` (counted from 1).
+    fn add(&mut self, number: usize, step: StepDone<B>) {
         let StepDone { output, data_s, compute_s: update_s, samples } = step;
         let add = |acc: Option<Tensor<B, 1>>, x: Tensor<B, 1>| Some(acc.map_or(x.clone(), |a| a + x));
+        self.unchecked.get_or_insert(number);
         self.loss = add(self.loss.take(), output.loss);
+        if output.applied {
+            self.applied_norm = add(self.applied_norm.take(), output.grad_norm.clone());
+        }
         self.norm = add(self.norm.take(), output.grad_norm);
         self.lr = output.lr;
         self.skipped += usize::from(!output.applied);
@@ -181,6 +195,21 @@ impl<B: Backend> Period<B> {
         self.samples += samples;
         self.data_s += data_s;
         self.update_s += update_s;
+    }
+
+    /// An error where a step of the period, `last` the latest, applied a gradient whose norm is
+    /// not finite: the weights are then not finite either (a NaN or infinite element, scaled by
+    /// any clipping factor, stays one). Reads the norms' sum from the device where steps were
+    /// added since it was last found finite. The replicas' norms are the same (their gradients
+    /// are summed first), so every replica stops at the same step.
+    fn finite(&mut self, last: usize, last_checkpoint: Option<&Path>) -> Result<()> {
+        let Some(first) = self.unchecked else { return Ok(()) };
+        let Some(sum) = &self.applied_norm else { return Ok(()) };
+        if sum.clone().into_scalar().elem::<f32>().is_finite() {
+            self.unchecked = None;
+            return Ok(());
+        }
+        Err(Error::Diverged { first, last, last_checkpoint: last_checkpoint.map(Path::to_path_buf) })
     }
 
     /// The period's metrics (the loss averaged over the replicas: each takes part), and a new

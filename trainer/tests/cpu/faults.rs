@@ -1,5 +1,6 @@
 //! Faults during training, with the real binary and the real file system: `kill -9` while a
-//! checkpoint is being written, a disk that fills up, and a corrupt video met mid-run.
+//! checkpoint is being written, a disk that fills up, a corrupt video met mid-run, and a run
+//! whose gradients stop being finite.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -135,4 +136,69 @@ fn a_corrupt_video_met_mid_run_ends_it_with_an_error_and_keeps_the_checkpoints_b
     let state: TrainingState = checkpoint::read_json(&last, "training_state.json").unwrap();
     assert!((3..40).contains(&state.step), "last checkpoint at step {}", state.step);
     PolicyRunner::<Flex>::load(&output, 0, true, Default::default()).expect("checkpoints before the error load");
+}
+
+#[test]
+fn a_run_that_diverges_stops_with_an_error_and_saves_nothing_after() {
+    let dir = scratch("fault-diverged");
+    let root = dataset(&dir);
+    let output = dir.join("run");
+    // A learning rate no model survives: Adam's first step moves every weight by about 1e30,
+    // and the next forward overflows f32, so its gradients are NaN.
+    let config = tiny_config(
+        &root,
+        &output,
+        8,
+        json!({"log_freq": 100, "save_freq": 1, "num_workers": 1,
+               "policy": {"optimizer_lr": 1e30, "scheduler_warmup_steps": 0}}),
+    );
+    let err = train::<Backend>(&config, None, Default::default(), |_| {}).expect_err("the run diverges");
+    let trainer::Error::Diverged { first, last, last_checkpoint } = &err else { panic!("another error: {err}") };
+    assert_eq!(first, last, "checked before each checkpoint, so at the step itself");
+    assert!((1..8).contains(last), "diverged at step {last}");
+    let text = err.to_string();
+    assert!(text.contains(&format!("step {last}")) && text.contains("optimizer_lr"), "{text}");
+
+    // Every checkpoint written is from before the step, `last` the one just before it, and its
+    // weights are finite.
+    let newest = checkpoint::resolve(&output).expect("checkpoints before the step");
+    assert_eq!(last_checkpoint.as_deref(), Some(newest.as_path()), "{text}");
+    assert!(text.contains(&newest.display().to_string()), "{text}");
+    let state: TrainingState = checkpoint::read_json(&newest, "training_state.json").unwrap();
+    assert_eq!(state.step, last - 1);
+    assert!(weights(&output).iter().all(|w| w.is_finite()), "the last checkpoint's weights are finite");
+    let written = checkpoint_entries(&output).into_iter().filter(|e| e != "last").count();
+    assert_eq!(written, last - 1, "{:?}", checkpoint_entries(&output));
+}
+
+#[test]
+fn f16_steps_skipped_for_overflowing_gradients_do_not_stop_the_run() {
+    let dir = scratch("fault-f16-skips");
+    let root = dataset(&dir);
+    let output = dir.join("run");
+    let config = |steps| {
+        tiny_config(
+            &root,
+            &output,
+            steps,
+            json!({"log_freq": 100, "save_freq": 1, "num_workers": 1, "precision": "f16"}),
+        )
+    };
+    train::<Backend>(&config(1), None, Default::default(), |_| {}).unwrap();
+    // A loss scale of 2^24 overflows f16's gradients (their norm is infinite): the steps after
+    // are skipped, each halving it, until the scaled gradients fit (at 2^16 here).
+    let newest = checkpoint::resolve(&output).unwrap();
+    let mut state: serde_json::Value = checkpoint::read_json(&newest, "training_state.json").unwrap();
+    state["loss_scale"]["scale"] = json!(2f32.powi(24));
+    std::fs::write(newest.join("training_state.json"), state.to_string()).unwrap();
+
+    let steps = 12;
+    train::<Backend>(&config(steps), Some(&output), Default::default(), |_| {})
+        .expect("skipped steps' infinite norms are not a divergence");
+    let state: TrainingState =
+        checkpoint::read_json(&checkpoint::resolve(&output).unwrap(), "training_state.json").unwrap();
+    let scale = state.loss_scale.expect("f16 keeps its loss scale").scale;
+    assert_eq!(state.step, steps);
+    assert!(scale <= 2f32.powi(20), "four steps or more were skipped: the scale is {scale}");
+    assert!(weights(&output).iter().all(|w| w.is_finite()));
 }

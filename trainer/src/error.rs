@@ -40,12 +40,12 @@ pub enum Error {
         /// The replica that stopped.
         rank: usize,
     },
-    /// An applied optimiser step's gradient norm was NaN or infinite, so the weights it updated
-    /// are no longer finite: training stops without saving them.
+    /// An applied optimiser step's gradient norm was NaN or infinite: training stops without
+    /// saving the weights that step updated.
     #[error(
-        "training diverged: the gradient norm of {} is not finite (NaN or infinite), so the weights it \
-         updated are not finite either; training stopped without saving them ({}). Lower policy.optimizer_lr, or look \
-         for NaN or infinite values in the dataset",
+        "training diverged: the gradient norm of {} is not finite (NaN or infinite); training stopped without \
+         saving the weights it updated ({}). Lower policy.optimizer_lr, or look for NaN or infinite values in the \
+         dataset",
         steps_text(*first, *last),
         checkpoint_text(last_checkpoint.as_deref())
     )]

@@ -198,8 +198,9 @@ impl<B: Backend> Period<B> {
     }
 
     /// An error where a step of the period, `last` the latest, applied a gradient whose norm is
-    /// not finite: the weights are then not finite either (a NaN or infinite element, scaled by
-    /// any clipping factor, stays one). Reads the norms' sum from the device where steps were
+    /// not finite: a NaN or infinite element stays one whatever the clipping factor, and makes
+    /// its weight one (a norm that overflows on finite elements alone means gradients beyond
+    /// 1e19, a run diverged already). Reads the norms' sum from the device where steps were
     /// added since it was last found finite. The replicas' norms are the same (their gradients
     /// are summed first), so every replica stops at the same step.
     fn finite(&mut self, last: usize, last_checkpoint: Option<&Path>) -> Result<()> {

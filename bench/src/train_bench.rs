@@ -15,7 +15,7 @@ use kernels::{DeviceKind, DeviceTask, Kernels, LaunchLog, run_on};
 use loader::SamplerState;
 use serde::Serialize;
 use serde_json::json;
-use trainer::{InputPipeline, Precision, Preset, Progress, StepRunner, TrainConfig, TrainData, init_model};
+use trainer::{Precision, Preset, Progress, TrainConfig, TrainData, init_model, step_runner};
 
 use crate::dataset_source::DatasetSource;
 
@@ -187,6 +187,7 @@ impl Task {
             // loaded (or downloaded, for lerobot-0.6's ImageNet weights).
             "policy": {"preset": self.args.preset, "pretrained_backbone_weights": null},
             "batch_size": self.batch,
+            "precision": self.args.precision,
             "steps": 100_000,
             "num_workers": self.args.num_workers,
         });
@@ -208,27 +209,18 @@ impl DeviceTask for Task {
         let task_started = Instant::now();
         let config = self.config()?;
         let policy = &config.policy.config;
-        let mut data = TrainData::open(&config)?;
-        data.settle_frames_on_device::<B>(&config, &device, &mut |progress| {
+        let mut print = |progress: Progress<'_>| {
             if let Progress::Line(line) = progress {
                 eprintln!("{line}");
             }
-        })?;
-        let frames = data.device_frames::<Autodiff<B>>(&device)?;
+        };
+        let mut data = TrainData::open(&config)?;
+        data.settle_frames_on_device::<B>(&config, &device, &mut print)?;
         let normalizer = data.normalizer(&config)?;
-        let pipeline = InputPipeline::new(
-            policy.clone(),
-            data.features.clone(),
-            normalizer,
-            config.dataset.image_transforms.clone(),
-        );
         let model = init_model::<Autodiff<B>>(policy, &data.features, config.seed, &device)?;
         let params = model.num_learnable_params();
-        let mut runner = StepRunner::new(model, policy.clone(), pipeline, config.seed, config.steps, device.clone())
-            .with_precision(self.args.precision)?;
-        if let Some(frames) = frames {
-            runner = runner.with_device_frames(frames);
-        }
+        // Set up as training sets it up (the frames uploaded where they stay on the device).
+        let mut runner = step_runner::<Autodiff<B>>(&config, &data, model, &normalizer, device.clone(), &mut print)?;
         let mut loader = data.loader(&config, SamplerState::default())?;
         let batch = loader.next().context("the loader gave no batch")??;
         let sync = || B::sync(&device).context("synchronising the device");

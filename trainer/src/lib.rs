@@ -56,6 +56,7 @@ pub use precision::{LossScaler, Precision};
 pub use seeds::{Purpose, step_seed};
 pub use step::{Prepared, StepOutput, StepRunner, TrainingBackend};
 pub use train::{
-    FrameEncodingChoice, FramesOnDevice, Progress, Sampled, TrainData, TrainOutcome, init_model, train, train_on,
+    FrameEncodingChoice, FramesOnDevice, Progress, Sampled, TrainData, TrainOutcome, init_model, step_runner, train,
+    train_on,
 };
 pub use train_config::{DatasetConfig, DatasetRoots, PolicySection, TrainConfig, merge, parse_episode_list, set_key};

@@ -35,7 +35,7 @@ mod steps;
 pub use data::{Sampled, TrainData};
 pub use frame_encoding::FrameEncodingChoice;
 pub use frames_on_device::FramesOnDevice;
-pub use start::init_model;
+pub use start::{init_model, step_runner};
 
 /// What a run did.
 #[derive(Debug, Clone, PartialEq)]

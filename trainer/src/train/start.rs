@@ -117,7 +117,7 @@ impl<B: TrainingBackend> Start<B> {
         };
         let normalizer = run.normalizer(config)?;
         let ema = config.ema.enable.then(|| Ema::new(&model.valid(), config.ema.clone()));
-        let runner = build_runner(config, run, model, &normalizer, ema, device, on_progress)?;
+        let runner = with_ema(step_runner(config, run, model, &normalizer, device, on_progress)?, ema)?;
         Ok(Self { runner, state, normalizer })
     }
 
@@ -143,7 +143,7 @@ impl<B: TrainingBackend> Start<B> {
             false => None,
             true => Some(load_ema(config, run, &dir, &model, &device, on_progress)?),
         };
-        let mut runner = build_runner(config, run, model, &normalizer, ema, device.clone(), on_progress)?;
+        let mut runner = with_ema(step_runner(config, run, model, &normalizer, device.clone(), on_progress)?, ema)?;
         if let Some(scale) = state.loss_scale {
             runner = runner.with_loss_scaler(LossScaler::from_state(scale));
         }
@@ -255,14 +255,15 @@ fn load_ema<B: TrainingBackend>(
     Ok(Ema::new(&average, config.ema.clone()))
 }
 
-/// A step runner for `model` set up as `config` says: input pipeline (the frame caches' frames on
-/// the device where the run keeps them there), precision, gradient accumulation, EMA.
-fn build_runner<B: TrainingBackend>(
+/// A step runner for `model` set up as `config` says, as training sets it up (`bench train-step`
+/// times this one): input pipeline (the frame caches' frames uploaded where
+/// [`TrainData::settle_frames_on_device`] kept them on the device), precision, gradient
+/// accumulation. The EMA, where the run keeps one, is added after.
+pub fn step_runner<B: TrainingBackend>(
     config: &TrainConfig,
     run: &TrainData,
     model: DiffusionModel<B>,
     normalizer: &Normalizer,
-    ema: Option<Ema<B::InnerBackend>>,
     device: B::Device,
     on_progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<StepRunner<B>> {
@@ -289,6 +290,11 @@ fn build_runner<B: TrainingBackend>(
     if let Some(frames) = frames {
         runner = runner.with_device_frames(frames);
     }
+    Ok(runner)
+}
+
+/// `runner` with the run's EMA, where it keeps one.
+fn with_ema<B: TrainingBackend>(runner: StepRunner<B>, ema: Option<Ema<B::InnerBackend>>) -> Result<StepRunner<B>> {
     match ema {
         Some(ema) => runner.with_ema(ema),
         None => Ok(runner),

@@ -65,6 +65,16 @@ pub fn checkpoints_dir(output: &Path) -> PathBuf {
     output.join("checkpoints")
 }
 
+/// The folder of step `step`'s checkpoint under the output folder `output`.
+pub fn checkpoint_dir(output: &Path, step: usize) -> PathBuf {
+    checkpoints_dir(output).join(step_name(step))
+}
+
+/// A checkpoint folder's name: its step, zero-padded to six digits.
+fn step_name(step: usize) -> String {
+    format!("{step:06}")
+}
+
 /// Everything written with a checkpoint besides the model and optimiser.
 pub struct CheckpointContents<'a> {
     /// Training state.
@@ -100,7 +110,7 @@ pub fn save<B: Backend, M: Module<B>>(
 ) -> Result<PathBuf> {
     let root = checkpoints_dir(output);
     std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
-    let name = format!("{:06}", contents.state.step);
+    let name = step_name(contents.state.step);
     let tmp = root.join(format!(".tmp-{name}-{}", std::process::id()));
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;

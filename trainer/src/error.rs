@@ -54,7 +54,7 @@ pub enum Error {
         first: usize,
         /// The last step run.
         last: usize,
-        /// The newest checkpoint this run wrote, if any.
+        /// The run's newest checkpoint (the one it resumed from, where it wrote none), if any.
         last_checkpoint: Option<std::path::PathBuf>,
     },
     /// Pretrained weights named by the configuration could not be found or downloaded.
@@ -84,8 +84,8 @@ fn steps_text(first: usize, last: usize) -> String {
 /// Where the last good weights are.
 fn checkpoint_text(last: Option<&std::path::Path>) -> String {
     match last {
-        Some(dir) => format!("the last checkpoint written is {}", dir.display()),
-        None => "this run wrote no checkpoint".to_string(),
+        Some(dir) => format!("the last checkpoint is {}", dir.display()),
+        None => "the run has no checkpoint".to_string(),
     }
 }
 

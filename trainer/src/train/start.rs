@@ -255,10 +255,11 @@ fn load_ema<B: TrainingBackend>(
     Ok(Ema::new(&average, config.ema.clone()))
 }
 
-/// A step runner for `model` set up as `config` says, as training sets it up (`bench train-step`
-/// times this one): input pipeline (the frame caches' frames uploaded where
-/// [`TrainData::settle_frames_on_device`] kept them on the device), precision, gradient
-/// accumulation. The EMA, where the run keeps one, is added after.
+/// A step runner for `model`, set up as training sets it up from `config`: the input pipeline
+/// (normalised by `normalizer`), precision and gradient accumulation, and the frame caches'
+/// frames uploaded to the device where [`TrainData::settle_frames_on_device`], called first,
+/// kept them there (otherwise they stay on the host). Training adds its EMA after. An error
+/// where the device cannot compute in the precision, or the upload fails.
 pub fn step_runner<B: TrainingBackend>(
     config: &TrainConfig,
     run: &TrainData,

@@ -13,7 +13,7 @@ use super::data::Sampled;
 use super::eval;
 use super::start::Start;
 use super::{Progress, TrainData, TrainOutcome};
-use crate::checkpoint::TrainingState;
+use crate::checkpoint::{self, TrainingState};
 use crate::error::{Error, Result};
 use crate::metrics::{Metrics, MetricsWriter, big_number};
 use crate::parallel::Replica;
@@ -67,12 +67,15 @@ pub(super) fn train_replica<B: TrainingBackend>(
 
     let mut losses = Vec::new();
     let mut last_checkpoint = None;
+    // The newest checkpoint of the run, the one it resumed from first: known on every replica,
+    // whichever reports a divergence.
+    let mut newest_checkpoint = resume.and_then(|path| checkpoint::resolve(path).ok());
     let mut period = Period::default();
     while state.step < config.steps {
         period.add(state.step + 1, optimiser_step(&mut runner, &mut loader, &mut state, config.grad_accum)?);
         report(Progress::Step(state.step));
         if state.step % config.log_freq == 0 || state.step == config.steps {
-            let finite = period.finite(state.step, last_checkpoint.as_deref());
+            let finite = period.finite(state.step, newest_checkpoint.as_deref());
             // Every replica takes part: the loss logged is the mean over all of them.
             let m = period.take(state.step, state.samples, sampled, replica)?;
             losses.push((state.step, m.loss));
@@ -90,13 +93,14 @@ pub(super) fn train_replica<B: TrainingBackend>(
             }
         }
         if saver.due(state.step) {
-            period.finite(state.step, last_checkpoint.as_deref())?;
+            period.finite(state.step, newest_checkpoint.as_deref())?;
             runner.check_replicas_agree()?;
             if main {
                 let dir = saver.save(&runner, &state)?;
                 report(Progress::Line(&format!("checkpoint {}", dir.display())));
                 last_checkpoint = Some(dir);
             }
+            newest_checkpoint = Some(checkpoint::checkpoint_dir(&config.output_dir, state.step));
         }
     }
     replica.finish::<B::InnerBackend>()?;
@@ -200,9 +204,11 @@ impl<B: Backend> Period<B> {
     /// An error where a step of the period, `last` the latest, applied a gradient whose norm is
     /// not finite: a NaN or infinite element stays one whatever the clipping factor, and makes
     /// its weight one (a norm that overflows on finite elements alone means gradients beyond
-    /// 1e19, a run diverged already). Reads the norms' sum from the device where steps were
-    /// added since it was last found finite. The replicas' norms are the same (their gradients
-    /// are summed first), so every replica stops at the same step.
+    /// 1e19, a run diverged already). Weights that the update itself takes past f32's range
+    /// make the next step's norm infinite: a checkpoint due between the two still saves them.
+    /// Reads the norms' sum from the device where steps were added since it was last found
+    /// finite. The replicas' norms are the same (their gradients are summed first), so every
+    /// replica stops at the same step.
     fn finite(&mut self, last: usize, last_checkpoint: Option<&Path>) -> Result<()> {
         let Some(first) = self.unchecked else { return Ok(()) };
         let Some(sum) = &self.applied_norm else { return Ok(()) };

@@ -156,3 +156,23 @@ fn the_tool_takes_a_device_list_and_refuses_other_launches() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success() && stderr.contains("WORLD_SIZE=2") && stderr.contains("mpirun"), "{stderr}");
 }
+
+#[test]
+fn replicas_that_diverge_stop_together_naming_the_last_checkpoint() {
+    let dir = scratch("dp-diverged");
+    let output = dir.join("run");
+    let config = tiny(&output, 8, 2, json!({"save_freq": 1, "policy": {"optimizer_lr": 1e30}}));
+    // On a thread of its own, so that replicas disagreeing about when to stop fail the test
+    // instead of hanging it.
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(train_on::<Backend>(&config, None, two_cpus(), |_| {}).map(|o| o.steps));
+    });
+    let result = receiver.recv_timeout(Duration::from_secs(300)).expect("the replicas did not stop");
+    let err = result.expect_err("the run diverges");
+    // Whichever replica's error is reported names the checkpoint rank 0 wrote.
+    let trainer::Error::Diverged { last, last_checkpoint, .. } = &err else { panic!("another error: {err}") };
+    assert_eq!(*last, 2, "{err}");
+    assert_eq!(last_checkpoint.as_deref(), Some(output.join("checkpoints/000001").as_path()), "{err}");
+    assert_eq!(checkpoint::resolve(&output).unwrap(), output.join("checkpoints/000001"));
+}

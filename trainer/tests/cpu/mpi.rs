@@ -162,3 +162,26 @@ fn a_process_that_fails_ends_the_run_with_its_error() {
         "{stderr}"
     );
 }
+
+#[test]
+fn processes_that_diverge_each_name_the_checkpoint_process_0_wrote() {
+    let dir = scratch("mpi-diverged");
+    let config = data_parallel_config(
+        dataset(),
+        &dir.join("run"),
+        8,
+        2,
+        json!({"save_freq": 1, "policy": {"optimizer_lr": 1e30}}),
+    );
+    let output = mpirun(&dir, &same(2, &config_file(&dir, "config.json", &config), &[]));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    // Each process that says so (the first to fail ends the others) names step 1's checkpoint,
+    // which only process 0 wrote.
+    let said: Vec<&str> = stderr.lines().filter(|line| line.contains("training diverged")).collect();
+    assert!(!said.is_empty(), "{stderr}");
+    let checkpoint = dir.join("run/checkpoints/000001").display().to_string();
+    for line in said {
+        assert!(line.contains("of step 2") && line.contains(&checkpoint), "{line}");
+    }
+}

@@ -249,6 +249,9 @@ def test_ctrl_c_interrupts_a_wait_for_a_batch(tmp_path):
     # the worker is inside the batch, and the batch cannot be ready before the interrupt is
     # handled, however loaded the machine. (A timer against a slow batch, as before, could lose.)
     # The process then exits once the batch being made has failed (the producer is joined).
+    # Python installs its Ctrl-C handler only where SIGINT is not ignored, and a background job of
+    # a script (or nohup's child) inherits it ignored: the script installs the handler itself, so
+    # the test does not depend on how the test run was started (ignored, it waited for ever).
     root = tmp_path / "pusht_mini"
     shutil.copytree(DATASETS[0], root)
     video = next((root / "videos").rglob("*.mp4"))
@@ -256,6 +259,7 @@ def test_ctrl_c_interrupts_a_wait_for_a_batch(tmp_path):
     os.mkfifo(video)
     script = f"""
 import os, signal, threading, lerobot_rs
+signal.signal(signal.SIGINT, signal.default_int_handler)
 dataset = lerobot_rs.Dataset(root={str(root)!r})
 loader = lerobot_rs.Loader(dataset, 8, num_workers=1)
 writer = []

@@ -145,14 +145,16 @@ fn a_run_that_diverges_stops_with_an_error_and_saves_nothing_after() {
     let output = dir.join("run");
     // A learning rate no model survives: Adam's first step moves every weight by about 1e30,
     // and the next forward overflows f32, so its gradients are NaN.
-    let config = tiny_config(
-        &root,
-        &output,
-        8,
-        json!({"log_freq": 100, "save_freq": 1, "num_workers": 1,
-               "policy": {"optimizer_lr": 1e30, "scheduler_warmup_steps": 0}}),
-    );
-    let err = train::<Backend>(&config, None, Default::default(), |_| {}).expect_err("the run diverges");
+    let diverging = |log_freq: usize, save_freq: usize| {
+        tiny_config(
+            &root,
+            &output,
+            8,
+            json!({"log_freq": log_freq, "save_freq": save_freq, "num_workers": 1,
+                   "policy": {"optimizer_lr": 1e30, "scheduler_warmup_steps": 0}}),
+        )
+    };
+    let err = train::<Backend>(&diverging(100, 1), None, Default::default(), |_| {}).expect_err("the run diverges");
     let trainer::Error::Diverged { first, last, last_checkpoint } = &err else { panic!("another error: {err}") };
     assert_eq!(first, last, "checked before each checkpoint, so at the step itself");
     assert_eq!(*last, 2, "step 1 moves every weight by about 1e30, step 2 overflows");
@@ -172,14 +174,8 @@ fn a_run_that_diverges_stops_with_an_error_and_saves_nothing_after() {
 
     // Resumed, the same run names the checkpoint it resumed from; between checkpoints the check
     // runs where the loss is logged, over the steps since (their metrics logged first).
-    let resumed = tiny_config(
-        &root,
-        &output,
-        8,
-        json!({"log_freq": 4, "save_freq": 0, "num_workers": 1,
-               "policy": {"optimizer_lr": 1e30, "scheduler_warmup_steps": 0}}),
-    );
-    let err = train::<Backend>(&resumed, Some(&output), Default::default(), |_| {}).expect_err("it diverges again");
+    let err =
+        train::<Backend>(&diverging(4, 0), Some(&output), Default::default(), |_| {}).expect_err("it diverges again");
     let trainer::Error::Diverged { first, last: at, last_checkpoint } = &err else { panic!("another error: {err}") };
     assert_eq!((*first, *at), (*last, 4), "{err}");
     assert_eq!(last_checkpoint.as_deref(), Some(newest.as_path()), "{err}");

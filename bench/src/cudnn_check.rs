@@ -13,7 +13,7 @@ use burn::prelude::*;
 use burn::tensor::module::{conv_transpose2d, conv2d};
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions, ModuleOps};
 use burn::tensor::{DType, Distribution, TensorPrimitive};
-use kernels::Kernels;
+use kernels::ConvolutionKernels;
 
 /// burn's untuned cuda backend, whose convolutions cuDNN runs.
 type Cuda = burn::backend::Cuda<f32, i32>;

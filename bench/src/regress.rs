@@ -167,7 +167,7 @@ fn reference_matmul_ms() -> f64 {
 /// and the average and writes back the last four, 36 bytes a weight. Best of 5.
 fn fused_update_fraction() -> f64 {
     use burn::tensor::TensorPrimitive;
-    use kernels::{AdamStep, FlatBuffers, Kernels};
+    use kernels::{AdamStep, FlatBuffers, OptimiserKernels};
     const N: usize = 1 << 24;
     let memcpy = memcpy_bandwidth(5);
     let device = Default::default();

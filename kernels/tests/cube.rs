@@ -12,7 +12,8 @@ use burn::prelude::*;
 use burn::tensor::ops::FloatTensor;
 use burn::tensor::{DType, FloatDType, TensorMetadata, TensorPrimitive};
 use kernels::{
-    AdamStep, FlatBuffers, Kernels, MAX_PARTS_PER_LAUNCH, PartialSquares, ViewPlaces, ViewTable, ViewsUpdate,
+    AdamStep, FlatBuffers, FrameKernels, Kernels, MAX_PARTS_PER_LAUNCH, NormKernels, OptimiserKernels, PartialSquares,
+    ViewPlaces, ViewTable, ViewsUpdate,
 };
 
 /// A wgpu backend our kernels serve: each check below runs on cubecl's own (`direct::*`) and,
@@ -216,10 +217,10 @@ fn the_gather_equals_the_cpus_for_every_layout<Gpu: WgpuKernels>() {
     check_partial_squares::<Gpu>(with_long, &expected, &sum, "f32");
 }
 
-/// [`Kernels::concat_flat_with_partial_squares`] of `parts`: the buffer `expected`, as many
+/// [`OptimiserKernels::concat_flat_with_partial_squares`](kernels::OptimiserKernels::concat_flat_with_partial_squares) of `parts`: the buffer `expected`, as many
 /// partial sums as `partial_squares_len` says (more than one, each written: every cube copies
 /// some of the longest part), their total the exact `Σ x²`; and
-/// [`Kernels::clip_partial_squares`] of them, to the bit, the factors of their total `squares` in
+/// [`OptimiserKernels::clip_partial_squares`](kernels::OptimiserKernels::clip_partial_squares) of them, to the bit, the factors of their total `squares` in
 /// a launch of its own, clipped or not, with a factor the gradients carry or without.
 fn check_partial_squares<Gpu: WgpuKernels>(
     parts: impl Fn(&WgpuDevice) -> Vec<FloatTensor<Gpu>>,
@@ -797,13 +798,14 @@ fn the_channel_bias_gradient_in_half_precision_is_the_f32_sum_rounded_once<Gpu: 
 /// converter (`bt601::planes_to_chw`, swscale's arithmetic), every one.
 fn the_yuv_kernel_gives_the_decoders_bytes_for_every_value<Gpu: WgpuKernels>() {
     let device = WgpuDevice::default();
-    assert!(<Gpu as Kernels>::has_yuv420_kernel());
+    assert!(<Gpu as FrameKernels>::has_yuv420_kernel());
     for (h, w) in [(512usize, 512usize), (512, 509)] {
         let (planes, expected) = datasets::video::bt601::check_frames(h, w);
         let frame_len = kernels::yuv420_frame_len(h, w);
         let ints = transforms::frames_to_int::<Gpu>(&planes, [2, 1, 1, frame_len], &device);
         let terms = transforms::decoder_terms();
-        let rgb = <Gpu as Kernels>::yuv420_to_rgb(ints.into_primitive(), 2, (h, w), &terms, FloatDType::F32).unwrap();
+        let rgb =
+            <Gpu as FrameKernels>::yuv420_to_rgb(ints.into_primitive(), 2, (h, w), &terms, FloatDType::F32).unwrap();
         let rgb = Tensor::<Gpu, 4>::from_primitive(TensorPrimitive::Float(rgb));
         assert_eq!(rgb.dims(), [2, 3, h, w]);
         let levels: Vec<f32> = rgb.into_data().to_vec().unwrap();

@@ -10,7 +10,7 @@ use burn::module::{AutodiffModule, Module, Param};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{DType, FloatDType, TensorPrimitive};
-use kernels::{Kernels, PartialSquares};
+use kernels::{Kernels, OptimiserKernels, PartialSquares};
 use trainer::DiffusionConfig;
 use trainer::optim::{ClipFactors, Clipping, FlatAdam, FlatLayout};
 

@@ -27,7 +27,7 @@ pub fn int_frames_to_float<B: Backend>(frames: Tensor<B, 4, Int>) -> Tensor<B, 4
 /// device to RGB float in [0, 1], `[n, 3, H, W]`: each chroma sample stands for its 2×2 block
 /// (as swscale's unscaled converter takes it), BT.601 limited range with swscale's truncations
 /// ([`datasets::video::bt601`]), so that the frames are the decoder's RGB frames (LeRobot's) to
-/// the bit. One launch where the backend has the kernel ([`Kernels::yuv420_to_rgb`], the
+/// the bit. One launch where the backend has the kernel ([`FrameKernels::yuv420_to_rgb`](kernels::FrameKernels::yuv420_to_rgb), the
 /// decoder's fixed-point terms in integers); elsewhere burn's operations, on the same terms in
 /// `f32`.
 pub fn yuv420_frames_to_float<B: Kernels>(
@@ -75,7 +75,7 @@ pub fn yuv420_to_rgb_by_operations<B: Backend>(planes: Tensor<B, 4, Int>, size: 
 }
 
 /// The decoder's fixed-point terms ([`bt601`], swscale's), as the device's kernel
-/// ([`Kernels::yuv420_to_rgb`]) takes them.
+/// ([`FrameKernels::yuv420_to_rgb`](kernels::FrameKernels::yuv420_to_rgb)) takes them.
 pub fn decoder_terms() -> Yuv420Terms {
     let term =
         |t: bt601::Term| FixedPointTerm { offset: t.offset.into(), shift: t.shift, multiplier: t.multiplier.into() };
@@ -89,7 +89,7 @@ pub fn decoder_terms() -> Yuv420Terms {
 }
 
 /// Uploads uint8 frames as an integer tensor, uint8 on the device where the backend supports it:
-/// through the backend's own upload where it has one ([`Kernels::upload_u8`]: on CUDA a reused
+/// through the backend's own upload where it has one ([`FrameKernels::upload_u8`](kernels::FrameKernels::upload_u8): on CUDA a reused
 /// page-locked buffer and an asynchronous copy), else burn's `from_data`.
 pub fn frames_to_int<B: Kernels>(bytes: &[u8], shape: [usize; 4], device: &B::Device) -> Tensor<B, 4, Int> {
     assert_eq!(bytes.len(), shape.iter().product::<usize>(), "frames of shape {shape:?}");

@@ -1,4 +1,4 @@
-//! The gradients gathered into the flat buffer ([`crate::Kernels::concat_flat`]), with their
+//! The gradients gathered into the flat buffer ([`crate::OptimiserKernels::concat_flat`]), with their
 //! squares' partial sums: each launch takes up to [`launch_width`] parameters of one or two
 //! dtypes (unrolled over them, a binding each: a half-precision step's gradients beside the f32
 //! ones of its norms), and every unit strides over each of them in turn, so that each cube's sum
@@ -12,7 +12,9 @@ use burn_cubecl::tensor::CubeTensor;
 use cubecl::CubeDim;
 use cubecl::prelude::*;
 
-use super::{UNITS_PER_CUBE, clip_scalars, cube_sum, empty_f32, launch_width, sum_clip_kernel, sum_kernel, writable};
+use super::launch::{UNITS_PER_CUBE, launch_width};
+use super::sums::{clip_scalars, cube_sum, sum_clip_kernel, sum_kernel};
+use super::tensors::{empty_f32, writable};
 use crate::gather_plan::{GatherLaunch, gather_plan};
 
 /// The most cubes of a gather's launch: enough to fill a large GPU (1,024 cubes of 256 units),
@@ -129,7 +131,9 @@ type GatherPart<R> = (CubeTensor<R>, usize, usize);
 /// bf16 (the gradients of a half-precision forward's weights, cast up as they are copied), some
 /// elements in all (else the portable operations gather them).
 pub(super) fn gathers_all(parts: &[(usize, DType)]) -> bool {
-    !parts.is_empty() && parts.iter().all(|(_, dtype)| crate::kernel_float(*dtype)) && parts.iter().any(|(n, _)| *n > 0)
+    !parts.is_empty()
+        && parts.iter().all(|(_, dtype)| crate::ops::elements::kernel_float(*dtype))
+        && parts.iter().any(|(n, _)| *n > 0)
 }
 
 /// The element count and dtype of each of `parts`.
@@ -177,7 +181,7 @@ pub(super) fn gather<R: CubeRuntime>(
         _ => empty_f32(&parts[0], [total_len].into()),
     };
     let client = flat.client.clone();
-    let starts = crate::starts_of(&lens);
+    let starts = crate::ops::elements::starts_of(&lens);
     let plan = plan(&client, &sizes);
     let partials_len: usize = if squares { plan.iter().map(|(_, cubes)| cubes).sum() } else { 0 };
     // Without squares, one slot the kernel leaves alone: a buffer of no bytes cannot be bound,
@@ -256,7 +260,7 @@ pub(super) fn total<R: CubeRuntime>(partials: CubeTensor<R>) -> CubeTensor<R> {
     squares
 }
 
-/// The clipping factors ([`crate::Kernels::clip_factors`]) of the total of `partials` (1-D f32),
+/// The clipping factors ([`crate::OptimiserKernels::clip_factors`]) of the total of `partials` (1-D f32),
 /// in one launch of one cube ([`sum_clip_kernel`]): `[norm, scale]`.
 pub(super) fn clip_partials<R: CubeRuntime>(
     partials: CubeTensor<R>,

@@ -1,5 +1,6 @@
-//! The update of weights kept as views of one buffer ([`Kernels::weight_views`]): the views, and
+//! The update of weights kept as views of one buffer ([`OptimiserKernels::weight_views`](crate::OptimiserKernels::weight_views)): the views, and
 //! one launch that updates every parameter through them ([`adam_views_kernel`]).
+#![expect(unsafe_code, reason = "cubecl launches a kernel without bounds checks only through unsafe")]
 
 use burn::tensor::DType;
 use burn_cubecl::kernel::into_contiguous;
@@ -8,15 +9,15 @@ use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElemen
 use cubecl::CubeDim;
 use cubecl::prelude::*;
 
+use super::adam::{AdamScalars, AdamState, adam_element, adam_scalars};
+use super::launch::UNITS_PER_CUBE;
 #[cfg(doc)]
-use super::sum_clip_kernel;
-use super::{
-    AdamScalars, AdamState, ClipScalars, UNITS_PER_CUBE, adam_element, adam_scalars, clip_norm, clip_scalars,
-    clip_scale, cube_total, empty_f32,
-};
+use super::sums::sum_clip_kernel;
+use super::sums::{ClipScalars, clip_norm, clip_scalars, clip_scale, cube_total};
+use super::tensors::empty_f32;
 use crate::{AdamStep, FlatBuffers, RuntimeLibraries, ViewTable};
 #[cfg(doc)]
-use crate::{Kernels, ViewPlaces};
+use crate::{OptimiserKernels, ViewPlaces};
 
 /// Every parameter's update in one launch, its weights views of one buffer ([`ViewTable`]): the
 /// units stride over the flat buffers' elements `j < len`, each finding its parameter once (a
@@ -102,7 +103,7 @@ fn adam_views_kernel<F: Float, H: Float, I: Int>(
     }
 }
 
-/// Views of `flat` ([`Kernels::weight_views`]): its memory, from byte `starts[k]·size` on, for
+/// Views of `flat` ([`OptimiserKernels::weight_views`](crate::OptimiserKernels::weight_views)): its memory, from byte `starts[k]·size` on, for
 /// `lens[k]` elements. A view's binding covers an even number of elements (wgpu binds storage
 /// in multiples of four bytes; the padding after each range leaves the room).
 pub(super) fn weight_views<R: CubeRuntime>(
@@ -150,15 +151,15 @@ pub(super) fn check_views_update<R: RuntimeLibraries, F: FloatElement, I: IntEle
 
 /// What an update of views multiplies the gradients by.
 pub(super) enum Scaling<'a, R: CubeRuntime> {
-    /// A `[1]` factor computed before ([`Kernels::adam_update_views`]).
+    /// A `[1]` factor computed before ([`OptimiserKernels::adam_update_views`](crate::OptimiserKernels::adam_update_views)).
     Factor(&'a CubeTensor<R>),
     /// The clipping of the gradients' partial squares (1-D f32), computed in the update's launch
-    /// ([`Kernels::adam_update_views_clipping`]).
+    /// ([`OptimiserKernels::adam_update_views_clipping`](crate::OptimiserKernels::adam_update_views_clipping)).
     Clip { partials: &'a CubeTensor<R>, max_norm: f64, grad_scale: f64 },
 }
 
-/// [`Kernels::adam_update_views`] by [`adam_views_kernel`], in one launch; with
-/// [`Scaling::Clip`], [`Kernels::adam_update_views_clipping`], whose `[norm, scale]` it returns
+/// [`OptimiserKernels::adam_update_views`](crate::OptimiserKernels::adam_update_views) by [`adam_views_kernel`], in one launch; with
+/// [`Scaling::Clip`], [`OptimiserKernels::adam_update_views_clipping`](crate::OptimiserKernels::adam_update_views_clipping), whose `[norm, scale]` it returns
 /// too.
 ///
 /// # Safety

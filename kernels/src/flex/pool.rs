@@ -12,7 +12,8 @@ use burn::backend::flex::FlexTensor;
 use burn::tensor::{DType, TensorData};
 use rayon::prelude::*;
 
-use super::conv::{contiguous, dims4, output_size, tensor};
+use super::conv::{contiguous, tensor};
+use super::im2col::{dims4, output_size};
 
 /// The shape of one pooling this module computes.
 #[derive(Debug, Clone, Copy)]
@@ -152,7 +153,7 @@ mod tests {
     use burn::tensor::module::{max_pool2d as burn_max_pool2d, max_pool2d_with_indices};
     use burn::tensor::{Distribution, TensorPrimitive};
 
-    use crate::Kernels;
+    use crate::ConvolutionKernels;
 
     type Ad = Autodiff<Flex>;
 

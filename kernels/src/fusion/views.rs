@@ -10,10 +10,10 @@ use burn_fusion::stream::Operation;
 use burn_fusion::{Fusion, FusionBackend};
 use burn_ir::CustomOpIr;
 
-use super::{Handles, inputs_of, put_state, register_custom, register_outputs, shape_and_dtype, take_state};
+use super::register::{Handles, inputs_of, put_state, register_custom, register_outputs, shape_and_dtype, take_state};
 use crate::{AdamStep, FlatBuffers, Kernels, PartialSquares, ViewPlaces, ViewTable, ViewsUpdate};
 
-/// Views of one buffer ([`Kernels::weight_views`]) as fusion's custom operation: the buffer in, the
+/// Views of one buffer ([`OptimiserKernels::weight_views`](crate::OptimiserKernels::weight_views)) as fusion's custom operation: the buffer in, the
 /// views out, each registered as a tensor of its own that shares the buffer's memory.
 #[derive(Debug, Clone)]
 struct WeightViewsOp<B> {
@@ -87,10 +87,10 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for AdamViewsOp<B> 
 
 /// What an update of views multiplies the gradients by ([`register_adam_views`]).
 pub(super) enum Scaling<'a, B: FusionBackend> {
-    /// A `[1]` factor computed before ([`Kernels::adam_update_views`]).
+    /// A `[1]` factor computed before ([`OptimiserKernels::adam_update_views`](crate::OptimiserKernels::adam_update_views)).
     Factor(&'a FloatTensor<Fusion<B>>),
     /// The clipping of the gradients' partial squares, computed by the update
-    /// ([`Kernels::adam_update_views_clipping`]).
+    /// ([`OptimiserKernels::adam_update_views_clipping`](crate::OptimiserKernels::adam_update_views_clipping)).
     Clip(&'a PartialSquares<Fusion<B>>),
 }
 

@@ -9,7 +9,7 @@
 //! same product PyTorch's convolution computes. Only the small activations are rearranged.
 //!
 //! Where the backend has its own convolution kernels built on matrix products
-//! ([`Kernels::has_conv1d_products`]: the CPU's in f32; on cuda cuDNN's, or cuBLAS's products
+//! ([`ConvolutionKernels::has_conv1d_products`](kernels::ConvolutionKernels::has_conv1d_products): the CPU's in f32; on cuda cuDNN's, or cuBLAS's products
 //! with `LEROBOT_RS_CONV1D=cublas`), the convolution is one of those, of height 1, instead: one
 //! node of the graph, with the same products. Elsewhere (wgpu, the CPU in half precision, cuda
 //! without cuDNN, or with `LEROBOT_RS_CONV1D=burn` outside exact f32) it is composed of burn's

@@ -31,7 +31,7 @@ pub struct FlatAdam<B: Backend> {
     /// The last update's gradient buffer, free to be written over by the next gather.
     spare: Option<Tensor<B, 1>>,
     /// Where the backend keeps weights as views of one buffer, the byte alignment of their
-    /// places ([`Kernels::weight_view_alignment`]).
+    /// places ([`OptimiserKernels::weight_view_alignment`](kernels::OptimiserKernels::weight_view_alignment)).
     view_alignment: Option<usize>,
     /// The model's weights as views, once bound ([`FlatAdam::bind`], or else the first update).
     views: Option<WeightViews<B>>,
@@ -90,11 +90,11 @@ impl<B: Kernels> FlatAdam<B> {
     /// rate `lr`; with `average = Some((flat, weight))` the moving average of the weights is
     /// blended in the same pass. With `copy`, also each trainable parameter's new weights cast
     /// to it (what a half-precision forward reads), written by the same pass where the backend
-    /// can ([`Kernels::adam_update_all_with_copies`], or [`Kernels::adam_update_views`] where the
+    /// can ([`OptimiserKernels::adam_update_all_with_copies`](kernels::OptimiserKernels::adam_update_all_with_copies), or [`OptimiserKernels::adam_update_views`](kernels::OptimiserKernels::adam_update_views) where the
     /// weights are views of one buffer, [`FlatAdam::bind`]); without, no copies. Returns the
     /// model, the copies and the clipping's factors (computed by the update's own launch where
     /// the weights are views and the clipping was left as squares,
-    /// [`Kernels::adam_update_views_clipping`]).
+    /// [`OptimiserKernels::adam_update_views_clipping`](kernels::OptimiserKernels::adam_update_views_clipping)).
     pub fn step<AB: AutodiffBackend<InnerBackend = B>, M: Module<AB>>(
         &mut self,
         model: M,
@@ -214,7 +214,7 @@ impl<B: Kernels> FlatAdam<B> {
     }
 
     /// Takes `model`'s weights as they are now: where the backend keeps weights as views of one
-    /// buffer ([`Kernels::weight_view_alignment`]), moves them into a buffer of this
+    /// buffer ([`OptimiserKernels::weight_view_alignment`](kernels::OptimiserKernels::weight_view_alignment)), moves them into a buffer of this
     /// optimiser's and gives the model back with its parameters views of it, which every
     /// update then writes in place (elsewhere the model comes back as it was). An update binds
     /// a model not yet bound; bind again after replacing the model's weights (a broadcast, a

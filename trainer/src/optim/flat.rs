@@ -6,7 +6,7 @@ use burn::optim::GradientsParams;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
-use kernels::{Kernels, PartialSquares};
+use kernels::{Kernels, OptimiserKernels, PartialSquares};
 
 use super::float;
 use super::trainable::{MapTrainable, VisitTrainable, map_trainable, visit_trainable};
@@ -51,7 +51,7 @@ impl FlatLayout {
 
     /// `model`'s gradients, removed from `grads` and gathered into one flat f32 buffer (zeros
     /// for a parameter the loss did not reach; written over `reuse` where the backend can), in
-    /// one pass ([`Kernels::concat_flat`]: burn
+    /// one pass ([`OptimiserKernels::concat_flat`](kernels::OptimiserKernels::concat_flat): burn
     /// hands convolution weight gradients back as permuted views, which it would otherwise copy
     /// element by element).
     pub fn gather_grads<B: AutodiffBackend<InnerBackend: Kernels>, M: Module<B>>(
@@ -63,13 +63,13 @@ impl FlatLayout {
     ) -> Tensor<B::InnerBackend, 1> {
         let parts = self.grad_parts(model, grads, device);
         let reuse = reuse.map(|t| t.into_primitive().tensor());
-        let flat = B::InnerBackend::concat_flat(parts, reuse, device);
+        let flat = <B::InnerBackend as OptimiserKernels>::concat_flat(parts, reuse, device);
         float(flat)
     }
 
     /// [`FlatLayout::gather_grads`] for a step whose gathered gradients are its whole gradient:
     /// with their squares' partial sums, read as they are gathered
-    /// ([`Kernels::concat_flat_with_partial_squares`]), for the clipping
+    /// ([`OptimiserKernels::concat_flat_with_partial_squares`](kernels::OptimiserKernels::concat_flat_with_partial_squares)), for the clipping
     /// ([`super::clip_grad_norm`]'s, to `max_norm`, of gradients that carry `grad_scale`).
     pub fn gather_grads_with_squares<B: AutodiffBackend<InnerBackend: Kernels>, M: Module<B>>(
         &self,
@@ -82,7 +82,8 @@ impl FlatLayout {
     ) -> (Tensor<B::InnerBackend, 1>, PartialSquares<B::InnerBackend>) {
         let parts = self.grad_parts(model, grads, device);
         let reuse = reuse.map(|t| t.into_primitive().tensor());
-        let [flat, partials] = B::InnerBackend::concat_flat_with_partial_squares(parts, reuse, device);
+        let [flat, partials] =
+            <B::InnerBackend as OptimiserKernels>::concat_flat_with_partial_squares(parts, reuse, device);
         (float(flat), PartialSquares { partials, max_norm, grad_scale })
     }
 

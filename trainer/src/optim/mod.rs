@@ -4,7 +4,7 @@
 //!
 //! The gradients are gathered into one flat buffer ([`FlatLayout`]), so that their norm is one
 //! reduction, and clipping, decay, Adam and the EMA blend are one pass over every parameter
-//! ([`kernels::Kernels::adam_update_all`]) and that buffer and the flat moments ([`FlatAdam`]). The
+//! ([`kernels::OptimiserKernels::adam_update_all`]) and that buffer and the flat moments ([`FlatAdam`]). The
 //! same buffer is what a data-parallel run reduces across devices, in one call per step.
 //!
 //! On burn's cubecl backends the model's weights are views of one buffer of their own, which the
@@ -47,7 +47,7 @@ pub struct ClipFactors<B: Backend> {
 /// A flat gradient's clipping, as an update takes it: the factors computed, or the gradients'
 /// squares as partial sums, still to be totalled ([`FlatLayout::gather_grads_with_squares`]);
 /// the update then totals them and clips in its own launch where the weights are views of one
-/// buffer ([`Kernels::adam_update_views_clipping`]), one launch fewer.
+/// buffer ([`OptimiserKernels::adam_update_views_clipping`](kernels::OptimiserKernels::adam_update_views_clipping)), one launch fewer.
 #[derive(Debug, Clone)]
 pub enum Clipping<B: Backend> {
     /// The norm and the factor, computed.

@@ -1,7 +1,7 @@
 //! The weights kept as views of one flat buffer, where the backend keeps them
-//! ([`kernels::Kernels::weight_view_alignment`], burn's cubecl backends): the model's trainable
+//! ([`kernels::OptimiserKernels::weight_view_alignment`], burn's cubecl backends): the model's trainable
 //! parameters read their weights from aligned places of one buffer, and the update writes the
-//! buffer in one launch for the whole model ([`kernels::Kernels::adam_update_views`]), where it
+//! buffer in one launch for the whole model ([`kernels::OptimiserKernels::adam_update_views`]), where it
 //! would otherwise take a binding per parameter (four launches for PushT's 212 parameters on
 //! CUDA). The optimiser's other flat buffers keep [`FlatLayout`]'s ranges, end to end, so the
 //! gradients' gather, the checkpoints and the average do not change; a table gives each

@@ -76,7 +76,7 @@ pub(crate) fn decide<B: Kernels>(
 /// What [`decide`] knows of the device.
 #[derive(Debug, Clone, Copy)]
 struct Device {
-    /// [`Kernels::largest_allocation`]: `None` on the CPU.
+    /// [`FrameKernels::largest_allocation`](kernels::FrameKernels::largest_allocation): `None` on the CPU.
     largest_allocation: Option<u64>,
     /// Whether it holds uint8 tensors (else a frame's levels take four bytes each).
     holds_bytes: bool,

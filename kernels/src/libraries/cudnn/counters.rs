@@ -1,0 +1,58 @@
+//! What the cuDNN and cuBLAS paths did in this process, counted: calls, searches, kept choices.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Convolution passes cuDNN has run in this process.
+pub(crate) static CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// 1-D convolution passes run as cuBLAS's products over the unfolded input.
+pub(crate) static BLAS_CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// Those of them run by a plan of the graph API (not by the legacy algorithm kept beside it).
+pub(crate) static GRAPH_CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// How many convolution passes a plan of cuDNN's graph API has run in this process.
+pub fn graph_calls() -> u64 {
+    GRAPH_CALLS.load(Ordering::Relaxed)
+}
+
+/// The algorithm searches this process has run (one a pass of a problem on a device, where no
+/// kept choice was taken).
+pub(crate) static SEARCHES: AtomicU64 = AtomicU64::new(0);
+
+/// The legacy searches whose second round chose another algorithm than their first.
+pub(crate) static SECOND_ROUND_CHANGES: AtomicU64 = AtomicU64::new(0);
+
+/// The passes of problems that took a kept algorithm (an earlier run's, or another device's in
+/// this run) instead of searching.
+pub(crate) static EARLIER_RUNS_CHOICES: AtomicU64 = AtomicU64::new(0);
+
+/// How many algorithm searches (legacy, with the graph API's where it is on) this process has
+/// run.
+pub fn searches() -> u64 {
+    SEARCHES.load(Ordering::Relaxed)
+}
+
+/// How many legacy searches chose another algorithm in their second round, the one whose
+/// times count, than in their first, where each algorithm's first launch also loaded its code.
+pub fn second_round_changes() -> u64 {
+    SECOND_ROUND_CHANGES.load(Ordering::Relaxed)
+}
+
+/// How many passes of problems took a kept algorithm (an earlier run's, or another device's of
+/// the same model in this run), without searching, in this process.
+pub fn earlier_runs_choices() -> u64 {
+    EARLIER_RUNS_CHOICES.load(Ordering::Relaxed)
+}
+
+/// How many 1-D convolution passes ran as cuBLAS's products over their unfolded input
+/// (`LEROBOT_RS_CONV1D=cublas`) in this process.
+pub fn blas_calls() -> u64 {
+    BLAS_CALLS.load(Ordering::Relaxed)
+}
+
+/// How many convolution passes cuDNN has enqueued in this process (the checks tell by it that
+/// cuDNN ran, not burn's convolution).
+pub fn calls() -> u64 {
+    CALLS.load(Ordering::Relaxed)
+}

@@ -7,8 +7,8 @@ use std::mem::MaybeUninit;
 use std::ops::Range;
 
 use burn::backend::flex::FlexTensor;
-use burn::tensor::ops::ConvOptions;
 use burn::tensor::DType;
+use burn::tensor::ops::ConvOptions;
 use gemm::Parallelism;
 use rayon::prelude::*;
 

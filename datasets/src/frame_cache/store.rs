@@ -10,9 +10,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use super::format::{CacheRecord, RECORD, TEMPORARY};
 use super::locks::{LockMode, Unused, WRITER_LOCK};
-use super::write::TEMPORARY;
-use super::{CacheRecord, RECORD};
 use crate::error::{Error, Result};
 
 /// What a cache folder is doing now.

@@ -12,52 +12,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
+use super::format::{
+    CacheFormat, CacheHeader, CacheRecord, FORMAT_VERSION, HEADER_LEN, RECORD, TEMPORARY, cache_file, cache_fingerprint,
+};
 use super::locks::{FolderLock, LockMode, WRITER_LOCK};
+use super::reader::FrameCache;
 use super::resize::Resampler;
-use super::{CacheHeader, CacheRecord, FORMAT_VERSION, FrameCache, HEADER_LEN, RECORD, cache_file, cache_fingerprint};
 use crate::dataset::{Dataset, check_video_shape};
 use crate::error::{Error, Result};
-use crate::meta::features::{FrameEncoding, FrameShape};
 use crate::table::ColumnValues;
 use crate::table::image::decode_chw;
 use crate::video::DecoderCache;
-
-/// What a frame cache stores of each frame: its size and its encoding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct CacheFormat {
-    /// Resize every frame to (height, width); `None` keeps each camera's own size.
-    pub resize: Option<(usize, usize)>,
-    /// How each frame is stored: RGB (default), or the decoder's YUV 4:2:0 planes, half the bytes,
-    /// for a loader asked for that encoding (video cameras at their own size only).
-    pub encoding: FrameEncoding,
-}
-
-impl CacheFormat {
-    /// Frames in `encoding` at the cameras' own size.
-    pub fn encoded(encoding: FrameEncoding) -> Self {
-        Self { resize: None, encoding }
-    }
-
-    /// The shape a camera of `source` frames is stored at.
-    pub(super) fn shape(&self, source: FrameShape) -> FrameShape {
-        match self.resize {
-            Some((height, width)) => FrameShape { channels: source.channels, height, width },
-            None => source,
-        }
-    }
-
-    /// Refuses what this format cannot store of `dataset`'s cameras, naming the camera.
-    pub fn check(&self, dataset: &Dataset) -> Result<()> {
-        if self.encoding != FrameEncoding::Rgb && self.resize.is_some() {
-            return Err(Error::request(format!(
-                "a frame cache resized and stored as {} is not implemented: resize it as rgb, or keep the cameras' \
-                 own size",
-                self.encoding
-            )));
-        }
-        dataset.check_frame_encoding(self.encoding)
-    }
-}
 
 /// Decodes every frame of every camera of `dataset` into `dir` (one file per camera), stored as
 /// `format` says. `progress` is called with the number of frames done so far. Files are written
@@ -195,9 +160,6 @@ pub fn write_frame_cache(
     record.write(dir)?;
     Ok(written)
 }
-
-/// What a temporary cache file's name holds, between the camera's and the writer's.
-pub(super) const TEMPORARY: &str = ".tmp.";
 
 /// Removes the temporary files in `dir`: with its writer lock held, they are a dead writer's.
 fn remove_temporary_files(dir: &Path) -> Result<()> {

@@ -19,6 +19,8 @@ mod env;
 #[cfg(feature = "cli")]
 mod progress;
 mod repo_id;
+mod repo_kind;
+mod resolve;
 #[cfg(feature = "hub")]
 mod upload;
 
@@ -31,7 +33,9 @@ use crate::{Error, Result};
 pub use env::{DEFAULT_ENDPOINT, HubEnv};
 #[cfg(feature = "cli")]
 pub use progress::{DownloadBar, resolve_model_on_terminal, resolve_on_terminal};
-pub use repo_id::{RepoId, RepoKind};
+pub use repo_id::RepoId;
+pub use repo_kind::RepoKind;
+pub use resolve::{resolve, resolve_model};
 #[cfg(feature = "hub")]
 pub use upload::{UploadFile, files_of_folder, upload_to_model_repo};
 
@@ -40,9 +44,6 @@ pub const DEFAULT_REVISION: &str = "v3.0";
 
 /// The revision of a model repository asked for when none is given, as `huggingface_hub`'s.
 pub const DEFAULT_MODEL_REVISION: &str = "main";
-
-/// The files a LeRobot policy's folder must hold: what `from_pretrained` reads first.
-const POLICY_FILES: [&str; 2] = ["config.json", "model.safetensors"];
 
 /// What a run asks for: LeRobot's `--dataset.repo_id`, `--dataset.root`, `--dataset.revision`
 /// and whether the Hub may be asked (`--dataset.download`; `HF_HUB_OFFLINE=1` forbids it too).
@@ -176,144 +177,6 @@ pub enum DownloadEvent<'a> {
     Bytes(u64),
 }
 
-/// Finds the dataset `request` names, downloading it when it is missing or incomplete and
-/// downloads are allowed; `progress` hears of the download as it goes.
-pub fn resolve(
-    request: &DatasetRequest,
-    env: &HubEnv,
-    progress: &mut dyn FnMut(DownloadEvent<'_>),
-) -> Result<Resolved> {
-    let revision = request.revision.clone().unwrap_or_else(|| DEFAULT_REVISION.to_string());
-    let may_download = !env.offline && request.download;
-    let is_complete = |root: &Path| is_complete_for(root, request.episodes.as_deref());
-    if let Some(root) = &request.root {
-        if is_complete(root)? {
-            return Ok(Resolved { root: root.clone(), origin: Origin::GivenRoot });
-        }
-    } else {
-        let home = env.lerobot_home.join(request.repo_id.as_str());
-        if is_complete(&home)? {
-            return Ok(Resolved { root: home, origin: Origin::LeRobotHome });
-        }
-        // A commit or a version tag names fixed files; a branch may have moved since, so it is
-        // asked of the Hub again when the Hub may be asked.
-        let fixed = is_commit(&revision) || parse_version(&revision).is_some();
-        if (fixed || !may_download)
-            && let Some(snapshot) = cached_snapshot(&env.hub_cache(), &request.repo_id, RepoKind::Dataset, &revision)
-            && is_complete(&snapshot)?
-        {
-            return Ok(Resolved { root: snapshot, origin: Origin::HubCache { revision } });
-        }
-    }
-    if !may_download {
-        let why = if env.offline { "HF_HUB_OFFLINE is set" } else { "downloads are off (--dataset.download false)" };
-        let looked = match &request.root {
-            Some(root) => format!("{} holds no complete copy", root.display()),
-            None => format!(
-                "neither {} nor LeRobot's Hub cache {} holds a complete copy of revision {revision}",
-                env.lerobot_home.join(request.repo_id.as_str()).display(),
-                env.hub_cache().display()
-            ),
-        };
-        return Err(hub_error(RepoKind::Dataset, &request.repo_id, format!("{looked}, and {why}")));
-    }
-    fetch(request, &revision, env, progress)
-}
-
-/// Finds the LeRobot policy `repo_id` (a model repository, at `revision`, else
-/// [`DEFAULT_MODEL_REVISION`]) as `huggingface_hub` keeps it, in `$HF_HUB_CACHE/models--OWNER--NAME`
-/// (so a policy LeRobot downloaded is found, and one found here is LeRobot's too), downloading
-/// the files at the repository's top level when the Hub may be asked. A branch is asked of the
-/// Hub again (it may have moved); a commit, or any revision offline, is served from the cache
-/// when its snapshot holds `config.json` and `model.safetensors`.
-pub fn resolve_model(
-    repo_id: &RepoId,
-    revision: Option<&str>,
-    env: &HubEnv,
-    progress: &mut dyn FnMut(DownloadEvent<'_>),
-) -> Result<Resolved> {
-    let revision = revision.unwrap_or(DEFAULT_MODEL_REVISION);
-    let cached = cached_snapshot(&env.hf_hub_cache, repo_id, RepoKind::Model, revision)
-        .filter(|snapshot| POLICY_FILES.iter().all(|file| snapshot.join(file).is_file()));
-    if (is_commit(revision) || env.offline)
-        && let Some(snapshot) = cached
-    {
-        return Ok(Resolved { root: snapshot, origin: Origin::HubCache { revision: revision.to_string() } });
-    }
-    if env.offline {
-        return Err(hub_error(
-            RepoKind::Model,
-            repo_id,
-            format!(
-                "HF_HUB_OFFLINE is set, and {} holds no snapshot of revision {revision} with {}",
-                env.hf_hub_cache.join(repo_id.cache_folder(RepoKind::Model)).display(),
-                POLICY_FILES.join(" and ")
-            ),
-        ));
-    }
-    let resolved = fetch_model(repo_id, revision, env, progress)?;
-    if let Some(missing) = POLICY_FILES.iter().find(|file| !resolved.root.join(file).is_file()) {
-        return Err(hub_error(
-            RepoKind::Model,
-            repo_id,
-            format!("revision {revision} holds no {missing}: it is not a LeRobot policy (its pretrained_model folder)"),
-        ));
-    }
-    Ok(resolved)
-}
-
-#[cfg(feature = "hub")]
-fn fetch_model(
-    repo_id: &RepoId,
-    revision: &str,
-    env: &HubEnv,
-    progress: &mut dyn FnMut(DownloadEvent<'_>),
-) -> Result<Resolved> {
-    download::fetch_model(repo_id, revision, env, progress)
-}
-
-#[cfg(not(feature = "hub"))]
-fn fetch_model(
-    repo_id: &RepoId,
-    _revision: &str,
-    _env: &HubEnv,
-    _progress: &mut dyn FnMut(DownloadEvent<'_>),
-) -> Result<Resolved> {
-    Err(hub_error(
-        RepoKind::Model,
-        repo_id,
-        "this build cannot download it (built without the `hub` feature): download it with \
-         `huggingface-cli download ID --local-dir DIR` and give DIR"
-            .to_string(),
-    ))
-}
-
-#[cfg(feature = "hub")]
-fn fetch(
-    request: &DatasetRequest,
-    revision: &str,
-    env: &HubEnv,
-    progress: &mut dyn FnMut(DownloadEvent<'_>),
-) -> Result<Resolved> {
-    download::fetch(request, revision, env, progress)
-}
-
-#[cfg(not(feature = "hub"))]
-fn fetch(
-    request: &DatasetRequest,
-    _revision: &str,
-    _env: &HubEnv,
-    _progress: &mut dyn FnMut(DownloadEvent<'_>),
-) -> Result<Resolved> {
-    Err(hub_error(
-        RepoKind::Dataset,
-        &request.repo_id,
-        "the dataset is not here, and this build cannot download it (built without the `hub` \
-         feature); download it with LeRobot or a build with `hub`, or pass --dataset.root"
-            .to_string(),
-    ))
-}
-
 /// Whether `root` holds the whole dataset: its metadata and every data and video file the
 /// episodes name. `false` when a file is missing (what LeRobot downloads on); the error itself
 /// when metadata that is there is not what the format says (such a folder is reported, never
@@ -344,17 +207,6 @@ fn parse_version(text: &str) -> Option<(u64, u64)> {
         Some(patch) if patch.parse::<u64>().is_ok() && parts.next().is_none() => Some((major, minor)),
         Some(_) => None,
     }
-}
-
-/// The snapshot folder a Hub cache holds for `revision`, if its ref is there.
-fn cached_snapshot(cache: &Path, repo_id: &RepoId, kind: RepoKind, revision: &str) -> Option<PathBuf> {
-    let repo = cache.join(repo_id.cache_folder(kind));
-    let commit = if is_commit(revision) {
-        revision.to_string()
-    } else {
-        std::fs::read_to_string(repo.join("refs").join(revision)).ok()?.trim().to_string()
-    };
-    Some(repo.join("snapshots").join(commit))
 }
 
 fn is_commit(revision: &str) -> bool {

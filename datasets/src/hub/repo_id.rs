@@ -4,6 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::repo_kind::RepoKind;
 use crate::Error;
 
 /// A dataset's Hub id, `OWNER/NAME` (e.g. `lerobot/pusht`): two non-empty parts of ASCII
@@ -22,34 +23,6 @@ impl RepoId {
     /// dataset, `models--OWNER--NAME` for a model.
     pub fn cache_folder(&self, kind: RepoKind) -> String {
         format!("{}--{}", kind.plural(), self.0.replace('/', "--"))
-    }
-}
-
-/// What a Hub repository holds: its URLs and its cache folder differ by it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RepoKind {
-    /// A dataset (`/api/datasets/...`, `datasets--OWNER--NAME`).
-    Dataset,
-    /// A model, such as a LeRobot policy (`/api/models/...`, `models--OWNER--NAME`).
-    Model,
-}
-
-impl RepoKind {
-    /// `datasets` or `models`, as the Hub's API paths and cache folders spell it.
-    pub fn plural(self) -> &'static str {
-        match self {
-            RepoKind::Dataset => "datasets",
-            RepoKind::Model => "models",
-        }
-    }
-}
-
-impl fmt::Display for RepoKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            RepoKind::Dataset => "dataset",
-            RepoKind::Model => "model",
-        })
     }
 }
 

@@ -1,8 +1,5 @@
 //! Adam's state as two flat buffers, and the fused update of a whole model.
 
-use std::collections::HashMap;
-
-use burn::module::ParamId;
 use burn::prelude::*;
 use burn::record::Record;
 use burn::tensor::FloatDType;
@@ -10,6 +7,7 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
 use kernels::{AdamStep, FlatBuffers, Kernels, UpdatedWeights, ViewsUpdate};
 
+use super::copies::WeightCopies;
 use super::flat::FlatLayout;
 use super::take::{PutWeights, TakeWeights};
 use super::trainable::map_trainable;
@@ -40,11 +38,6 @@ pub struct FlatAdam<B: Backend> {
     epsilon: f64,
     weight_decay: f64,
 }
-
-/// The half-precision copies of the new weights an update wrote ([`FlatAdam::step`]),
-/// 1-D, by parameter; empty when none was asked for. Where the weights are views of one buffer
-/// ([`FlatAdam::bind`]), so are the copies, and the next update writes them in place.
-pub type WeightCopies<B> = HashMap<ParamId, FloatTensor<B>>;
 
 /// What a checkpoint keeps of a [`FlatAdam`].
 #[derive(Record)]

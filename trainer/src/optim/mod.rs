@@ -11,12 +11,14 @@
 //! update writes in one launch for every parameter ([`FlatAdam::bind`], `views.rs`).
 
 mod adam;
+mod copies;
 mod flat;
 mod take;
 mod trainable;
 mod views;
 
-pub use adam::{FlatAdam, FlatAdamRecord, WeightCopies};
+pub use adam::{FlatAdam, FlatAdamRecord};
+pub use copies::WeightCopies;
 pub use flat::FlatLayout;
 
 use burn::prelude::*;

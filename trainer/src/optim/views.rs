@@ -20,10 +20,11 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
 use kernels::{Kernels, ViewPlaces, ViewTable};
 
+use super::copies::WeightCopies;
 use super::flat::FlatLayout;
+use super::float;
 use super::take::{PutWeights, TakeWeights};
 use super::trainable::map_trainable;
-use super::{WeightCopies, float};
 
 /// The buffer of views, where each parameter's weights sit in it, and the copies' buffer in half
 /// precision once a step asks for one.

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use burn::module::{AutodiffModule, Module};
+use transforms::Normalizer;
 
 use crate::checkpoint::{self, CheckpointContents, TrainingState};
 use crate::error::{Error, Result};
@@ -12,7 +13,6 @@ use crate::lerobot::{self, LEROBOT_POLICY_DIR};
 use crate::policy_config::PolicyFeatures;
 use crate::step::{StepRunner, TrainingBackend};
 use crate::train_config::TrainConfig;
-use transforms::Normalizer;
 
 /// Writes the run's checkpoints: when they are due, and what goes in them beside the weights.
 pub(super) struct CheckpointWriter<'a> {

@@ -16,9 +16,10 @@ use kernels::Kernels;
 use loader::{Loader, SamplerState};
 use transforms::{Normalizer, diffusion_mapping};
 
-use super::Progress;
 use super::frame_encoding::{self, FrameEncodingChoice};
 use super::frames_on_device;
+use super::held_out::{cap_eval_frames, split_train_eval};
+use super::outcome::Progress;
 use crate::device_frames::DeviceFrames;
 use crate::error::{Error, Result};
 use crate::parallel::Replica;
@@ -115,8 +116,8 @@ impl TrainData {
             eval_frames: None,
             frames_on_device: false,
         };
-        (data.train_episodes, data.eval_episodes) = super::eval::choose_episodes(&data, config)?;
-        data.eval_frames = super::eval::eval_frames(&data, config)?;
+        (data.train_episodes, data.eval_episodes) = choose_episodes(&data, config)?;
+        data.eval_frames = eval_frames(&data, config)?;
         Ok(data)
     }
 
@@ -403,4 +404,57 @@ pub struct Sampled {
     pub frames: usize,
     /// Episodes sampled.
     pub episodes: usize,
+}
+
+/// The episodes a run trains on and those it holds out, from `config`'s `dataset.episodes` and
+/// `dataset.eval_split` (checked here: in [0, 1), one dataset, some episodes left to train on).
+fn choose_episodes(data: &TrainData, config: &TrainConfig) -> Result<(Option<Vec<usize>>, Vec<usize>)> {
+    let split = config.dataset.eval_split;
+    if !(0.0..1.0).contains(&split) {
+        return Err(Error::Config(format!("dataset.eval_split is {split}: it must be in [0, 1)")));
+    }
+    if config.eval_steps > 0 && split == 0.0 {
+        return Err(Error::Config("eval_steps needs held-out episodes: set dataset.eval_split above 0".into()));
+    }
+    if split == 0.0 {
+        return Ok((config.dataset.episodes.clone(), Vec::new()));
+    }
+    let [dataset] = data.datasets.parts() else {
+        return Err(Error::Config("dataset.eval_split holds out episodes of one dataset: train on one".into()));
+    };
+    let chosen = |index: usize| config.dataset.episodes.as_ref().is_none_or(|list| list.contains(&index));
+    let episodes: Vec<(usize, &str)> = dataset
+        .episodes()
+        .iter()
+        .filter(|e| chosen(e.index))
+        .map(|e| (e.index, e.tasks.first().map_or("", String::as_str)))
+        .collect();
+    let (train, eval) = split_train_eval(&episodes, split);
+    if train.is_empty() {
+        return Err(Error::Config(format!(
+            "dataset.eval_split {split} holds out every one of the {} episodes: none is left to train on",
+            episodes.len()
+        )));
+    }
+    Ok((Some(train), eval))
+}
+
+/// The held-out frames each evaluation reads when `max_eval_samples` caps them (`None`: every
+/// frame of the held-out episodes).
+fn eval_frames(data: &TrainData, config: &TrainConfig) -> Result<Option<Vec<usize>>> {
+    if config.max_eval_samples == 0 || data.eval_episodes.is_empty() {
+        return Ok(None);
+    }
+    let [dataset] = data.datasets.parts() else { return Ok(None) };
+    let Some(task_index) = dataset.table().column("task_index").and_then(|c| c.as_i64()) else {
+        return Err(Error::Config(format!("{}: task_index is not an integer column", dataset.root().display())));
+    };
+    let held_out: Vec<(usize, i64)> = dataset
+        .episodes()
+        .iter()
+        .filter(|e| data.eval_episodes.contains(&e.index))
+        .flat_map(|e| e.frames.clone())
+        .map(|frame| (frame, task_index[frame]))
+        .collect();
+    Ok(Some(cap_eval_frames(&held_out, config.max_eval_samples)))
 }

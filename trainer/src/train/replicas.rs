@@ -7,8 +7,9 @@
 use std::path::Path;
 use std::time::Duration;
 
+use super::data::TrainData;
+use super::outcome::{Progress, TrainOutcome};
 use super::steps::train_replica;
-use super::{Progress, TrainData, TrainOutcome};
 use crate::error::{Error, Result};
 use crate::parallel::{Processes, Session};
 use crate::step::TrainingBackend;

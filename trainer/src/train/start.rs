@@ -9,7 +9,8 @@ use kernels::Kernels;
 use loader::SamplerState;
 use transforms::Normalizer;
 
-use super::{Progress, TrainData};
+use super::data::TrainData;
+use super::outcome::Progress;
 use crate::checkpoint::{self, TrainingState};
 use crate::ema::Ema;
 use crate::error::{Error, Result};

@@ -10,9 +10,10 @@ use loader::Loader;
 
 use super::checkpoints::CheckpointWriter;
 use super::data::Sampled;
+use super::data::TrainData;
 use super::eval;
+use super::outcome::{Progress, TrainOutcome};
 use super::start::Start;
-use super::{Progress, TrainData, TrainOutcome};
 use crate::checkpoint::{self, TrainingState};
 use crate::error::{Error, Result};
 use crate::metrics::{Metrics, MetricsWriter, big_number};

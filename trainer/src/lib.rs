@@ -36,27 +36,28 @@ pub mod worker;
 
 mod device_frames;
 mod error;
+mod frame_encoding;
 mod inference;
 mod inputs;
+mod json_patch;
 mod policy_config;
 mod seeds;
 mod step;
 mod train;
 mod train_config;
 
-pub use device_frames::DeviceFrames;
+pub use device_frames::{DeviceFrames, FramesOnDevice};
 pub use ema::{Ema, EmaConfig};
 pub use error::{Error, Result};
+pub use frame_encoding::FrameEncodingChoice;
 pub use inference::{PolicyRunner, StepObservation};
 pub use inputs::{CameraInput, HostObservation, InputPipeline, Mode, TrainInputs};
+pub use json_patch::{merge, set_key};
 pub use model::{DiffusionModel, Observation, Sampler, TrainingNoise};
 pub use noise::{BetaSchedule, NoiseSchedule, PredictionType, SchedulerKind};
 pub use policy_config::{DiffusionConfig, PolicyFeatures, Preset};
 pub use precision::{LossScaler, Precision};
 pub use seeds::{Purpose, step_seed};
 pub use step::{Prepared, StepOutput, StepRunner, TrainingBackend};
-pub use train::{
-    FrameEncodingChoice, FramesOnDevice, Progress, Sampled, TrainData, TrainOutcome, init_model, step_runner, train,
-    train_on,
-};
-pub use train_config::{DatasetConfig, DatasetRoots, PolicySection, TrainConfig, merge, parse_episode_list, set_key};
+pub use train::{Progress, Sampled, TrainData, TrainOutcome, init_model, step_runner, train, train_on};
+pub use train_config::{DatasetConfig, DatasetRoots, PolicySection, TrainConfig, parse_episode_list};

@@ -11,11 +11,13 @@ use transforms::ImageTransformsConfig;
 use datasets::auto_cache::FrameCacheChoice;
 use loader::SampleOrdering;
 
+use crate::device_frames::FramesOnDevice;
 use crate::ema::EmaConfig;
 use crate::error::{Error, Result};
+use crate::frame_encoding::FrameEncodingChoice;
+use crate::json_patch::merge;
 use crate::policy_config::{DiffusionConfig, Preset};
 use crate::precision::Precision;
-use crate::train::{FrameEncodingChoice, FramesOnDevice};
 
 /// The dataset part of the configuration (LeRobot's `--dataset.*`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -396,31 +398,6 @@ fn unknown_keys(given: &serde_json::Value, known: &serde_json::Value, prefix: &s
             None => out.push(path),
             Some(k) => unknown_keys(value, k, &format!("{path}."), out),
         }
-    }
-}
-
-/// Sets `value` at the dotted `key` of `config` (`policy.crop_shape`), making the objects on
-/// the way.
-pub fn set_key(config: &mut serde_json::Value, key: &str, value: serde_json::Value) {
-    let mut at = config;
-    for part in key.split('.') {
-        if !at.is_object() {
-            *at = serde_json::json!({});
-        }
-        at = at.as_object_mut().expect("an object").entry(part).or_insert(serde_json::Value::Null);
-    }
-    *at = value;
-}
-
-/// Merges `patch` into `base`: objects key by key, everything else replaced.
-pub fn merge(base: &mut serde_json::Value, patch: serde_json::Value) {
-    match (base, patch) {
-        (serde_json::Value::Object(b), serde_json::Value::Object(p)) => {
-            for (k, v) in p {
-                merge(b.entry(k).or_insert(serde_json::Value::Null), v);
-            }
-        }
-        (b, p) => *b = p,
     }
 }
 

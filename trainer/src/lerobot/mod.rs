@@ -14,7 +14,7 @@ mod pretrained;
 #[cfg(feature = "hub")]
 mod share;
 mod torch_hub;
-mod train_config;
+mod train_config_json;
 
 pub use export::{Entry, EntryValues, export, lerobot_config, lerobot_state_dict};
 pub use import::{StateDict, load_lerobot_weights, read_state_dict};
@@ -25,4 +25,4 @@ pub use pretrained::load_resnet18;
 #[cfg(feature = "hub")]
 pub use share::{ShareTarget, model_card, push_policy_to_hub};
 pub use torch_hub::{TORCHVISION_MODELS_URL, TorchHub, backbone_weights_file, download_checked, hash_prefix};
-pub use train_config::{FromLerobot, from_lerobot_train_config, is_lerobot_train_config};
+pub use train_config_json::{FromLerobot, from_lerobot_train_config, is_lerobot_train_config};

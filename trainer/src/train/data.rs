@@ -16,12 +16,12 @@ use kernels::Kernels;
 use loader::{Loader, SamplerState};
 use transforms::{Normalizer, diffusion_mapping};
 
-use super::frame_encoding::{self, FrameEncodingChoice};
-use super::frames_on_device;
 use super::held_out::{cap_eval_frames, split_train_eval};
 use super::outcome::Progress;
+use crate::device_frames;
 use crate::device_frames::DeviceFrames;
 use crate::error::{Error, Result};
+use crate::frame_encoding::{self, FrameEncodingChoice};
 use crate::parallel::Replica;
 use crate::policy_config::PolicyFeatures;
 use crate::train_config::TrainConfig;
@@ -289,7 +289,7 @@ impl TrainData {
     ) -> Result<()> {
         let caches = self.open_frame_caches()?;
         let choice = config.dataset.frames_on_device;
-        let (on, line) = frames_on_device::decide::<B>(choice, &caches, &self.camera_keys(), device)?;
+        let (on, line) = device_frames::decide::<B>(choice, &caches, &self.camera_keys(), device)?;
         if let Some(line) = line {
             on_progress(Progress::Line(&line));
         }

@@ -18,8 +18,6 @@
 mod checkpoints;
 mod data;
 mod eval;
-mod frame_encoding;
-mod frames_on_device;
 mod held_out;
 mod outcome;
 mod replicas;
@@ -28,8 +26,6 @@ mod start;
 mod steps;
 
 pub use data::{Sampled, TrainData};
-pub use frame_encoding::FrameEncodingChoice;
-pub use frames_on_device::FramesOnDevice;
 pub use outcome::{Progress, TrainOutcome};
 pub use run::{train, train_on};
 pub use start::{init_model, step_runner};

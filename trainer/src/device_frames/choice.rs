@@ -1,5 +1,5 @@
 //! Whether a run keeps its frame caches' frames in the training device's memory
-//! (`dataset.frames_on_device`, [`crate::DeviceFrames`]): `auto` (the default) does on a GPU
+//! (`dataset.frames_on_device`, [`DeviceFrames`](super::DeviceFrames)): `auto` (the default) does on a GPU
 //! that holds them as bytes (CUDA; wgpu would widen every level to four bytes) when every
 //! dataset is read from a frame cache and all the frames fit one of the device's largest
 //! buffers (on CUDA a quarter of its memory, leaving the rest to the step); `on` does wherever
@@ -58,7 +58,7 @@ pub(crate) fn decide<B: Kernels>(
     keys: &[String],
     device: &B::Device,
 ) -> Result<(bool, Option<String>)> {
-    let level = crate::device_frames::bytes_per_level::<B>(device);
+    let level = super::store::bytes_per_level::<B>(device);
     let cached: Option<Vec<&FrameCache>> = caches.iter().map(Option::as_ref).collect();
     let cameras = cached.filter(|all| !all.is_empty()).map(|all| {
         keys.iter()

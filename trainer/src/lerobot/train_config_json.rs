@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use super::policy_path::{policy_section, same_json};
 use crate::error::{Error, Result};
-use crate::train_config::set_key;
+use crate::json_patch::set_key;
 
 /// LeRobot's configuration read as ours.
 #[derive(Debug, Clone, PartialEq)]

@@ -106,7 +106,7 @@ EOF
 touch "$work/cubecl-compilation-$stage.log"
 while sleep 10; do echo "$(date +%T) $(wc -l < "$work/cubecl-compilation-$stage.log")"; done > "$out/compile-progress-$stage.txt" &
 progress=$!
-# The compiled kernels sit in a folder named by our kernels' code (kernels/src/kernel_cache.rs):
+# The compiled kernels sit in a folder named by our kernels' code (kernels/src/backend/kernel_cache.rs):
 # the cache sent back keeps the newest such folder, cuDNN's kept algorithms and the autotune cache,
 # not an older build's kernels, which no later kit reads.
 prune_cache() {
@@ -193,11 +193,11 @@ case "$stage" in
     # The algorithms the checks and earlier calls kept (they travel in the cache) are forgotten
     # first: the first f32 step searches (each legacy search in two rounds; `cuDNN so far` counts
     # the searches whose second round chose differently), and the steps after it take what it
-    # kept (kernels/src/cudnn/kept.rs). With BUILDS=fusion, the fusion step's repetition shows
+    # kept (kernels/src/libraries/cudnn/kept.rs). With BUILDS=fusion, the fusion step's repetition shows
     # what that saves at start-up (its `start-up` line against the first's; each step's `cuDNN
     # so far` line counts its searches and the passes on kept algorithms). cuDNN's graph API's
     # plans are timed beside the legacy algorithms (LEROBOT_RS_CUDNN_GRAPH=1,
-    # kernels/src/cudnn/graph.rs), each pass's choice logged with both times.
+    # kernels/src/libraries/cudnn/graph.rs), each pass's choice logged with both times.
     rm -f "$cache"/compilation/cudnn/algorithms-*.json
     step untuned "cuDNN, f32" 120 --batch 64,256 --warmup 2 --steps 5
     RUST_LOG=${RUST_LOG:-kernels::cudnn=debug} \
@@ -245,7 +245,7 @@ case "$stage" in
     # 2026-11-27 (its last step began at launch 1,797 in f32 and 2,059 in bf16, run unprofiled).
     # A window of fixed counts is fragile: bench/ncu_summary.py says when it misses the step.
     # The algorithms earlier stages chose are forgotten, so that the search runs as it did when
-    # those defaults were counted (kernels/src/cudnn/kept.rs).
+    # those defaults were counted (kernels/src/libraries/cudnn/kept.rs).
     rm -f "$cache"/compilation/cudnn/algorithms-*.json
     fixture=$PWD/tests/fixtures/lerobot-0.6.1/pusht_images
     ncu=$(command -v ncu || compgen -G "/opt/nvidia/nsight-compute/*/ncu" | sort -V | tail -1 || true)

@@ -16,6 +16,10 @@ fi
 export TEST_PYTHON="$PWD/$venv/bin/python"
 
 cargo fmt --all --check
+# Inside every crate the modules import one way (a cycle between files fails here), and the
+# checker's own tests.
+python3 scripts/test_check_module_cycles.py
+python3 scripts/check-module-cycles.py
 # The tests keep their frame caches in folders of their own: none may appear in the user's.
 shm_caches() { ls -A /dev/shm/lerobot-rs-frames 2>/dev/null | sort || true; }
 caches_before=$(shm_caches)
@@ -61,7 +65,7 @@ fi
 # in the build above would instantiate every task for it; here only the tests below use it.
 # - how the dataset crate refuses video (datasets/tests/no_video.rs);
 # - our cubecl kernels against the CPU's passes (kernels/tests/cube.rs), each on wgpu without
-#   fusion and under it, as fusion's custom operations (kernels/src/fusion.rs);
+#   fusion and under it, as fusion's custom operations (kernels/src/fusion/);
 # - the kernels one training step of the tiny policy launches without fusion, against budgets
 #   (trainer/tests/launch_budget.rs), compiled into a kernel cache of the test's own;
 # - the optimiser's update of weights kept as views of one buffer against the CPU's, without

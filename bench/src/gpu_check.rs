@@ -95,7 +95,7 @@ pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
             checks.run("cudnn exact f32".into(), || check_convolutions(DType::F32, false, Expected::Cudnn));
             checks.run("cudnn tf32".into(), || check_convolutions(DType::F32, true, Expected::Cudnn));
             checks.run("cudnn bf16".into(), || check_convolutions(DType::BF16, true, Expected::Cudnn));
-            // The graph API's plans wherever one builds (kernels/src/cudnn/graph.rs).
+            // The graph API's plans wherever one builds (kernels/src/libraries/cudnn/graph.rs).
             let on_graph = |dtype, tf32| {
                 use_graph(GraphUse::Only);
                 let checked = check_convolutions(dtype, tf32, Expected::GraphPlans);
@@ -107,7 +107,7 @@ pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
             checks.run("cudnn graph bf16".into(), || on_graph(DType::BF16, true));
             checks.run("cudnn stream ordering".into(), || check_stream_ordering(&plain, Conv1dPath::Cudnn));
             // The 1-D convolutions as cuBLAS's products over the unfolded input
-            // (kernels/src/unfold.rs, kernels/src/cudnn/blas.rs), never yet run on a GPU: last,
+            // (kernels/src/cube/unfold.rs, kernels/src/libraries/cudnn/blas.rs), never yet run on a GPU: last,
             // as a product that faulted would break the context for every check after it, and
             // synchronised around every call, so that a fault is named where it happens.
             let on_cublas = |dtype, tf32| {

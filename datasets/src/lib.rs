@@ -1,6 +1,9 @@
 //! Read LeRobot datasets (v3.0 and v2.1) exactly as LeRobot reads them, and write synthetic
 //! ones for tests.
 //!
+//! The user's guide to datasets, the frame cache and the `datasets` tool is `docs/datasets.md`
+//! in the repository.
+//!
 //! A dataset is a folder: `meta/info.json` ([`DatasetInfo`]) declares the version, the frame
 //! rate, path templates and features; the episode table ([`Episode`]) says where each episode's
 //! frames are; parquet files hold every non-video feature ([`FrameTable`], read once into

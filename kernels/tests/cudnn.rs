@@ -263,7 +263,7 @@ fn row_major_product(a: &[i64], a_shape: [usize; 2], a_t: bool, b: &[i64], b_sha
 
 /// The arguments the 1-D convolutions' products hand cuBLAS compute the row-major products they
 /// stand for, as BLAS defines its column-major product: the output pass's `W·cols`, the input
-/// gradient's `Wᵀ·dY`, the weight gradient's `dY·colsᵀ` (kernels/src/unfold.rs), the fourth
+/// gradient's `Wᵀ·dY`, the weight gradient's `dY·colsᵀ` (kernels/src/cube/unfold.rs), the fourth
 /// combination, and sizes of 1; mismatched inner sizes are refused.
 #[test]
 fn cublas_arguments_compute_the_row_major_products() {

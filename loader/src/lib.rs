@@ -1,6 +1,9 @@
 //! The high-throughput loader: LeRobot's samples, batched, from a couple of CPU cores faster
 //! than a GPU trains.
 //!
+//! The user's guide to the loader from Rust and Python is the repository's `README.md` and
+//! `docs/python.md`; its sampling orders and frame cache, `docs/datasets.md`.
+//!
 //! An [`EpisodeSampler`] picks the frames of each batch as LeRobot 0.6's `EpisodeAwareSampler`
 //! does: the same anchors (per episode `[from + drop_n_first, to − drop_n_last)`, over the
 //! episodes asked for, episodes left empty skipped), and with one trainer the same order, frame

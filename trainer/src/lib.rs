@@ -1,5 +1,8 @@
 //! LeRobot's Diffusion Policy in burn, and its training loop.
 //!
+//! The user's guide to training (the `trainer` tool, its settings, LeRobot interchange) is
+//! `docs/training.md` in the repository; several devices and processes, `docs/processes.md`.
+//!
 //! [`DiffusionModel`] is LeRobot's network (ResNet-18 camera encoders with SpatialSoftmax,
 //! global conditioning, the FiLM-conditioned 1-D U-Net) built from a [`DiffusionConfig`] (the
 //! `classic` or `lerobot-0.6` defaults) for a dataset's [`PolicyFeatures`]. [`train()`] runs

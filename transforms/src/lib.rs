@@ -1,6 +1,8 @@
 //! Image transforms on the training device, as burn tensor ops that match torchvision and
 //! LeRobot: the same code runs on the CPU backend in tests and on wgpu or CUDA for training.
 //!
+//! The user's guide to the image transforms' settings is `docs/training.md` in the repository.
+//!
 //! The loader's uint8 frames go to the device once ([`frames_to_float`]); there they are
 //! resized or cropped ([`geometry`]: torchvision's bilinear resize with and without
 //! antialiasing, center crop, crops at offsets, a window per sample in one gather, affine

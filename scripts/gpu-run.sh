@@ -32,6 +32,18 @@
 #                                be skipped.
 #                                BUILDS=fusion skips the untuned runs (a list, by spaces or commas),
 #                                CHECK_ONLY=cudnn (or graph) runs only those checks
+#   scripts/gpu-run.sh best      one call that measures the best first (issue 59), in 560 s: the
+#                                cuDNN checks on the build that trains (bench-fusion), then the
+#                                PushT classic step in order of expected value: the combination
+#                                predicted fastest (cuDNN's graph API beside its legacy search,
+#                                the U-Net's 1-D convolutions as cuBLAS's products) in f32 and
+#                                bf16 at batch 64 and 256, then today's default (f32), then the
+#                                real loop at 256 with its data wait. Each step's budget is
+#                                printed before the first runs; the algorithms the steps choose
+#                                are kept for the next call (in the cache it sends back); the
+#                                first step's compilation and search show apart (`start-up`);
+#                                the output ends with one table (bench/gpu_table.py): ms, the
+#                                speed beside LeRobot's 36.5 / 59.5 ms, the GPU's busy share.
 #   scripts/gpu-run.sh profile   each kernel's GPU time (Nsight Compute) in fusion's PushT step,
 #                                f32 and bf16 at batch 64, and cuDNN's chosen algorithms
 #   scripts/gpu-run.sh frames    real-size frames on the device against the loader's copies and
@@ -50,7 +62,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-stage=${1:?usage: scripts/gpu-run.sh checks|ours|ours-aloha|lerobot|cudnn|profile|frames}
+stage=${1:?usage: scripts/gpu-run.sh checks|ours|ours-aloha|lerobot|cudnn|best|profile|frames}
 device=${DEVICE:-cuda}
 batches=${BATCHES:-64,256}
 steps=${STEPS:-10}
@@ -121,7 +133,7 @@ trap 'kill ${smi:-} $progress 2>/dev/null || true; cp "$work"/cubecl-*-"$stage".
 
 # Datasets with their images in parquet (this build has no FFmpeg), for the sweeps.
 for preset in pusht-like aloha-like; do
-  if [[ " cudnn profile frames " != *" $stage "* ]] && [ ! -f "$data/$preset/meta/info.json" ]; then
+  if [[ " cudnn best profile frames " != *" $stage "* ]] && [ ! -f "$data/$preset/meta/info.json" ]; then
     "$bin/datasets" synth --preset "$preset" --codec images --out "$data/$preset"
   fi
 done
@@ -200,12 +212,12 @@ case "$stage" in
     # kernels/src/libraries/cudnn/graph.rs), each pass's choice logged with both times.
     rm -f "$cache"/compilation/cudnn/algorithms-*.json
     step untuned "cuDNN, f32" 120 --batch 64,256 --warmup 2 --steps 5
-    RUST_LOG=${RUST_LOG:-kernels::cudnn=debug} \
+    RUST_LOG=${RUST_LOG:-kernels::libraries::cudnn=debug} \
       step fusion "cuDNN, f32, then the real loop" 200 --batch 64,256 --warmup 2 --steps 5 --loop-steps 20 --num-workers 4
     LEROBOT_RS_CONV1D=cublas \
       step fusion "cuDNN for the encoder, the U-Net's 1-D convolutions as cuBLAS's products, f32" 90 \
       --batch 64,256 --warmup 2 --steps 5
-    RUST_LOG=${RUST_LOG:-kernels::cudnn=debug} LEROBOT_RS_CUDNN_GRAPH=1 \
+    RUST_LOG=${RUST_LOG:-kernels::libraries::cudnn=debug} LEROBOT_RS_CUDNN_GRAPH=1 \
       step fusion "cuDNN with its graph API, f32" 120 --batch 64,256 --warmup 2 --steps 5
     LEROBOT_RS_CONV1D=burn \
       step fusion "cuDNN for the encoder, the U-Net's 1-D convolutions as burn's matrix product, f32" 90 \
@@ -215,7 +227,7 @@ case "$stage" in
       step fusion "cuDNN for the encoder, the U-Net's 1-D convolutions as cuBLAS's products, bf16" 60 \
       --batch 64 --warmup 2 --steps 5 --precision bf16
     step fusion "cuDNN, f32, algorithms kept by the steps above" 60 --batch 64 --warmup 2 --steps 5
-    RUST_LOG=${RUST_LOG:-kernels::cudnn=debug} LEROBOT_RS_CUDNN_GRAPH=1 \
+    RUST_LOG=${RUST_LOG:-kernels::libraries::cudnn=debug} LEROBOT_RS_CUDNN_GRAPH=1 \
       step fusion "cuDNN with its graph API, bf16" 80 --batch 64 --warmup 2 --steps 5 --precision bf16
     step fusion "cuDNN, f32, launches counted" 60 --batch 64 --warmup 1 --steps 1 --count-launches
     # The gradients' gather 64 and 106 parameters a launch (PushT's 212 in four and two, so
@@ -233,6 +245,62 @@ case "$stage" in
       export LEROBOT_RS_CUDNN=0
       step untuned "burn's convolutions, f32" 90 --batch 64 --warmup 1 --steps 3
     fi
+    ;;
+  best)
+    # The steps in order of expected value, each with its seconds; what the stage's seconds do not
+    # reach is said to be skipped, and TABLE_SECONDS stay for the table. Every line of the steps'
+    # output is stamped with the time it was printed (bench/gpu_table.py reads the GPU's busy
+    # share over each row's timed steps from nvidia-smi's samples). The algorithms cuDNN's
+    # searches choose are kept (kernels/src/libraries/cudnn/kept.rs) and go back in the cache:
+    # a later call starts from them.
+    fixture=$PWD/tests/fixtures/lerobot-0.6.1/pusht_images
+    timed=${STEPS:-30}
+    deadline=$(( $(date +%s) + limit - ${TABLE_SECONDS:-15} ))
+    log=$out/steps.txt
+    stamp() { while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done; }
+    fastest=(LEROBOT_RS_CUDNN_GRAPH=1 LEROBOT_RS_CONV1D=cublas)
+    plan=(
+      "checks|90|the cuDNN checks on bench-fusion"
+      "fastest-f32|150|predicted fastest (graph API, 1-D as cuBLAS), f32, batch 64 and 256: compiles and searches first"
+      "fastest-bf16|100|predicted fastest, bf16, batch 64 and 256"
+      "default-f32|80|today's default (legacy search, 1-D in cuDNN), f32, batch 64 and 256"
+      "loop|70|predicted fastest, f32, batch 256, the real loop (8 workers) and its data wait"
+    )
+    {
+      echo "== the plan: $limit s in all, ${TABLE_SECONDS:-15} of them kept for the table"
+      for entry in "${plan[@]}"; do IFS='|' read -r _ seconds what <<< "$entry"; echo "   at most $seconds s: $what"; done
+    } | stamp | tee -a "$log"
+    budget() { # the seconds a step may take: its own, or what is left before the deadline
+      local want=$1 left=$(( deadline - $(date +%s) - 10 ))
+      [ "$want" -le "$left" ] && echo "$want" || echo "$left"
+    }
+    run() { # seconds, label, then the command (environment assignments first)
+      local seconds label=$2
+      seconds=$(budget "$1"); shift 2
+      if [ "$seconds" -lt 20 ]; then
+        echo "== bench-fusion, $label: skipped, the stage's $limit s are spent" | stamp | tee -a "$log"
+        return 0
+      fi
+      echo "== bench-fusion, $label ($(date +%T), at most $seconds s)" | stamp | tee -a "$log"
+      (cd "$work" && env "$@" timeout -k 10 "$seconds" "$bin/bench-fusion" ${run_args[@]+"${run_args[@]}"}) 2>&1 | stamp \
+        | tee -a "$log" || echo "stopped: $label" | stamp | tee -a "$log"
+    }
+    train_step=(train-step --root "$fixture" --device cuda --warmup 2 --steps "$timed")
+    run_args=(gpu-check --devices cuda --work "$work/check" --only cudnn)
+    run 90 "the cuDNN checks" RUST_LOG=kernels=info
+    run_args=("${train_step[@]}" --batch 64,256)
+    run 150 "predicted fastest: cuDNN's graph API beside its legacy search, 1-D as cuBLAS, f32" "${fastest[@]}" \
+      RUST_LOG=${RUST_LOG:-kernels::libraries::cudnn=debug}
+    run_args=("${train_step[@]}" --batch 64,256 --precision bf16)
+    run 100 "predicted fastest, bf16" "${fastest[@]}" RUST_LOG=${RUST_LOG:-kernels::libraries::cudnn=debug}
+    run_args=("${train_step[@]}" --batch 64,256)
+    run 80 "today's default: cuDNN's legacy search, 1-D in cuDNN, f32" LEROBOT_RS_CUDNN_GRAPH=0 LEROBOT_RS_CONV1D=cudnn
+    run_args=("${train_step[@]}" --batch 256 --loop-steps 20 --num-workers 8)
+    run 70 "predicted fastest, f32, the real loop" "${fastest[@]}"
+    sleep 1 # nvidia-smi's last sample
+    echo
+    echo "== the steps beside LeRobot 0.6.1's (bench/gpu_table.py; LeRobot's means from the third contact)"
+    python3 bench/gpu_table.py "$log" "$out/smi-$stage.csv" --steps "$timed" | tee "$out/table.md"
     ;;
   profile)
     # Each kernel's GPU time (Nsight Compute, one metric, clocks and caches left alone) in the
@@ -302,7 +370,7 @@ case "$stage" in
     done
     ;;
   *)
-    echo "unknown stage $stage: checks, ours, ours-aloha, lerobot, cudnn, profile or frames" >&2
+    echo "unknown stage $stage: checks, ours, ours-aloha, lerobot, cudnn, best, profile or frames" >&2
     exit 2
     ;;
 esac

@@ -2,7 +2,7 @@
 //! defines cubecl code (`#[cube`), given to the crate as `LEROBOT_RS_KERNELS_CODE`. cubecl keys a
 //! compiled kernel by its name and compile-time arguments, not by its code, so a kernel cache
 //! filled by another version of these kernels would otherwise be read as if it were this one's
-//! (`src/kernel_cache.rs` keeps each version's kernels in a folder of their own).
+//! (`src/backend/kernel_cache.rs` keeps each version's kernels in a folder of their own).
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};

@@ -20,6 +20,8 @@ cargo fmt --all --check
 # checker's own tests.
 python3 scripts/test_check_module_cycles.py
 python3 scripts/check-module-cycles.py
+# The table a GPU call ends with (scripts/gpu-run.sh best), on a log and samples written as a call writes them.
+python3 bench/test_gpu_table.py
 # The tests keep their frame caches in folders of their own: none may appear in the user's.
 shm_caches() { ls -A /dev/shm/lerobot-rs-frames 2>/dev/null | sort || true; }
 caches_before=$(shm_caches)

@@ -168,7 +168,7 @@ pub fn cache_file(dir: &Path, key: &str) -> PathBuf {
 /// The file in a cache folder that marks its cache complete: a [`CacheRecord`].
 pub const RECORD: &str = "cache.json";
 
-/// What a complete cache folder holds, written last by [`write_frame_cache`].
+/// What a complete cache folder holds, written last by [`write_frame_cache`](super::write_frame_cache).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CacheRecord {
     /// The cache format ([`FORMAT_VERSION`]).
@@ -198,7 +198,7 @@ impl CacheRecord {
     }
 }
 
-/// The bytes [`write_frame_cache`] writes for `dataset` stored as `format` says: one header and
+/// The bytes [`write_frame_cache`](super::write_frame_cache) writes for `dataset` stored as `format` says: one header and
 /// one frame per row, per camera.
 pub fn decoded_bytes(dataset: &Dataset, format: &CacheFormat) -> u64 {
     let info = dataset.info();

@@ -2,7 +2,7 @@
 //! uint8 file per camera, so that training reads frames with a copy instead of a decode.
 //!
 //! A cache file is `{dir}/{camera key}.frames`: a 4 KiB header, then one frame per dataset row,
-//! in global `index` order, laid out as the header's [`FrameEncoding`] says: CHW RGB, or the
+//! in global `index` order, laid out as the header's [`FrameEncoding`](crate::FrameEncoding) says: CHW RGB, or the
 //! decoder's YUV 4:2:0 planes (half the bytes, for a loader asked for that encoding). The header
 //! carries a format version and a fingerprint of the dataset it was made from (its `info.json`,
 //! episode table and timestamps); opening refuses a cache of another version or another dataset,

@@ -58,7 +58,7 @@ pub struct FrameCache {
 impl FrameCache {
     /// Opens the cache in `dir` for `dataset`, refusing files of another format version, of
     /// another dataset (or an older state of this one), or of the wrong size, and marks it used
-    /// now (for the least-recently-used order in which the [`store`] removes caches).
+    /// now (for the least-recently-used order in which the [`store`](super::store) removes caches).
     pub fn open(dir: &Path, dataset: &Dataset) -> Result<Self> {
         dataset.require_every_episode("a frame cache")?;
         let fingerprint = cache_fingerprint(dataset)?;
@@ -142,7 +142,7 @@ impl FrameCache {
     }
 
     /// How the frames are stored: RGB, or YUV 4:2:0 planes (one encoding for every camera, as
-    /// [`write_frame_cache`] writes them; RGB for a dataset without cameras).
+    /// [`write_frame_cache`](super::write_frame_cache) writes them; RGB for a dataset without cameras).
     pub fn encoding(&self) -> FrameEncoding {
         self.cameras.first().map_or(FrameEncoding::Rgb, |c| c.header.encoding)
     }

@@ -24,7 +24,7 @@ pub trait FrameKernels: Backend {
     }
 
     /// `frames` YUV 4:2:0 frames of `height × width` (`planes`: each frame's
-    /// [`yuv420_frame_len`] uint8 values, its luma then its U and V planes of `⌈H/2⌉ × ⌈W/2⌉`,
+    /// [`yuv420_frame_len`](super::yuv::yuv420_frame_len) uint8 values, its luma then its U and V planes of `⌈H/2⌉ × ⌈W/2⌉`,
     /// in an integer tensor of any shape) as RGB in [0, 1], `[frames, 3, H, W]` in `dtype` (what
     /// the device's `Tensor::float` gives): each chroma sample stands for its 2×2 block, and each channel is the sum of
     /// `terms` clamped to [0, 255], over 255, in one launch where the backend has a kernel for

@@ -3,9 +3,13 @@
 
 use burn::prelude::*;
 use burn::tensor::DType;
+#[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned", feature = "gpu-fusion"))]
 use burn::tensor::TensorMetadata;
-use burn::tensor::ops::{FloatTensor, IntTensor};
+#[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned", feature = "gpu-fusion"))]
+use burn::tensor::ops::FloatTensor;
+use burn::tensor::ops::IntTensor;
 
+#[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned", feature = "gpu-fusion"))]
 use super::adam::FlatBuffers;
 
 /// Where each parameter's weights sit in a buffer of views ([`OptimiserKernels::weight_views`](crate::OptimiserKernels::weight_views)): the

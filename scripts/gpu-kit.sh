@@ -8,8 +8,9 @@
 #               bench-untuned is bench without burn's autotuning and fusion (`*-untuned`
 #               features): far fewer kernels to compile on a machine's first run; its cuda
 #               convolutions run in cuDNN (`bench/cudnn`), found there at run time.
-#               bench-fusion is bench-untuned with burn's fusion (no autotuning), cuDNN and our
-#               optimiser kernels as fusion's custom operations.
+#               bench-fusion is the build a user trains with (`--features cuda`): burn's fusion
+#               without autotuning, cuDNN and our kernels as fusion's custom operations. bench
+#               itself is built with burn's autotuning (`cuda-autotune`, `wgpu`).
 #               NO_AUTOTUNE=1 builds those two and datasets alone, without LeRobot's wheels
 #               (what `gpu-run.sh cudnn` and `frames` need; its sweeps need the tuned bench).
 #               The trainer binary stays home: the working tree takes 30 of the 64 MiB, and
@@ -29,13 +30,13 @@ cargo build --release --locked -p bench --no-default-features \
   --features bench/cuda-untuned,bench/wgpu-untuned,bench/cudnn
 cp target/release/bench "$staging/bench-untuned"
 cargo build --release --locked -p bench --no-default-features \
-  --features bench/cuda-untuned,bench/wgpu-untuned,bench/cudnn,kernels/gpu-fusion
+  --features bench/cuda,bench/wgpu-untuned
 cp target/release/bench "$staging/bench-fusion"
 # The datasets tool (synthetic datasets and frame caches there: `gpu-run.sh frames`).
 cargo build --release --locked -p datasets --no-default-features --features datasets/cli
 cp target/release/datasets "$staging/"
 if [ "${NO_AUTOTUNE:-0}" != 1 ]; then
-  cargo build --release --locked -p bench --no-default-features --features bench/cuda,bench/wgpu
+  cargo build --release --locked -p bench --no-default-features --features bench/cuda-autotune,bench/wgpu
   cp target/release/bench "$staging/"
 fi
 

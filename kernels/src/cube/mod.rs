@@ -18,7 +18,13 @@
 //! - YUV 4:2:0 frames to RGB in one launch, in the decoder's integer arithmetic.
 //!
 //! With burn's fusion on, the backends are `Fusion` over these, which runs the same kernels as
-//! its custom operations (`fusion.rs`).
+//! its custom operations (`fusion/`).
+//!
+//! The trait's families are implemented one a file (`optimiser`, `convolution`, `norm`,
+//! `frames`), over the kernels: `adam` and `views` (the update), `gather` and `sums` (the
+//! gradients' gather, their squares and the clipping factors), `group_norm`, `film`, `bias`,
+//! `yuv`, and `unfold` (the 1-D convolutions unfolded for cuBLAS); `launch` shapes a launch and
+//! `tensors` makes its outputs. The vendor libraries are reached through `RuntimeLibraries` only.
 //!
 //! A launch of the gather, or of the update of weights held tensor by tensor, takes up to
 //! [`MAX_PARTS_PER_LAUNCH`] parameters. The update gives each one row of cubes (the grid's

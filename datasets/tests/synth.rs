@@ -233,3 +233,25 @@ fn the_real_size_aloha_preset_reads_back_exactly_with_four_480x640_cameras() {
     // Its geometry, at two short episodes (the whole set encodes for minutes).
     check_all(&SynthConfig { episodes: 2, min_length: 10, max_length: 12, seed: 6, ..real });
 }
+
+#[test]
+#[cfg(feature = "video")] // encodes video
+fn the_droid_like_preset_reads_back_exactly_with_three_180x320_cameras_across_files() {
+    let droid = SynthConfig::droid_like();
+    let cameras: Vec<(usize, usize)> = droid.cameras.iter().map(|c| (c.height, c.width)).collect();
+    assert_eq!((droid.episodes, droid.min_length, droid.max_length, droid.fps), (2000, 60, 180, 15));
+    assert_eq!(
+        (cameras, droid.state_dim, droid.action_dim, droid.tasks.len(), droid.episodes_per_file),
+        (vec![(180, 320); 3], 8, 8, 8, Some(100))
+    );
+    assert_eq!(droid.storage, CameraStorage::Video(VideoCodec::Av1));
+    // Its geometry at five short episodes, two a file (the whole set encodes for long).
+    check_all(&SynthConfig {
+        episodes: 5,
+        min_length: 8,
+        max_length: 12,
+        episodes_per_file: Some(2),
+        seed: 7,
+        ..droid
+    });
+}

@@ -153,6 +153,38 @@ impl SynthConfig {
         }
     }
 
+    /// DROID-like, the shape of a dataset streamed rather than copied: v3.0, three 180×320 AV1
+    /// cameras (two exterior views and the wrist, as DROID 1.0.1 records them), fps 15, 2,000
+    /// short episodes of 60 to 180 frames (4 to 12 s), 8-dimensional state and action (seven
+    /// joints and the gripper), eight tasks, 100 episodes a file: about 240,000 frames in 20 data
+    /// files and 60 video files (`episodes` takes fewer).
+    pub fn droid_like() -> Self {
+        let camera = |name: &str| CameraSpec { key: format!("observation.images.{name}"), height: 180, width: 320 };
+        let tasks = [
+            "Put the marker in the pot.",
+            "Open the top drawer.",
+            "Close the top drawer.",
+            "Move the cup to the left.",
+            "Put the spoon in the bowl.",
+            "Wipe the table with the towel.",
+            "Turn the faucet off.",
+            "Put the lid on the pot.",
+        ];
+        Self {
+            episodes: 2000,
+            min_length: 60,
+            max_length: 180,
+            fps: 15,
+            cameras: ["exterior_1_left", "exterior_2_left", "wrist_left"].map(camera).to_vec(),
+            state_dim: 8,
+            action_dim: 8,
+            tasks: tasks.map(String::from).to_vec(),
+            reward_and_done: false,
+            episodes_per_file: Some(100),
+            ..Self::default()
+        }
+    }
+
     fn check(&self) -> Result<()> {
         let bad = |m: String| Err(Error::request(format!("synth: {m}")));
         if self.episodes == 0 || self.min_length == 0 || self.min_length > self.max_length {

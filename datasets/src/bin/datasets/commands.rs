@@ -281,6 +281,9 @@ pub enum SynthPreset {
     /// v3.0, four 480x640 AV1 cameras, fps 50, 50 episodes of 400 frames (ALOHA at real size;
     /// `--cameras` for three).
     AlohaReal,
+    /// v3.0, three 180x320 AV1 cameras, fps 15, 2,000 episodes of 60-180 frames in files of 100
+    /// episodes (DROID's shape, for streaming; `--episodes` for fewer).
+    DroidLike,
 }
 
 /// How cameras are stored.
@@ -343,6 +346,7 @@ pub fn synth(args: &SynthArgs) -> Result<ExitCode> {
         SynthPreset::PushtLike => SynthConfig::pusht_like(),
         SynthPreset::AlohaLike => SynthConfig::aloha_like(),
         SynthPreset::AlohaReal => SynthConfig::aloha_real(),
+        SynthPreset::DroidLike => SynthConfig::droid_like(),
     };
     if let Some(v) = &args.version {
         cfg.version = match CodebaseVersion::parse(v) {

@@ -180,11 +180,14 @@ pub(crate) fn group_norm_input_grad_kernel<X: Float, F: Float>(
     }
 }
 
-/// Cube `c` sums GroupNorm's scale and shift gradients of channel `c` over the samples and
-/// positions: `dγ = Σ dz·x̂`, `dβ = Σ dz` (`dz` the gradient before the activation), its units a
-/// stride of the channel's `samples·positions` values each, then the cube's halves (a fixed
-/// order). (A unit per channel walking them all in turn left a GPU nearly idle on the encoder's
-/// maps: 64 channels of 128 samples × 441 positions.)
+/// Cube `(c, b)` sums GroupNorm's scale and shift gradients of channel `c` over its share `b`
+/// of the `blocks` shares of the samples' and positions' values: `dγ = Σ dz·x̂`, `dβ = Σ dz`
+/// (`dz` the gradient before the activation), unit `u` of cube `b` taking the values
+/// `(b·units + u) + j·blocks·units`, then the cube's halves (a fixed order); it writes element
+/// `c·blocks + b` of `gamma_grad` and `beta_grad`, which [`affine_grad_total_kernel`] adds up in
+/// block order where `blocks > 1`. (A unit per channel walking them all in turn left a GPU
+/// nearly idle on the encoder's maps, 64 channels of 128 samples × 441 positions; a cube per
+/// channel still runs 64 cubes on a GPU of 132 multiprocessors: [`affine_grad_blocks`].)
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
 pub(crate) fn group_norm_affine_grad_kernel<X: Float, F: Float>(
@@ -199,15 +202,17 @@ pub(crate) fn group_norm_affine_grad_kernel<X: Float, F: Float>(
     channels: usize,
     positions: usize,
     channels_per_group: usize,
+    blocks: usize,
     #[comptime] activation: u32,
     #[define(X, F)] _dtypes: [StorageType; 2],
 ) {
     let channel = CUBE_POS_X as usize;
+    let block = CUBE_POS_Y as usize;
     let groups = channels / channels_per_group;
     let group_of_channel = channel / channels_per_group;
     let mut sum_dz_x_hat = F::new(0.0);
     let mut sum_dz = F::new(0.0);
-    let mut k = UNIT_POS_X as usize;
+    let mut k = block * CUBE_DIM_X as usize + UNIT_POS_X as usize;
     while k < samples * positions {
         let sample = k / positions;
         let group = sample * groups + group_of_channel;
@@ -217,13 +222,56 @@ pub(crate) fn group_norm_affine_grad_kernel<X: Float, F: Float>(
         let dz = gradient_before_activation::<X, F>(output_grad, gamma, beta, at, channel, x_hat, activation);
         sum_dz_x_hat += dz * x_hat;
         sum_dz += dz;
-        k += CUBE_DIM_X as usize;
+        k += blocks * CUBE_DIM_X as usize;
     }
     let mut partial = SharedMemory::<F>::new(UNITS_PER_CUBE as usize);
     let total_dz_x_hat = cube_sum::<F>(&mut partial, sum_dz_x_hat);
     let total_dz = cube_sum::<F>(&mut partial, sum_dz);
     if UNIT_POS_X == 0 {
-        gamma_grad[channel] = total_dz_x_hat;
-        beta_grad[channel] = total_dz;
+        gamma_grad[channel * blocks + block] = total_dz_x_hat;
+        beta_grad[channel * blocks + block] = total_dz;
     }
+}
+
+/// The units of the launch stride over the channels: channel `c`'s scale and shift gradients,
+/// the sums of its `blocks` partial sums (elements `c·blocks ..` of the partials, which
+/// [`group_norm_affine_grad_kernel`] wrote) in block order.
+#[cube(launch_unchecked)]
+pub(crate) fn affine_grad_total_kernel<F: Float>(
+    gamma_partials: &Tensor<F>,
+    beta_partials: &Tensor<F>,
+    gamma_grad: &mut Tensor<F>,
+    beta_grad: &mut Tensor<F>,
+    channels: usize,
+    blocks: usize,
+    #[define(F)] _dtype: StorageType,
+) {
+    let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
+    let mut channel = ABSOLUTE_POS_X as usize;
+    while channel < channels {
+        let mut dgamma = F::new(0.0);
+        let mut dbeta = F::new(0.0);
+        let mut block = 0;
+        while block < blocks {
+            dgamma += gamma_partials[channel * blocks + block];
+            dbeta += beta_partials[channel * blocks + block];
+            block += 1;
+        }
+        gamma_grad[channel] = dgamma;
+        beta_grad[channel] = dbeta;
+        channel += stride;
+    }
+}
+
+/// The cubes [`group_norm_affine_grad_kernel`] gives each of `channels` channels of `values`
+/// values (samples × positions): enough cubes in all to fill a large GPU (512: an H200 has 132
+/// multiprocessors), while each unit still sums at least eight values, and at most 64 partial
+/// sums a channel for [`affine_grad_total_kernel`] to add.
+pub(crate) fn affine_grad_blocks(channels: usize, values: usize) -> usize {
+    const CUBES_WANTED: usize = 512;
+    const VALUES_PER_UNIT: usize = 8;
+    const MOST_BLOCKS: usize = 64;
+    let for_the_gpu = CUBES_WANTED.div_ceil(channels.max(1));
+    let for_the_work = values / (VALUES_PER_UNIT * UNITS_PER_CUBE as usize);
+    for_the_gpu.min(for_the_work).clamp(1, MOST_BLOCKS)
 }

@@ -10,7 +10,8 @@ use cubecl::prelude::*;
 
 use super::film::{film_backward_kernel, film_kernel};
 use super::group_norm::{
-    activation_code, group_norm_affine_grad_kernel, group_norm_input_grad_kernel, group_norm_kernel,
+    activation_code, affine_grad_blocks, affine_grad_total_kernel, group_norm_affine_grad_kernel,
+    group_norm_input_grad_kernel, group_norm_kernel,
 };
 use super::launch::{UNITS_PER_CUBE, striding_cubes};
 use super::tensors::{empty_f32, empty_like};
@@ -89,6 +90,12 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> NormK
         let dtypes = [x.dtype.into(), DType::F32.into()];
         let gamma_grad = empty_f32(&x, [channels].into());
         let beta_grad = empty_f32(&x, [channels].into());
+        let blocks = affine_grad_blocks(channels, samples * positions);
+        // Each channel's partial sums where it has several cubes, else its gradients themselves.
+        let (gamma_partials, beta_partials) = match blocks {
+            1 => (gamma_grad.clone(), beta_grad.clone()),
+            _ => (empty_f32(&x, [channels * blocks].into()), empty_f32(&x, [channels * blocks].into())),
+        };
         let channels_per_group = channels / groups;
         let client = x.client.clone();
         let code = activation_code(activation);
@@ -115,28 +122,49 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> NormK
                 dtypes,
             );
         }
-        // SAFETY: cube `c < channels` reads channel `c` of every sample of `x` and
-        // `output_grad`, `stats` of its groups, within their lengths, and writes element `c` of
-        // `gamma_grad` and `beta_grad`, new, of `channels` elements.
+        // SAFETY: cube `(c, b)`, `c < channels`, `b < blocks`, reads channel `c` of every sample
+        // of `x` and `output_grad`, `stats` of its groups, within their lengths, and writes
+        // element `c·blocks + b` of `gamma_partials` and `beta_partials`, new, of
+        // `channels·blocks` elements.
         unsafe {
             group_norm_affine_grad_kernel::launch_unchecked::<R>(
                 &client,
-                CubeCount::new_1d(channels as u32),
+                CubeCount::new_2d(channels as u32, blocks as u32),
                 CubeDim::new_1d(UNITS_PER_CUBE),
                 x.into_tensor_arg(),
                 gamma.into_tensor_arg(),
                 beta.into_tensor_arg(),
                 stats.into_tensor_arg(),
                 output_grad.into_tensor_arg(),
-                gamma_grad.clone().into_tensor_arg(),
-                beta_grad.clone().into_tensor_arg(),
+                gamma_partials.clone().into_tensor_arg(),
+                beta_partials.clone().into_tensor_arg(),
                 samples,
                 channels,
                 positions,
                 channels_per_group,
+                blocks,
                 code,
                 dtypes,
             );
+        }
+        if blocks > 1 {
+            // SAFETY: the units stride over `channels`, reading elements `c·blocks + b`,
+            // `b < blocks`, of the partials (`channels·blocks` elements) and writing element `c`
+            // of `gamma_grad` and `beta_grad` (`channels` elements).
+            unsafe {
+                affine_grad_total_kernel::launch_unchecked::<R>(
+                    &client,
+                    striding_cubes(channels),
+                    CubeDim::new_1d(UNITS_PER_CUBE),
+                    gamma_partials.into_tensor_arg(),
+                    beta_partials.into_tensor_arg(),
+                    gamma_grad.clone().into_tensor_arg(),
+                    beta_grad.clone().into_tensor_arg(),
+                    channels,
+                    blocks,
+                    DType::F32.into(),
+                );
+            }
         }
         [input_grad, gamma_grad, beta_grad]
     }

@@ -11,16 +11,18 @@ use kernels::{Kernels, NormKernels};
 use super::WgpuKernels;
 use super::support::{bytes, half_dtypes, max_error_relative_to_largest, primitive, primitive_3d, read_any, values};
 
-/// GroupNorm with each activation, over groups smaller and larger than a cube's units: the
-/// kernels' output and statistics (one launch), and input, scale and shift gradients (two
-/// launches, from each backend's own statistics), equal the CPU's fused passes (sums in f64)
-/// to 1e-5 of the largest value.
+/// GroupNorm with each activation, over groups smaller and larger than a cube's units and over
+/// channels whose scale and shift gradients spread over several cubes each (four channels of
+/// 16,384 values: eight cubes a channel, then their sums added): the kernels' output and
+/// statistics (one launch), and input, scale and shift gradients (two launches, three where
+/// the channels take several cubes, from each backend's own statistics), equal the CPU's fused
+/// passes (sums in f64) to 1e-5 of the largest value.
 pub(crate) fn the_group_norm_kernels_equal_the_cpus<Gpu: WgpuKernels>() {
     use kernels::Activation;
     let gpu = WgpuDevice::default();
     let cpu = Default::default();
     // ([N, C, S], groups)
-    let shapes = [([3, 32, 50], 8), ([2, 64, 300], 8), ([4, 6, 3], 3), ([1, 2048, 4], 8)];
+    let shapes = [([3, 32, 50], 8), ([2, 64, 300], 8), ([4, 6, 3], 3), ([1, 2048, 4], 8), ([4, 4, 4096], 2)];
     for (shape @ [n, c, s], groups) in shapes {
         for activation in [Activation::Identity, Activation::Relu, Activation::Mish] {
             let x: Vec<f32> = values(n * c * s, 5.0).iter().map(|v| v * 6.0 + 0.5).collect();

@@ -7,10 +7,13 @@ printed at (bash's `$EPOCHREALTIME`), and nvidia-smi's samples of the GPU's util
 line `== bench-BUILD, LABEL (...)`; `bench train-step` prints one row a batch size as it ends:
 `| device | policy | precision | batch | mean / median ms | samples/s | prepare | forward |
 backward | clip | optim | loop samples/s | data wait |`, then `start-up: S ms to the first step,
-which took F ms`. A row's timed steps are the `--steps` steps before it was printed, so the GPU's
-busy share is the mean utilisation nvidia-smi sampled over the `steps x median` milliseconds
-before the row (nvidia-smi's own utilisation: the share of each sample period in which a kernel
-ran; at two samples a second, a few samples a row).
+which took F ms`; at its end it prints its table again (a `| device |` header, then the same
+rows), which is skipped. A row's timed steps are the `--steps` steps before it was printed, so
+the GPU's busy share is the mean utilisation nvidia-smi sampled over the `steps x median`
+milliseconds before the row (nvidia-smi's own utilisation: the share of each sample period in
+which a kernel ran; at two samples a second, a few samples a row). A row with the real loop
+(`--loop-steps`) ran its loop after its timed steps: its busy share is the loop's, over the
+`loop steps x batch / loop samples/s` seconds before it.
 
     python3 bench/gpu_table.py STEPS_LOG SMI_CSV [--steps N]
 
@@ -38,7 +41,7 @@ START_UP = re.compile(r"^start-up: (\d+) ms to the first step, which took (\d+) 
 def parse_log(lines):
     """The timed rows of a stage's log: dicts with the step's build and label, the row's fields,
     its start-up line and the epoch time it was printed at."""
-    rows, build, label = [], None, None
+    rows, build, label, repeated = [], None, None, False
     for raw in lines:
         stamp, _, line = raw.rstrip("\n").partition(" ")
         try:
@@ -47,11 +50,13 @@ def parse_log(lines):
             at, line = None, raw.rstrip("\n")
         header = STEP_HEADER.match(line)
         if header:
-            build, label = header.group(1), header.group(2)
+            build, label, repeated = header.group(1), header.group(2), False
             continue
         if ROW.match(line):
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if cells[0] in ("device", "---") or not cells[3].isdigit():
+            if cells[0] == "device":
+                repeated = True  # the step's closing table repeats the rows printed as they ended
+            if repeated or not cells[3].isdigit():
                 continue
             mean, _, median = cells[4].partition("/")
             rows.append({
@@ -83,16 +88,20 @@ def parse_smi(lines):
     return samples
 
 
-def busy_share(row, samples, steps):
-    """The mean utilisation over the row's timed steps, or None where no sample falls in them."""
+def busy_share(row, samples, steps, loop_steps):
+    """The mean utilisation over the row's timed steps (a real-loop row's: over its loop), or
+    None where no sample falls in them."""
     if row["at"] is None:
         return None
-    start = row["at"] - steps * row["median_ms"] / 1000.0
+    try:
+        start = row["at"] - loop_steps * row["batch"] / float(row["loop"])
+    except ValueError:
+        start = row["at"] - steps * row["median_ms"] / 1000.0
     inside = [u for t, u in samples if start <= t <= row["at"]]
     return statistics.mean(inside) if inside else None
 
 
-def table(rows, samples, steps):
+def table(rows, samples, steps, loop_steps=20):
     """The closing table, one line a timed row, as Markdown."""
     out = [
         "| build | step | precision | batch | median ms | mean ms | LeRobot ms | speed vs LeRobot | GPU busy | "
@@ -102,7 +111,7 @@ def table(rows, samples, steps):
     for r in rows:
         lerobot = LEROBOT_MS.get((r["precision"], r["batch"]))
         ratio = f"{lerobot / r['mean_ms']:.2f}x" if lerobot else "no reference"
-        busy = busy_share(r, samples, steps)
+        busy = busy_share(r, samples, steps, loop_steps)
         busy = f"{busy:.0f}%" if busy is not None else "-"
         start = f"{r['setup_ms'] / 1000:.0f} ({r['first_step_ms']})" if r["setup_ms"] is not None else "-"
         out.append(
@@ -120,6 +129,7 @@ def main():
     parser.add_argument("log")
     parser.add_argument("smi")
     parser.add_argument("--steps", type=int, default=30, help="the timed steps of each row (train-step's --steps)")
+    parser.add_argument("--loop-steps", type=int, default=20, help="the real loop's steps (train-step's --loop-steps)")
     args = parser.parse_args()
     with open(args.log, errors="replace") as f:
         rows = parse_log(f)
@@ -128,7 +138,7 @@ def main():
             samples = parse_smi(f)
     except OSError:
         samples = []
-    print(table(rows, samples, args.steps))
+    print(table(rows, samples, args.steps, args.loop_steps))
 
 
 if __name__ == "__main__":

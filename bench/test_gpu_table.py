@@ -20,6 +20,10 @@ LOG = f"""\
 {T0 + 40.1:.6f} start-up: 35000 ms to the first step, which took 9000 ms
 {T0 + 60:.6f} | cuda | classic | f32 | 256 | 62 / 60 | 4266.7 | 2 | 20 | 30 | 4 | 4 | 3900.0 | 1.5% |
 {T0 + 60.1:.6f} start-up: 2000 ms to the first step, which took 300 ms
+{T0 + 60.2:.6f} | device | policy | precision | batch | step ms (mean / median) | samples/s | prepare | forward | backward | clip | optim | real loop samples/s | data wait |
+{T0 + 60.2:.6f} |---|---|---|---|---|---|---|---|---|---|---|---|---|
+{T0 + 60.2:.6f} | cuda | classic | f32 | 64 | 31 / 30 | 2133.3 | 1 | 10 | 15 | 2 | 2 | - | - |
+{T0 + 60.2:.6f} | cuda | classic | f32 | 256 | 62 / 60 | 4266.7 | 2 | 20 | 30 | 4 | 4 | 3900.0 | 1.5% |
 {T0 + 61:.6f} == bench-fusion, today's default, bf16 (10:01:01, at most 90 s)
 {T0 + 80:.6f} | cuda | classic | bf16 | 128 | 50 / 50 | 2560.0 | 1 | 10 | 15 | 2 | 2 | - | - |
 """
@@ -49,10 +53,14 @@ class GpuTable(unittest.TestCase):
         samples = gpu_table.parse_smi(SMI.splitlines(True))
         self.assertEqual(len(samples), 5)
         # 30 steps of 30 ms end at T0 + 40: the window [T0 + 39.1, T0 + 40] holds the 80 and 90.
-        self.assertAlmostEqual(gpu_table.busy_share(rows[0], samples, 30), 85.0)
-        # 30 steps of 60 ms before T0 + 60: [T0 + 58.2, T0 + 60] holds the 100 and 60.
-        self.assertAlmostEqual(gpu_table.busy_share(rows[1], samples, 30), 80.0)
-        self.assertIsNone(gpu_table.busy_share(rows[2], samples, 30))
+        self.assertAlmostEqual(gpu_table.busy_share(rows[0], samples, 30, 20), 85.0)
+        # The real loop's row, over its loop, not its timed steps: 20 loop steps of 256 samples at
+        # 3,900 a second end at T0 + 60, so [T0 + 58.69, T0 + 60] holds the 60 alone; 40 reach
+        # back to T0 + 57.37 (the 100 too); 2 hold no sample.
+        self.assertAlmostEqual(gpu_table.busy_share(rows[1], samples, 30, 20), 60.0)
+        self.assertAlmostEqual(gpu_table.busy_share(rows[1], samples, 30, 40), 80.0)
+        self.assertIsNone(gpu_table.busy_share(rows[1], samples, 30, 2))
+        self.assertIsNone(gpu_table.busy_share(rows[2], samples, 30, 20))
 
     def test_the_table_compares_with_lerobot_where_it_was_measured(self):
         rows = gpu_table.parse_log(LOG.splitlines(True))
@@ -60,7 +68,7 @@ class GpuTable(unittest.TestCase):
         lines = gpu_table.table(rows, samples, 30).splitlines()
         self.assertEqual(len(lines), 2 + 3)
         self.assertIn("| 36.5 | 1.18x | 85% | 35 (9000) | - | - |", lines[2])
-        self.assertIn("| 59.5 | 0.96x | 80% |", lines[3])
+        self.assertIn("| 59.5 | 0.96x | 60% |", lines[3])
         self.assertIn("| no reference | - |", lines[4])
 
     def test_a_call_cut_short_still_ends_with_a_table(self):

@@ -39,9 +39,11 @@
 #                                the U-Net's 1-D convolutions as cuBLAS's products) in f32 and
 #                                bf16 at batch 64 and 256, then today's default (f32), then the
 #                                real loop at 256 with its data wait. Each step's budget is
-#                                printed before the first runs; the algorithms the steps choose
-#                                are kept for the next call (in the cache it sends back); the
-#                                first step's compilation and search show apart (`start-up`);
+#                                printed before the first runs; the legacy algorithms the
+#                                searches choose are kept for the next call (in the cache it
+#                                sends back; the graph API's plans are not yet kept, so the
+#                                steps with it search again); the first step's compilation and
+#                                search show apart (`start-up`);
 #                                the output ends with one table (bench/gpu_table.py): ms, the
 #                                speed beside LeRobot's 36.5 / 59.5 ms, the GPU's busy share.
 #   scripts/gpu-run.sh profile   each kernel's GPU time (Nsight Compute) in fusion's PushT step,
@@ -250,14 +252,16 @@ case "$stage" in
     # The steps in order of expected value, each with its seconds; what the stage's seconds do not
     # reach is said to be skipped, and TABLE_SECONDS stay for the table. Every line of the steps'
     # output is stamped with the time it was printed (bench/gpu_table.py reads the GPU's busy
-    # share over each row's timed steps from nvidia-smi's samples). The algorithms cuDNN's
-    # searches choose are kept (kernels/src/libraries/cudnn/kept.rs) and go back in the cache:
-    # a later call starts from them.
+    # share over each row's timed steps from nvidia-smi's samples). The legacy algorithms cuDNN's
+    # searches choose are kept (kernels/src/libraries/cudnn/kept.rs) and go back in the cache, so
+    # a later call starts from them; the graph API's plans are not kept (a search with it runs
+    # again each call).
     fixture=$PWD/tests/fixtures/lerobot-0.6.1/pusht_images
     timed=${STEPS:-30}
     deadline=$(( $(date +%s) + limit - ${TABLE_SECONDS:-15} ))
     log=$out/steps.txt
-    stamp() { while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done; }
+    # bash 5's $EPOCHREALTIME; a last line without its newline (a step cut short) is kept too.
+    stamp() { while IFS= read -r line || [ -n "$line" ]; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done; }
     fastest=(LEROBOT_RS_CUDNN_GRAPH=1 LEROBOT_RS_CONV1D=cublas)
     plan=(
       "checks|90|the cuDNN checks on bench-fusion"
@@ -300,7 +304,7 @@ case "$stage" in
     sleep 1 # nvidia-smi's last sample
     echo
     echo "== the steps beside LeRobot 0.6.1's (bench/gpu_table.py; LeRobot's means from the third contact)"
-    python3 bench/gpu_table.py "$log" "$out/smi-$stage.csv" --steps "$timed" | tee "$out/table.md"
+    python3 bench/gpu_table.py "$log" "$out/smi-$stage.csv" --steps "$timed" --loop-steps 20 | tee "$out/table.md"
     ;;
   profile)
     # Each kernel's GPU time (Nsight Compute, one metric, clocks and caches left alone) in the

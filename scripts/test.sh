@@ -66,7 +66,7 @@ fi
 # autotuning), run on Mesa's lavapipe (Vulkan on the CPU, from the install script). A GPU backend
 # in the build above would instantiate every task for it; here only the tests below use it.
 # - how the dataset crate refuses video (datasets/tests/no_video.rs);
-# - our cubecl kernels against the CPU's passes (kernels/tests/cube.rs), each on wgpu without
+# - our cubecl kernels against the CPU's passes (kernels/tests/cube/), each on wgpu without
 #   fusion and under it, as fusion's custom operations (kernels/src/fusion/);
 # - the kernels one training step of the tiny policy launches without fusion, against budgets
 #   (trainer/tests/launch_budget.rs), compiled into a kernel cache of the test's own;

@@ -47,7 +47,8 @@ fn a_tiny_step_on_wgpu_launches_no_more_kernels_than_its_budget() {
     let log = LaunchLog::start(&scratch.path().join("launches.log")).expect("the launch log starts");
     let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/lerobot-0.6.1/pusht_images");
     // The tiny policy (as `bench train-step --tiny`) on PushT's images, stored in parquet so
-    // that this build needs no FFmpeg; the batch's size does not change what is launched.
+    // that this build needs no FFmpeg; the batch's size changes what is launched only where a
+    // GroupNorm's channels grow wide enough to take several cubes each (one launch more).
     let overrides = json!({
         "dataset": {"root": fixture, "frame_cache": "off"},
         "policy": {"preset": "classic", "pretrained_backbone_weights": null, "down_dims": [64, 128, 256], "diffusion_step_embed_dim": 64},

@@ -1,5 +1,5 @@
-//! GroupNorm with its activation, forward (one launch) and backward (two), and the activations
-//! as compile-time choices.
+//! GroupNorm with its activation, forward (one launch) and backward (two, three where a channel's
+//! scale and shift gradients take several cubes), and the activations as compile-time choices.
 
 use cubecl::prelude::*;
 
@@ -265,8 +265,9 @@ pub(crate) fn affine_grad_total_kernel<F: Float>(
 
 /// The cubes [`group_norm_affine_grad_kernel`] gives each of `channels` channels of `values`
 /// values (samples × positions): enough cubes in all to fill a large GPU (512: an H200 has 132
-/// multiprocessors), while each unit still sums at least eight values, and at most 64 partial
-/// sums a channel for [`affine_grad_total_kernel`] to add.
+/// multiprocessors), while each unit of a channel's several cubes sums at least eight values, and
+/// at most 64 partial sums a channel for [`affine_grad_total_kernel`] to add; one cube a channel
+/// where its values are fewer.
 pub(crate) fn affine_grad_blocks(channels: usize, values: usize) -> usize {
     const CUBES_WANTED: usize = 512;
     const VALUES_PER_UNIT: usize = 8;

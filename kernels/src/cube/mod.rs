@@ -11,7 +11,8 @@
 //!   and compute the clipping factors itself;
 //! - GroupNorm with the activation after it: one launch forward (a cube per group: mean, then
 //!   variance, then the output), two backward (the input's gradient, a cube per group; the
-//!   scale's and shift's, a cube per channel), where burn's operations take about ten launches
+//!   scale's and shift's, up to 64 cubes a channel, their partial sums then added in order by a
+//!   third launch where a channel takes several), where burn's operations take about ten launches
 //!   forward and twenty backward; in a half-precision step it reads and writes the compute
 //!   dtype, computing in f32;
 //! - FiLM, one launch each way, and a bias's gradient along the channels, a cube per channel;

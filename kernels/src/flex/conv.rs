@@ -260,7 +260,7 @@ mod tests {
 
     /// ResNet-18's kinds of layers (7×7 stride 2 on 3 channels, 3×3 with and without stride,
     /// 1×1 stride 2), odd sizes where the padding cuts a window on one side only, lines short
-    /// and long ([`SHORT_LINE`](super::im2col::SHORT_LINE)(super::SHORT_LINE)), and batches of one chunk and of several.
+    /// and long ([`SHORT_LINE`](super::im2col::SHORT_LINE)), and batches of one chunk and of several.
     const CASES: [Case; 14] = [
         (2, 3, 8, 19, 20, 7, 2, 3),
         (2, 3, 8, 40, 41, 7, 2, 3),

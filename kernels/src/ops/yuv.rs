@@ -1,5 +1,5 @@
 //! YUV 4:2:0 → RGB as a decoder's fixed-point converter computes it, for
-//! [`FrameKernels::yuv420_to_rgb`](crate::FrameKernels::yuv420_to_rgb)(crate::FrameKernels::yuv420_to_rgb): the caller names the converter's
+//! [`FrameKernels::yuv420_to_rgb`](crate::FrameKernels::yuv420_to_rgb): the caller names the converter's
 //! terms (the dataset crate's `video::bt601`, swscale's), the kernel evaluates them in integers,
 //! so that each level is the decoder's byte on any device (only its division by 255 is in
 //! floating point, as for RGB frames).

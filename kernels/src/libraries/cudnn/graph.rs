@@ -6,7 +6,7 @@
 //! contact").
 //!
 //! Off unless `LEROBOT_RS_CUDNN_GRAPH` says otherwise ([`use_graph`]): it has not yet run on a
-//! GPU. With `1`, [`super::conv`]'s search times these plans beside the legacy algorithms and
+//! GPU. With `1`, [`super::search`]'s search times these plans beside the legacy algorithms and
 //! keeps the fastest; with `only`, it takes the fastest plan wherever one builds (the checks'
 //! way to test the plans themselves).
 

@@ -2,7 +2,7 @@
 //! ([`crate::kernel_cache::configure`]'s folder), so that a later run on the same GPU model and
 //! cuDNN version takes them without timing every algorithm again (torch's `cudnn.benchmark`
 //! searches in every process). Each is kept under a key naming all it was chosen for
-//! (`conv.rs` writes it: the GPU, cuDNN's version, the problem, the search's constraints, the
+//! (`earlier_runs.rs` writes it: the GPU, cuDNN's version, the problem, the search's constraints, the
 //! pass); a problem or setting not in the file is searched as before and added to it.
 //!
 //! The file is JSON, rewritten whole at each change under an advisory lock (a file beside it):

@@ -10,8 +10,7 @@ use std::sync::atomic::Ordering;
 use cudarc::cudnn::result::CudnnError;
 use cudarc::cudnn::sys;
 
-use super::algorithm::Algorithm;
-use super::algorithm::SEARCH_WORKSPACE;
+use super::algorithm::{Algorithm, SEARCH_WORKSPACE};
 use super::context::ptr;
 use super::counters::{GRAPH_CALLS, SECOND_ROUND_CHANGES};
 use super::graph::{self, GraphUse};

@@ -263,23 +263,15 @@ case "$stage" in
     # bash 5's $EPOCHREALTIME; a last line without its newline (a step cut short) is kept too.
     stamp() { while IFS= read -r line || [ -n "$line" ]; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done; }
     fastest=(LEROBOT_RS_CUDNN_GRAPH=1 LEROBOT_RS_CONV1D=cublas)
-    plan=(
-      "checks|90|the cuDNN checks on bench-fusion"
-      "fastest-f32|150|predicted fastest (graph API, 1-D as cuBLAS), f32, batch 64 and 256: compiles and searches first"
-      "fastest-bf16|100|predicted fastest, bf16, batch 64 and 256"
-      "default-f32|80|today's default (legacy search, 1-D in cuDNN), f32, batch 64 and 256"
-      "loop|70|predicted fastest, f32, batch 256, the real loop (8 workers) and its data wait"
-    )
-    {
-      echo "== the plan: $limit s in all, ${TABLE_SECONDS:-15} of them kept for the table"
-      for entry in "${plan[@]}"; do IFS='|' read -r _ seconds what <<< "$entry"; echo "   at most $seconds s: $what"; done
-    } | stamp | tee -a "$log"
+    loop_steps=20
     budget() { # the seconds a step may take: its own, or what is left before the deadline
       local want=$1 left=$(( deadline - $(date +%s) - 10 ))
       [ "$want" -le "$left" ] && echo "$want" || echo "$left"
     }
-    run() { # seconds, label, then the command (environment assignments first)
+    run() { # seconds, label, then the command (environment assignments first); with planning
+      # set, only says what the step is and how long it may take
       local seconds label=$2
+      if [ -n "${planning:-}" ]; then echo "   at most $1 s: $label"; return 0; fi
       seconds=$(budget "$1"); shift 2
       if [ "$seconds" -lt 20 ]; then
         echo "== bench-fusion, $label: skipped, the stage's $limit s are spent" | stamp | tee -a "$log"
@@ -289,22 +281,29 @@ case "$stage" in
       (cd "$work" && env "$@" timeout -k 10 "$seconds" "$bin/bench-fusion" ${run_args[@]+"${run_args[@]}"}) 2>&1 | stamp \
         | tee -a "$log" || echo "stopped: $label" | stamp | tee -a "$log"
     }
-    train_step=(train-step --root "$fixture" --device cuda --warmup 2 --steps "$timed")
-    run_args=(gpu-check --devices cuda --work "$work/check" --only cudnn)
-    run 90 "the cuDNN checks" RUST_LOG=kernels=info
-    run_args=("${train_step[@]}" --batch 64,256)
-    run 150 "predicted fastest: cuDNN's graph API beside its legacy search, 1-D as cuBLAS, f32" "${fastest[@]}" \
-      RUST_LOG=${RUST_LOG:-kernels::libraries::cudnn=debug}
-    run_args=("${train_step[@]}" --batch 64,256 --precision bf16)
-    run 100 "predicted fastest, bf16" "${fastest[@]}" RUST_LOG=${RUST_LOG:-kernels::libraries::cudnn=debug}
-    run_args=("${train_step[@]}" --batch 64,256)
-    run 80 "today's default: cuDNN's legacy search, 1-D in cuDNN, f32" LEROBOT_RS_CUDNN_GRAPH=0 LEROBOT_RS_CONV1D=cudnn
-    run_args=("${train_step[@]}" --batch 256 --loop-steps 20 --num-workers 8)
-    run 70 "predicted fastest, f32, the real loop" "${fastest[@]}"
+    steps() { # the steps, in order of expected value
+      local train_step=(train-step --root "$fixture" --device cuda --warmup 2 --steps "$timed")
+      run_args=(gpu-check --devices cuda --work "$work/check" --only cudnn)
+      run 90 "the cuDNN checks" RUST_LOG=kernels=info
+      run_args=("${train_step[@]}" --batch 64,256)
+      run 150 "predicted fastest: cuDNN's graph API beside its legacy search, 1-D as cuBLAS, f32" "${fastest[@]}" \
+        RUST_LOG=${RUST_LOG:-kernels::libraries::cudnn=debug}
+      run_args=("${train_step[@]}" --batch 64,256 --precision bf16)
+      run 100 "predicted fastest, bf16" "${fastest[@]}" RUST_LOG=${RUST_LOG:-kernels::libraries::cudnn=debug}
+      run_args=("${train_step[@]}" --batch 64,256)
+      run 80 "today's default: cuDNN's legacy search, 1-D in cuDNN, f32" LEROBOT_RS_CUDNN_GRAPH=0 LEROBOT_RS_CONV1D=cudnn
+      run_args=("${train_step[@]}" --batch 256 --loop-steps "$loop_steps" --num-workers 8)
+      run 70 "predicted fastest, f32, the real loop" "${fastest[@]}"
+    }
+    {
+      echo "== the plan: $limit s in all, ${TABLE_SECONDS:-15} of them kept for the table"
+      planning=1 steps
+    } | stamp | tee -a "$log"
+    steps
     sleep 1 # nvidia-smi's last sample
     echo
     echo "== the steps beside LeRobot 0.6.1's (bench/gpu_table.py; LeRobot's means from the third contact)"
-    python3 bench/gpu_table.py "$log" "$out/smi-$stage.csv" --steps "$timed" --loop-steps 20 | tee "$out/table.md"
+    python3 bench/gpu_table.py "$log" "$out/smi-$stage.csv" --steps "$timed" --loop-steps "$loop_steps" | tee "$out/table.md"
     ;;
   profile)
     # Each kernel's GPU time (Nsight Compute, one metric, clocks and caches left alone) in the

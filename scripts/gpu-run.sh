@@ -46,6 +46,13 @@
 #                                search show apart (`start-up`);
 #                                the output ends with one table (bench/gpu_table.py): ms, the
 #                                speed beside LeRobot's 36.5 / 59.5 ms, the GPU's busy share.
+#   scripts/gpu-run.sh nccl      NCCL's sums on the one GPU (issue 60; `bench nccl-check`,
+#                                bench-fusion): a world of one (its sum bit-equal to no sum, the
+#                                all-reduce of PushT's 1.05 GB timed), then two ranks on the one
+#                                GPU as torchrun would start them (NCCL_HOSTID per rank, no P2P,
+#                                no shared memory, sockets on lo: correctness only), their exact
+#                                sums, the broadcast and a four-step run of the tiny policy, whose
+#                                losses the two ranks print (they must be the same)
 #   scripts/gpu-run.sh profile   each kernel's GPU time (Nsight Compute) in fusion's PushT step,
 #                                f32 and bf16 at batch 64, and cuDNN's chosen algorithms
 #   scripts/gpu-run.sh frames    real-size frames on the device against the loader's copies and
@@ -64,7 +71,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-stage=${1:?usage: scripts/gpu-run.sh checks|ours|ours-aloha|lerobot|cudnn|best|profile|frames}
+stage=${1:?usage: scripts/gpu-run.sh checks|ours|ours-aloha|lerobot|cudnn|best|nccl|profile|frames}
 device=${DEVICE:-cuda}
 batches=${BATCHES:-64,256}
 steps=${STEPS:-10}
@@ -135,7 +142,7 @@ trap 'kill ${smi:-} $progress 2>/dev/null || true; cp "$work"/cubecl-*-"$stage".
 
 # Datasets with their images in parquet (this build has no FFmpeg), for the sweeps.
 for preset in pusht-like aloha-like; do
-  if [[ " cudnn best profile frames " != *" $stage "* ]] && [ ! -f "$data/$preset/meta/info.json" ]; then
+  if [[ " cudnn best nccl profile frames " != *" $stage "* ]] && [ ! -f "$data/$preset/meta/info.json" ]; then
     "$bin/datasets" synth --preset "$preset" --codec images --out "$data/$preset"
   fi
 done
@@ -305,6 +312,31 @@ case "$stage" in
     echo "== the steps beside LeRobot 0.6.1's (bench/gpu_table.py; LeRobot's means from the third contact)"
     python3 bench/gpu_table.py "$log" "$out/smi-$stage.csv" --steps "$timed" --loop-steps "$loop_steps" | tee "$out/table.md"
     ;;
+  nccl)
+    # NCCL from PyTorch's wheel (nvidia-nccl-cu13), found by the trainer in python3's
+    # site-packages. Each run is bounded; the two ranks are killed together if either hangs.
+    {
+      ls "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"/nvidia/nccl/lib 2>&1 || true
+    } > "$out/libraries.txt" 2>&1
+    echo "== a world of one ($(date +%T))" | tee -a "$out/steps.txt"
+    (cd "$work" && timeout -k 10 120 "$bin/bench-fusion" nccl-check --work "$work/nccl-one") 2>&1 | tee -a "$out/steps.txt" \
+      || echo "stopped: a world of one" | tee -a "$out/steps.txt"
+    echo "== two ranks on the one GPU ($(date +%T))" | tee -a "$out/steps.txt"
+    for rank in 0 1; do
+      (cd "$work" && WORLD_SIZE=2 RANK=$rank LOCAL_RANK=$rank MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 \
+        NCCL_HOSTID=rank$rank NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=WARN \
+        timeout -k 10 300 "$bin/bench-fusion" nccl-check --cuda-device 0 --elements 67108864 --train \
+        --work "$work/nccl-two") > "$out/nccl-rank$rank.txt" 2>&1 &
+    done
+    wait || true
+    cat "$out/nccl-rank0.txt" "$out/nccl-rank1.txt" | tee -a "$out/steps.txt"
+    losses() { grep -o 'losses .*' "$out/nccl-rank$1.txt" || echo "rank $1: no losses"; }
+    if [ "$(losses 0)" = "$(losses 1)" ]; then
+      echo "== the two ranks' losses agree: $(losses 0)" | tee -a "$out/steps.txt"
+    else
+      echo "== FAILED: the two ranks' losses differ: $(losses 0) / $(losses 1)" | tee -a "$out/steps.txt"
+    fi
+    ;;
   profile)
     # Each kernel's GPU time (Nsight Compute, one metric, clocks and caches left alone) in the
     # last of two steps of fusion's build at batch 64, f32 and bf16: ncu-<precision>.csv, summed
@@ -373,7 +405,7 @@ case "$stage" in
     done
     ;;
   *)
-    echo "unknown stage $stage: checks, ours, ours-aloha, lerobot, cudnn, best, profile or frames" >&2
+    echo "unknown stage $stage: checks, ours, ours-aloha, lerobot, cudnn, best, nccl, profile or frames" >&2
     exit 2
     ;;
 esac

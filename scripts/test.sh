@@ -76,7 +76,9 @@ fi
 #   batch's frames uploaded, without fusion and under it (trainer/tests/device_frames.rs);
 # - with cuDNN's convolutions built in (no GPU here): burn's convolutions mapped to cuDNN's
 #   descriptors, the one-line fallback where cuDNN is missing, and the file that keeps cuDNN's
-#   algorithms for later runs (kernels/tests/cudnn.rs).
+#   algorithms for later runs (kernels/tests/cudnn.rs);
+# - with NCCL built in (no GPU here): the library looked for, and every device group call's
+#   one-line error where it is missing, switched off, or not a library (kernels/tests/nccl.rs).
 # Our crates' code and burn's CPU backend (the tests' reference) are compiled there unoptimised
 # (opt-level 0): the two test binaries that instantiate every kernel for wgpu, and the step for
 # it, are most of the build, and what the tests run is lavapipe's code, not theirs. At opt-level
@@ -87,8 +89,8 @@ light=(--config 'profile.release.package.kernels.opt-level=0' --config 'profile.
   --config 'profile.release.package.burn-flex.opt-level=0')
 kernel_cache=$(mktemp -d)
 LEROBOT_RS_KERNEL_CACHE="$kernel_cache" cargo test --release "${light[@]}" --locked -p datasets -p kernels -p trainer \
-  --no-default-features --features datasets/cli,trainer/wgpu-untuned,kernels/cudnn,kernels/gpu-fusion \
-  --test no_video --test cube --test launch_budget --test weight_views --test device_frames --test cudnn
+  --no-default-features --features datasets/cli,trainer/wgpu-untuned,kernels/nccl,kernels/gpu-fusion \
+  --test no_video --test cube --test launch_budget --test weight_views --test device_frames --test cudnn --test nccl
 rm -rf "$kernel_cache"
 if [[ "$(shm_caches)" != "$caches_before" ]]; then
   echo "error: the tests left frame caches in /dev/shm/lerobot-rs-frames:" >&2

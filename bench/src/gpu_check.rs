@@ -149,7 +149,7 @@ pub fn small_dataset(work: &Path) -> Result<PathBuf> {
 }
 
 /// The tiny policy (U-Net 16/32/64, 32x32 crops) on `root`, writing into `output`.
-fn tiny(root: &Path, output: &Path, steps: usize, extra: serde_json::Value) -> Result<TrainConfig> {
+pub(crate) fn tiny(root: &Path, output: &Path, steps: usize, extra: serde_json::Value) -> Result<TrainConfig> {
     let mut overrides = json!({
         "dataset": {"root": root, "frame_cache": "off"},
         "policy": {"down_dims": [16, 32, 64], "diffusion_step_embed_dim": 16, "crop_shape": [32, 32],

@@ -8,6 +8,7 @@ mod cudnn_check;
 mod dataset_source;
 pub mod gpu_check;
 mod loader_bench;
+mod nccl_check;
 pub mod regress;
 mod report;
 mod soak;
@@ -44,6 +45,10 @@ enum Command {
     /// checkpoints moved between devices and YUV frames converted to RGB (needs a GPU and the
     /// cuda or wgpu feature).
     GpuCheck(gpu_check::GpuCheckArgs),
+    /// NCCL's sums between processes on cuda, one process of a torchrun-style launch (or
+    /// alone): exact sums, the broadcast, the all-reduce timed, optionally a short training run
+    /// (needs a GPU and the cuda feature).
+    NcclCheck(nccl_check::NcclCheckArgs),
 }
 
 /// The `bench` command: parses the arguments, runs the command they name and prints its report.
@@ -92,6 +97,9 @@ pub fn main() -> anyhow::Result<()> {
         }
         Command::GpuCheck(args) => {
             gpu_check::run(&args)?;
+        }
+        Command::NcclCheck(args) => {
+            nccl_check::run(&args)?;
         }
         Command::Soak(args) => {
             let report = soak::run(&args)?;

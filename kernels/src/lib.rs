@@ -4,11 +4,12 @@
 //! [`run_on`] runs a [`DeviceTask`] on the backend a [`DeviceKind`] names: Flex on the CPU, or
 //! burn's wgpu and CUDA backends when built with the `wgpu` or `cuda` features (their compiled
 //! kernels kept between runs: [`kernel_cache`]; their launches counted: [`LaunchLog`]).
-//! [`Kernels`] is implemented by every one of them, as four families of operations, each a
+//! [`Kernels`] is implemented by every one of them, as five families of operations, each a
 //! trait: [`OptimiserKernels`] (the gradients gathered into one flat buffer, their norm and
 //! clipping, Adam's update), [`ConvolutionKernels`] (convolutions, the channel bias, max
-//! pooling), [`NormKernels`] (GroupNorm, BatchNorm, FiLM) and [`FrameKernels`] (frames uploaded
-//! as bytes and converted to RGB on the device). Each method has a portable implementation
+//! pooling), [`NormKernels`] (GroupNorm, BatchNorm, FiLM), [`FrameKernels`] (frames uploaded
+//! as bytes and converted to RGB on the device) and [`CollectiveKernels`] (sums and broadcasts
+//! between processes' devices, through a [`DeviceGroup`]: NCCL on CUDA). Each method has a portable implementation
 //! written with burn's tensor operations ([`portable`]); each backend overrides what it does
 //! faster.
 //!
@@ -25,9 +26,10 @@
 //!   fusion's own kernels run around them.
 //! - `autodiff/`: each fused operation as one node of burn's autodiff graph, its backward pass
 //!   the backend's fused gradient.
-//! - `libraries/`: the vendor libraries under the CUDA backend (`cudnn` feature), reached from
-//!   `cube/` through one trait ([`RuntimeLibraries`]): cuDNN's convolutions and cuBLAS's
-//!   products on burn's own stream ([`cudnn`]), frames uploaded through page-locked memory. The
+//! - `libraries/`: the vendor libraries under the CUDA backend (`cudnn` and `nccl` features),
+//!   reached from `cube/` through one trait ([`RuntimeLibraries`]): cuDNN's convolutions and
+//!   cuBLAS's products on burn's own stream ([`cudnn`]), NCCL's sums between processes, frames
+//!   uploaded through page-locked memory. The
 //!   crate's FFI is there and nowhere else.
 //! - `backend/`: the backend choice ([`run_on`]), the kernel cache and the launch log.
 //!
@@ -86,6 +88,7 @@ pub use libraries::cudnn;
 pub use ops::Kernels;
 pub use ops::activation::Activation;
 pub use ops::adam::{AdamConstants, AdamStep, FlatBuffers, PartialSquares, UpdatedWeights, ViewsUpdate};
+pub use ops::collective::{CollectiveKernels, DeviceGroup, GroupId};
 pub use ops::convolution::{ConvolutionKernels, add_channel_bias, conv_transpose2d, conv2d, max_pool2d};
 pub use ops::frames::FrameKernels;
 pub use ops::norm::{

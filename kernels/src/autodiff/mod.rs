@@ -4,6 +4,7 @@
 //! burn's; a composed GroupNorm records some twenty operations). The
 //! optimiser's methods keep their defaults here: the trainer calls them on the inner backend.
 
+mod collective;
 mod convolution;
 mod frames;
 mod norm;

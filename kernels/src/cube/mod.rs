@@ -22,7 +22,7 @@
 //! its custom operations (`fusion/`).
 //!
 //! The trait's families are implemented one a file (`optimiser`, `convolution`, `norm`,
-//! `frames`), over the kernels: `adam` and `views` (the update), `gather` and `sums` (the
+//! `frames`, `collective`), over the kernels: `adam` and `views` (the update), `gather` and `sums` (the
 //! gradients' gather, their squares and the clipping factors), `group_norm`, `film`, `bias`,
 //! `yuv`, and `unfold` (the 1-D convolutions unfolded for cuBLAS); `launch` shapes a launch and
 //! `tensors` makes its outputs. The vendor libraries are reached through `RuntimeLibraries` only.
@@ -41,6 +41,7 @@
 
 mod adam;
 mod bias;
+mod collective;
 mod convolution;
 mod film;
 mod frames;

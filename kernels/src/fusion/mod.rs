@@ -8,6 +8,7 @@
 //! chains around them. The other methods keep their portable versions, whose elementwise chains
 //! fusion compiles into few kernels.
 
+mod collective;
 mod convolution;
 mod frames;
 mod norm;

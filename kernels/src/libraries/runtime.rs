@@ -1,11 +1,14 @@
 //! What a cubecl runtime's vendor libraries and driver give beyond burn, where the build has
 //! them (CUDA with the `cudnn` feature): the convolutions in cuDNN, and uploads of frames through
-//! page-locked memory (`pinned_upload`); burn's own otherwise.
+//! page-locked memory (`pinned_upload`); burn's own otherwise. With the `nccl` feature, the sums
+//! and broadcasts of a device group in NCCL.
 
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{DType, Shape};
 use burn_cubecl::CubeRuntime;
 use burn_cubecl::tensor::CubeTensor;
+
+use crate::DeviceGroup;
 
 /// A cubecl runtime's vendor libraries. Each method returns `None` where there is none, or it
 /// does not take the problem: the caller runs burn's operation then.
@@ -68,6 +71,24 @@ pub trait RuntimeLibraries: CubeRuntime {
     /// runtime's path failed (said once in the log, and not tried again).
     fn upload_u8(bytes: &[u8], shape: Shape, device: &Self::Device) -> Option<CubeTensor<Self>> {
         let _ = (bytes, shape, device);
+        None
+    }
+
+    /// The number a [`DeviceGroup`] knows `device` by, where the runtime's tensors can join one.
+    fn group_device(device: &Self::Device) -> Option<usize> {
+        let _ = device;
+        None
+    }
+
+    /// `tensor` summed over `group`'s ranks, on the device's stream.
+    fn group_all_reduce_sum(tensor: CubeTensor<Self>, group: &DeviceGroup) -> Option<Result<CubeTensor<Self>, String>> {
+        let _ = (tensor, group);
+        None
+    }
+
+    /// Rank 0's `tensor` on every rank of `group`, on the device's stream.
+    fn group_broadcast(tensor: CubeTensor<Self>, group: &DeviceGroup) -> Option<Result<CubeTensor<Self>, String>> {
+        let _ = (tensor, group);
         None
     }
 }
@@ -135,5 +156,22 @@ impl RuntimeLibraries for cubecl::cuda::CudaRuntime {
                 }
             })
             .ok()
+    }
+
+    #[cfg(feature = "nccl")]
+    fn group_device(device: &Self::Device) -> Option<usize> {
+        Some(device.index)
+    }
+
+    #[cfg(feature = "nccl")]
+    fn group_all_reduce_sum(tensor: CubeTensor<Self>, group: &DeviceGroup) -> Option<Result<CubeTensor<Self>, String>> {
+        use super::nccl::{Collective, run};
+        Some(run(tensor, &group.communicator, Collective::AllReduceSum))
+    }
+
+    #[cfg(feature = "nccl")]
+    fn group_broadcast(tensor: CubeTensor<Self>, group: &DeviceGroup) -> Option<Result<CubeTensor<Self>, String>> {
+        use super::nccl::{Collective, run};
+        Some(run(tensor, &group.communicator, Collective::Broadcast))
     }
 }

@@ -1,5 +1,6 @@
-//! What every backend offers the training step: the [`Kernels`] trait, made of four families
-//! ([`OptimiserKernels`], [`ConvolutionKernels`], [`NormKernels`], [`FrameKernels`]), the
+//! What every backend offers the training step: the [`Kernels`] trait, made of five families
+//! ([`OptimiserKernels`], [`ConvolutionKernels`], [`NormKernels`], [`FrameKernels`],
+//! [`CollectiveKernels`]), the
 //! optimiser's types, and the portable implementations written with burn's tensor operations
 //! that each family's methods fall back to ([`portable`]).
 //!
@@ -8,6 +9,7 @@
 
 pub mod activation;
 pub mod adam;
+pub mod collective;
 pub mod convolution;
 pub mod elements;
 pub mod frames;
@@ -18,13 +20,14 @@ pub mod transposed;
 pub mod views;
 pub mod yuv;
 
+use self::collective::CollectiveKernels;
 use self::convolution::ConvolutionKernels;
 use self::frames::FrameKernels;
 use self::norm::NormKernels;
 use self::optimiser::OptimiserKernels;
 
 /// The fused operations of a training step, for backend `Self`: every family's. Implemented for
-/// every backend that implements the four families; a caller names this one bound.
-pub trait Kernels: OptimiserKernels + ConvolutionKernels + NormKernels + FrameKernels {}
+/// every backend that implements the five families; a caller names this one bound.
+pub trait Kernels: OptimiserKernels + ConvolutionKernels + NormKernels + FrameKernels + CollectiveKernels {}
 
-impl<B: OptimiserKernels + ConvolutionKernels + NormKernels + FrameKernels> Kernels for B {}
+impl<B: OptimiserKernels + ConvolutionKernels + NormKernels + FrameKernels + CollectiveKernels> Kernels for B {}

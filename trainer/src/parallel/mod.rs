@@ -4,10 +4,14 @@
 //! divides by the number of replicas in its clipping factor, as it undoes an f16 loss scale:
 //! one pass over the buffer fewer than a mean).
 //!
-//! The sum has two levels. Between the devices of one process, burn-collective's
-//! all-reduce (module `collective`); between processes (one per machine, started by `mpirun` or
-//! `srun`), MPI's, made by each process's first replica on the host copy of its devices'
-//! sum, which that replica then hands to its process's others (module `processes`).
+//! With one process per GPU (as PyTorch's DDP runs them: `mpirun`, `srun` or torchrun), the sum
+//! is NCCL's, between the GPUs, in place on burn's stream (a `DeviceGroup`, module
+//! `device_group`). Otherwise it has two levels. Between the devices of one process,
+//! burn-collective's all-reduce (module `collective`); between processes (one per machine,
+//! started by `mpirun` or `srun`), MPI's, made by each process's first replica on the host copy
+//! of its devices' sum, which that replica then hands to its process's others (module
+//! `processes`). The processes of a torchrun-style launch agree on what they train at a meeting
+//! (module `rendezvous`), and have no path through host memory.
 //!
 //! burn-collective keeps one session per process and backend, whose calls block until every
 //! device has made them. So that a failing replica cannot leave the others waiting forever, a
@@ -23,13 +27,17 @@ use std::time::Duration;
 use burn::prelude::*;
 use burn::tensor::TensorPrimitive;
 use burn::tensor::backend::{DeviceId, DeviceOps};
+use kernels::{DeviceGroup, Kernels};
 
 use crate::error::{Error, Result};
 
 mod collective;
+mod device_group;
 mod processes;
+mod rendezvous;
 
-pub use processes::{Launch, Processes, launch};
+pub(crate) use device_group::join_group;
+pub use processes::{Channel, Launch, Processes, launch};
 
 /// `count` devices of `first`'s kind, numbered from `first`'s on (on the CPU, `count` times
 /// the one CPU: replicas there share its cores).
@@ -39,7 +47,8 @@ pub fn devices_from<D: DeviceOps>(first: &D, count: usize) -> Vec<D> {
 }
 
 /// One replica of a data-parallel run: its rank among all the run's replicas and among its
-/// process's, the processes, and its process's abort flag.
+/// process's, the processes, its process's abort flag, and the device group its sums go
+/// through, where it has one.
 #[derive(Debug, Clone)]
 pub struct Replica {
     rank: usize,
@@ -48,16 +57,23 @@ pub struct Replica {
     local_size: usize,
     processes: Processes,
     aborted: Arc<AtomicBool>,
+    group: Option<Arc<DeviceGroup>>,
 }
 
 impl Replica {
     /// The replica of a one-device run (no collective calls are made).
     pub fn single() -> Self {
-        Self::new(0, 1, Processes::single(), Arc::new(AtomicBool::new(false)))
+        Self::new(0, 1, Processes::single(), Arc::new(AtomicBool::new(false)), None)
     }
 
     /// Replica `local_rank` of the `local_size` of `processes`'s this process.
-    fn new(local_rank: usize, local_size: usize, processes: Processes, aborted: Arc<AtomicBool>) -> Self {
+    fn new(
+        local_rank: usize,
+        local_size: usize,
+        processes: Processes,
+        aborted: Arc<AtomicBool>,
+        group: Option<Arc<DeviceGroup>>,
+    ) -> Self {
         Self {
             rank: processes.rank() * local_size + local_rank,
             world_size: processes.count() * local_size,
@@ -65,6 +81,7 @@ impl Replica {
             local_size,
             processes,
             aborted,
+            group,
         }
     }
 
@@ -99,7 +116,29 @@ impl Replica {
         if self.aborted.load(Ordering::SeqCst) {
             return Err(Error::StoppedByAnotherReplica { rank: self.rank });
         }
+        if let Some(failure) = self.group.as_ref().and_then(|g| g.failure()) {
+            return Err(Error::Replicas(failure));
+        }
         Ok(())
+    }
+
+    /// `call` made on the device group, where this replica has one (`None` otherwise).
+    fn through_group<B: Kernels>(
+        &self,
+        tensor: Tensor<B, 1>,
+        what: &str,
+        call: impl FnOnce(
+            burn::tensor::ops::FloatTensor<B>,
+            &DeviceGroup,
+        ) -> Option<std::result::Result<burn::tensor::ops::FloatTensor<B>, String>>,
+    ) -> Option<Result<Tensor<B, 1>>> {
+        let group = self.group.as_ref()?;
+        let done = call(tensor.into_primitive().tensor(), group)
+            .unwrap_or_else(|| Err("this backend has no device group (NCCL needs burn's cuda backend)".into()));
+        Some(match done {
+            Ok(tensor) => Ok(Tensor::from_primitive(TensorPrimitive::Float(tensor))),
+            Err(e) => Err(self.collective_error(what, e)),
+        })
     }
 
     fn collective_error(&self, what: &str, error: String) -> Error {
@@ -121,11 +160,14 @@ impl Replica {
     }
 
     /// The sum of `tensor` over the replicas (the same bits on every replica).
-    pub fn all_reduce_sum<B: Backend>(&self, tensor: Tensor<B, 1>) -> Result<Tensor<B, 1>> {
+    pub fn all_reduce_sum<B: Kernels>(&self, tensor: Tensor<B, 1>) -> Result<Tensor<B, 1>> {
         if self.world_size == 1 {
             return Ok(tensor);
         }
         self.check()?;
+        if self.group.is_some() {
+            return self.through_group(tensor, "NCCL's all-reduce", B::group_all_reduce_sum).expect("a group");
+        }
         let mut tensor = tensor;
         if self.local_size > 1 {
             let reduced = collective::all_reduce_sum::<B>(self.local_rank, tensor.into_primitive().tensor())
@@ -145,7 +187,7 @@ impl Replica {
     }
 
     /// The mean of `tensor` over the replicas (the same bits on every replica).
-    pub fn all_reduce_mean<B: Backend>(&self, tensor: Tensor<B, 1>) -> Result<Tensor<B, 1>> {
+    pub fn all_reduce_mean<B: Kernels>(&self, tensor: Tensor<B, 1>) -> Result<Tensor<B, 1>> {
         if self.world_size == 1 {
             return Ok(tensor);
         }
@@ -153,11 +195,14 @@ impl Replica {
     }
 
     /// Rank 0's `tensor`, on every replica.
-    pub fn broadcast<B: Backend>(&self, tensor: Tensor<B, 1>) -> Result<Tensor<B, 1>> {
+    pub fn broadcast<B: Kernels>(&self, tensor: Tensor<B, 1>) -> Result<Tensor<B, 1>> {
         if self.world_size == 1 {
             return Ok(tensor);
         }
         self.check()?;
+        if self.group.is_some() {
+            return self.through_group(tensor, "NCCL's broadcast", B::group_broadcast).expect("a group");
+        }
         let sent = match (self.local_rank, self.processes.count()) {
             (0, 1) => Some(tensor),
             (0, _) => Some(on_host(tensor, |values| self.processes.broadcast(values))?),
@@ -209,15 +254,16 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// This process's `local_size` replicas, among [`Processes::current`]'s; waits for any
-    /// other data-parallel run of this process to end.
-    pub(crate) fn new(local_size: usize) -> Self {
+    /// This process's `local_size` replicas, among [`Processes::current`]'s, summing through
+    /// `group` where there is one; waits for any other data-parallel run of this process to end.
+    pub(crate) fn new(local_size: usize, group: Option<DeviceGroup>) -> Self {
         static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
         let exclusive = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
         let aborted = Arc::new(AtomicBool::new(false));
         let processes = Processes::current();
+        let group = group.map(Arc::new);
         let replicas = (0..local_size)
-            .map(|local_rank| Replica::new(local_rank, local_size, processes, Arc::clone(&aborted)))
+            .map(|local_rank| Replica::new(local_rank, local_size, processes, Arc::clone(&aborted), group.clone()))
             .collect();
         Self { replicas, aborted, _exclusive: exclusive }
     }

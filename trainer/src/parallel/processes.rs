@@ -1,14 +1,37 @@
-//! The processes of a run started by `mpirun` or `srun`, one per machine (or several on one),
-//! each training a replica on each of its devices: how this process was launched, and the MPI
-//! calls between processes (the second level of the all-reduce, with the `mpi` feature).
+//! The processes of a run, one per machine or one per GPU, each training a replica on each of
+//! its devices: how this process was launched (`mpirun` or `srun`; torchrun's variables), the
+//! channel the processes agree through, and the MPI calls between them (the second level of the
+//! all-reduce where no device group sums it, with the `mpi` feature).
 //!
 //! MPI is initialised by [`launch`], which the `trainer` tool calls first, and stays so while
 //! its [`Launch`] lives; `train_on` then takes its processes from [`Processes::current`], as
 //! torch.distributed takes its default process group.
 
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::OnceLock;
+use std::time::Duration;
 
+use kernels::GroupId;
+
+use super::rendezvous::{Meeting, meet};
 use crate::error::{Error, Result};
+
+/// How long the processes of a torchrun-style launch wait for one another at their meeting
+/// (each opens its dataset first, which may build a frame cache).
+const MEETING_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// What the processes of a run reach one another through, besides their devices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    /// One process: nothing.
+    Alone,
+    /// MPI (`mpirun`, `mpiexec`, `srun`): the agreement, and the sums in host memory where no
+    /// device group makes them.
+    Mpi,
+    /// torchrun's variables: a meeting at process 0's address (`MASTER_ADDR`, port
+    /// `MASTER_PORT + 1`) for the agreement; the sums need a device group (NCCL).
+    Meeting(SocketAddr),
+}
 
 /// Where this process stands among the processes of its run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +39,7 @@ pub struct Processes {
     rank: usize,
     count: usize,
     local_rank: usize,
+    channel: Channel,
 }
 
 /// The processes [`launch`] found, for [`Processes::current`].
@@ -24,7 +48,7 @@ static LAUNCHED: OnceLock<Processes> = OnceLock::new();
 impl Processes {
     /// The only process of a run.
     pub fn single() -> Self {
-        Self { rank: 0, count: 1, local_rank: 0 }
+        Self { rank: 0, count: 1, local_rank: 0, channel: Channel::Alone }
     }
 
     /// This process's place, as [`launch`] found it (the only process when it was not called).
@@ -48,14 +72,44 @@ impl Processes {
         self.local_rank
     }
 
+    /// What the processes reach one another through.
+    pub fn channel(&self) -> Channel {
+        self.channel
+    }
+
     /// Whether this is process 0, whose rank-0 replica logs and writes checkpoints.
     pub fn is_main(&self) -> bool {
         self.rank == 0
     }
 
+    /// Process 0's `offer` (the id of a device group it made, if any) on every process, once
+    /// every process has shown the same `fingerprint` as process 0 (of its arguments): else an
+    /// error on every process, saying which differ. Over MPI, or at the meeting of a
+    /// torchrun-style launch; with one process, `offer`.
+    pub fn agree(&self, fingerprint: u64, offer: Option<GroupId>) -> Result<Option<GroupId>> {
+        match self.channel {
+            Channel::Alone => Ok(offer),
+            Channel::Mpi => {
+                self.check_same(fingerprint, "configuration, dataset or device count")?;
+                let mut sent = [0u8; 129];
+                if let Some(id) = offer.filter(|_| self.is_main()) {
+                    sent[0] = 1;
+                    sent[1..].copy_from_slice(&id.0);
+                }
+                mpi_calls::broadcast_bytes(&mut sent).map_err(|e| self.error("handing out the group's id", e))?;
+                Ok((sent[0] == 1).then(|| GroupId(sent[1..].try_into().expect("128 bytes"))))
+            }
+            Channel::Meeting(address) => {
+                let meeting =
+                    Meeting { address, rank: self.rank, count: self.count, fingerprint, timeout: MEETING_TIMEOUT };
+                meet(&meeting, offer.filter(|_| self.is_main()))
+            }
+        }
+    }
+
     /// Fails, on every process, unless every process has the same `value` as process 0 (a
     /// fingerprint of its arguments); the error says which processes differ.
-    pub(crate) fn check_same(&self, value: u64, what: &str) -> Result<()> {
+    fn check_same(&self, value: u64, what: &str) -> Result<()> {
         if self.count == 1 {
             return Ok(());
         }
@@ -74,22 +128,40 @@ impl Processes {
 
     /// The sum of `values` over the processes (the same bits on every process), in place.
     pub fn all_reduce_sum(&self, values: &mut [f32]) -> Result<()> {
+        self.through_host()?;
         mpi_calls::all_reduce_sum(values).map_err(|e| self.error("the all-reduce between processes", e))
     }
 
     /// Process 0's `values` on every process, in place.
     pub fn broadcast(&self, values: &mut [f32]) -> Result<()> {
+        self.through_host()?;
         mpi_calls::broadcast(values).map_err(|e| self.error("the broadcast between processes", e))
     }
 
+    /// Fails where the processes have no path through host memory (a torchrun-style launch).
+    fn through_host(&self) -> Result<()> {
+        match self.channel {
+            Channel::Meeting(_) => Err(Error::Replicas(
+                "a torchrun-style launch sums between processes through NCCL only (no MPI between them)".into(),
+            )),
+            Channel::Alone | Channel::Mpi => Ok(()),
+        }
+    }
+
     /// Ends every process of the run after `error` ended this one's: the others wait in
-    /// collective calls that this process will never make. Prints the error first.
+    /// collective calls that this process will never make. Prints the error first. Under MPI,
+    /// `MPI_Abort`; under torchrun, this process's exit, on which torchrun stops the others (and
+    /// their NCCL watchdogs see this one gone).
     pub(crate) fn abort_run(&self, error: &Error) -> ! {
-        eprintln!(
-            "error: process {} of {}: {error}\nstopping every process of the run (MPI_Abort)",
-            self.rank, self.count
-        );
-        mpi_calls::abort(1)
+        let how = match self.channel {
+            Channel::Mpi => "MPI_Abort",
+            Channel::Alone | Channel::Meeting(_) => "this process exits; its launcher stops the others",
+        };
+        eprintln!("error: process {} of {}: {error}\nstopping every process of the run ({how})", self.rank, self.count);
+        match self.channel {
+            Channel::Mpi => mpi_calls::abort(1),
+            Channel::Alone | Channel::Meeting(_) => std::process::exit(1),
+        }
     }
 
     fn error(&self, what: &str, error: String) -> Error {
@@ -113,8 +185,10 @@ impl Launch {
 }
 
 /// Reads how this process was started from its environment and, when `mpirun` or `srun`
-/// started several, joins them through MPI (the `mpi` feature). Refuses a launch it cannot
-/// serve: several processes without the feature, or torchrun's variables without MPI's.
+/// started several, joins them through MPI (the `mpi` feature); torchrun's variables (`RANK`,
+/// `WORLD_SIZE`, `LOCAL_RANK`, `MASTER_ADDR`, `MASTER_PORT`) make it one of a torchrun-style
+/// launch, whose processes meet when training starts. Refuses a launch it cannot serve: several
+/// MPI processes without the feature, or variables that disagree or are missing.
 pub fn launch() -> Result<Launch> {
     let launcher = Launcher::detect(|name| std::env::var(name).ok())?;
     let launch = match launcher {
@@ -124,6 +198,11 @@ pub fn launch() -> Result<Launch> {
             _universe: None,
         },
         Launcher::Mpi { size, variable } => mpi_calls::join(size, variable)?,
+        Launcher::Torchrun { rank, size, local_rank, meeting } => Launch {
+            processes: Processes { rank, count: size, local_rank, channel: Channel::Meeting(meeting) },
+            #[cfg(feature = "mpi")]
+            _universe: None,
+        },
     };
     LAUNCHED
         .set(launch.processes)
@@ -139,6 +218,14 @@ enum Launcher {
     Mpi {
         size: usize,
         variable: &'static str,
+    },
+    /// torchrun (or anything that sets its variables): process `rank` of `size`, `local_rank`
+    /// on its machine, meeting the others at `meeting`.
+    Torchrun {
+        rank: usize,
+        size: usize,
+        local_rank: usize,
+        meeting: SocketAddr,
     },
 }
 
@@ -169,13 +256,43 @@ impl Launcher {
                 "{variable}={n} but WORLD_SIZE={w}: the launcher's process count and torchrun's disagree"
             ))),
             (Some((n, variable)), _) if n > 1 => Ok(Self::Mpi { size: n, variable }),
-            (_, Some(w)) if w > 1 => Err(Error::Config(format!(
-                "WORLD_SIZE={w}: a torchrun-style launch (RANK, WORLD_SIZE, MASTER_ADDR) is not supported, as it \
-                 has no engine to join the processes here; start one process per machine with mpirun or srun \
-                 (the `mpi` feature), each with --num_devices for its own devices"
-            ))),
+            (_, Some(w)) if w > 1 => Self::torchrun(w, &var),
             _ => Ok(Self::Single),
         }
+    }
+
+    /// A torchrun-style launch of `size` processes, from its other variables.
+    fn torchrun(size: usize, var: &impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let required = |name: &str| {
+            var(name).ok_or_else(|| {
+                Error::Config(format!(
+                    "WORLD_SIZE={size} but {name} is not set: a torchrun-style launch sets RANK, LOCAL_RANK, \
+                     MASTER_ADDR and MASTER_PORT too"
+                ))
+            })
+        };
+        let number = |name: &str| -> Result<usize> {
+            let value = required(name)?;
+            value
+                .trim()
+                .parse()
+                .map_err(|_| Error::Config(format!("the environment variable {name}={value} is not a number")))
+        };
+        let (rank, local_rank, port) = (number("RANK")?, number("LOCAL_RANK")?, number("MASTER_PORT")?);
+        if rank >= size {
+            return Err(Error::Config(format!("RANK={rank} but WORLD_SIZE={size}: a rank is below the size")));
+        }
+        // torchrun's own store listens on MASTER_PORT: the processes meet on the port after it.
+        let port = u16::try_from(port + 1).map_err(|_| {
+            Error::Config(format!("MASTER_PORT={port}: the port after it, where the processes meet, is none"))
+        })?;
+        let host = required("MASTER_ADDR")?;
+        let meeting = (host.trim(), port)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut addresses| addresses.next())
+            .ok_or_else(|| Error::Config(format!("MASTER_ADDR={host}: not an address this machine can resolve")))?;
+        Ok(Self::Torchrun { rank, size, local_rank, meeting })
     }
 }
 
@@ -211,7 +328,7 @@ mod mpi_calls {
             )));
         }
         let local_rank = world.split_shared(0).rank() as usize;
-        let processes = Processes { rank: world.rank() as usize, count, local_rank };
+        let processes = Processes { rank: world.rank() as usize, count, local_rank, channel: super::Channel::Mpi };
         Ok(Launch { processes, _universe: Some(universe) })
     }
 
@@ -242,6 +359,11 @@ mod mpi_calls {
 
     pub(super) fn broadcast(values: &mut [f32]) -> Result<(), String> {
         SimpleCommunicator::world().process_at_rank(0).broadcast_into(values);
+        Ok(())
+    }
+
+    pub(super) fn broadcast_bytes(bytes: &mut [u8]) -> Result<(), String> {
+        SimpleCommunicator::world().process_at_rank(0).broadcast_into(bytes);
         Ok(())
     }
 
@@ -278,6 +400,10 @@ mod mpi_calls {
         Err(NOT_BUILT.into())
     }
 
+    pub(super) fn broadcast_bytes(_: &mut [u8]) -> Result<(), String> {
+        Err(NOT_BUILT.into())
+    }
+
     pub(super) fn abort(code: i32) -> ! {
         std::process::exit(code)
     }
@@ -308,9 +434,44 @@ mod tests {
     }
 
     #[test]
+    fn a_torchrun_launch_is_read_from_its_variables() {
+        let torchrun = [
+            ("WORLD_SIZE", "8"),
+            ("RANK", "5"),
+            ("LOCAL_RANK", "1"),
+            ("MASTER_ADDR", "127.0.0.1"),
+            ("MASTER_PORT", "29500"),
+        ];
+        let meeting: SocketAddr = "127.0.0.1:29501".parse().unwrap();
+        assert_eq!(detect(&torchrun).unwrap(), Launcher::Torchrun { rank: 5, size: 8, local_rank: 1, meeting });
+        // MPI's own variables beside torchrun's: MPI's launch.
+        let both = [("OMPI_COMM_WORLD_SIZE", "8")].iter().chain(&torchrun).copied().collect::<Vec<_>>();
+        assert_eq!(detect(&both).unwrap(), Launcher::Mpi { size: 8, variable: "OMPI_COMM_WORLD_SIZE" });
+    }
+
+    #[test]
     fn a_launch_that_cannot_be_served_is_refused_saying_why() {
         let error = detect(&[("WORLD_SIZE", "2"), ("RANK", "0")]).unwrap_err().to_string();
-        assert!(error.contains("WORLD_SIZE=2") && error.contains("mpirun or srun"), "{error}");
+        assert!(error.contains("WORLD_SIZE=2 but LOCAL_RANK is not set"), "{error}");
+        let torchrun = |rank: &'static str, port: &'static str, host: &'static str| {
+            detect(&[
+                ("WORLD_SIZE", "2"),
+                ("RANK", rank),
+                ("LOCAL_RANK", "0"),
+                ("MASTER_ADDR", host),
+                ("MASTER_PORT", port),
+            ])
+            .unwrap_err()
+            .to_string()
+        };
+        let error = torchrun("2", "29500", "127.0.0.1");
+        assert!(error.contains("RANK=2 but WORLD_SIZE=2"), "{error}");
+        let error = torchrun("one", "29500", "127.0.0.1");
+        assert!(error.contains("RANK=one is not a number"), "{error}");
+        let error = torchrun("1", "65535", "127.0.0.1");
+        assert!(error.contains("MASTER_PORT=65535"), "{error}");
+        let error = torchrun("1", "29500", "no such host.invalid");
+        assert!(error.contains("MASTER_ADDR=no such host.invalid"), "{error}");
         let error = detect(&[("PMI_SIZE", "2"), ("WORLD_SIZE", "4")]).unwrap_err().to_string();
         assert!(error.contains("PMI_SIZE=2 but WORLD_SIZE=4"), "{error}");
         let error = detect(&[("OMPI_COMM_WORLD_SIZE", "two")]).unwrap_err().to_string();

@@ -1,5 +1,5 @@
 //! A data-parallel run, supervised from the calling thread: the processes' agreement on what
-//! they train, then this process's replicas, one per device on a thread of its own, each
+//! they train (and their device group, where they have one), then this process's replicas, one per device on a thread of its own, each
 //! running the loop ([`super::steps`]) on its shard; when one fails, the others are stopped
 //! rather than left waiting in a collective call. The replicas' collective calls are
 //! [`crate::parallel`]'s.
@@ -11,7 +11,7 @@ use super::data::TrainData;
 use super::outcome::{Progress, TrainOutcome};
 use super::steps::train_replica;
 use crate::error::{Error, Result};
-use crate::parallel::{Processes, Session};
+use crate::parallel::{Processes, Session, join_group};
 use crate::step::TrainingBackend;
 use crate::train_config::{DatasetConfig, TrainConfig};
 
@@ -27,7 +27,7 @@ pub(super) fn train_data_parallel<B: TrainingBackend>(
 ) -> Result<TrainOutcome> {
     let local = devices.len();
     let world = local * processes.count();
-    if processes.count() > 1 {
+    let group = if processes.count() > 1 {
         // The datasets' folders may differ between machines; their frames may not.
         let compared = TrainConfig {
             dataset: DatasetConfig { root: Default::default(), ..config.dataset.clone() },
@@ -36,8 +36,12 @@ pub(super) fn train_data_parallel<B: TrainingBackend>(
         let frames = run.datasets.len();
         let arguments =
             serde_json::to_vec(&(compared, local, resume, frames)).map_err(|e| Error::Config(e.to_string()))?;
-        processes.check_same(twox_hash::XxHash64::oneshot(0, &arguments), "configuration, dataset or device count")?;
-    }
+        let fingerprint = twox_hash::XxHash64::oneshot(0, &arguments);
+        let mut say = |line: &str| on_progress(Progress::Line(line));
+        join_group::<B::InnerBackend>(&processes, &devices, fingerprint, &mut say)?
+    } else {
+        None
+    };
     if processes.is_main() {
         let machines = match processes.count() {
             1 => String::new(),
@@ -51,7 +55,7 @@ pub(super) fn train_data_parallel<B: TrainingBackend>(
             config.grad_accum
         )));
     }
-    let session = Session::new(local);
+    let session = Session::new(local, group);
     if local == 1 {
         let device = devices.into_iter().next().expect("one device");
         return train_replica::<B>(config, run, resume, device, &session.replicas()[0], on_progress);

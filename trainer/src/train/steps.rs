@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use burn::prelude::*;
+use kernels::Kernels;
 use loader::Loader;
 
 use super::checkpoints::CheckpointWriter;
@@ -182,7 +183,7 @@ impl<B: Backend> Default for Period<B> {
     }
 }
 
-impl<B: Backend> Period<B> {
+impl<B: Kernels> Period<B> {
     /// Adds step `number` (counted from 1).
     fn add(&mut self, number: usize, step: StepDone<B>) {
         let StepDone { output, data_s, compute_s: update_s, samples } = step;

@@ -185,3 +185,42 @@ fn processes_that_diverge_each_name_the_checkpoint_process_0_wrote() {
         assert!(line.contains("of step 2") && line.contains(&checkpoint), "{line}");
     }
 }
+
+#[test]
+fn a_torchrun_launch_on_the_cpu_says_it_sums_through_nccl_only() {
+    // torchrun's variables, as torchrun sets them, for two trainers on this machine: process 0
+    // has no device group (Flex has none), so neither process trains, each saying why.
+    let dir = scratch("torchrun-cpu");
+    let config = data_parallel_config(dataset(), &dir.join("run"), 2, 1, json!({}));
+    let config = config_file(&dir, "config.json", &config);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port() - 1;
+    let children: Vec<_> = (0..2)
+        .map(|rank| {
+            Command::new(env!("CARGO_BIN_EXE_trainer"))
+                .args(["--config_path", config.to_str().unwrap()])
+                .env("WORLD_SIZE", "2")
+                .env("RANK", rank.to_string())
+                .env("LOCAL_RANK", rank.to_string())
+                .env("MASTER_ADDR", "127.0.0.1")
+                .env("MASTER_PORT", port.to_string())
+                .env(datasets::auto_cache::FRAME_CACHE_VAR, scratch_path("frame-caches"))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs: Vec<Output> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    let said = |rank: usize| String::from_utf8_lossy(&outputs[rank].stderr).into_owned();
+    assert!(outputs.iter().all(|o| !o.status.success()), "{}\n{}", said(0), said(1));
+    let needs_nccl = "a torchrun-style launch sums gradients through NCCL only, and process 0 has no NCCL group";
+    assert!(
+        said(0).contains(&format!(
+            "{needs_nccl}: process 0 trains on 1 device(s) of a backend without device groups (NCCL needs burn's \
+             cuda backend, one GPU a process)"
+        )),
+        "{}",
+        said(0)
+    );
+    assert!(said(1).contains(&format!("{needs_nccl}: process 0's error says why")), "{}", said(1));
+}

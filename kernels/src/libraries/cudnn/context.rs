@@ -79,16 +79,16 @@ pub(crate) fn dims(tensor: &CudaTensor) -> Option<[usize; 4]> {
 
 /// The device pointers of some tensors' buffers (and a workspace's), held while a library call
 /// that reads them is enqueued, and the stream cubecl orders their work on.
-pub(super) struct Buffers {
+pub(crate) struct Buffers {
     /// In the order asked for, the workspace last.
-    pub(super) pointers: Vec<u64>,
+    pub(crate) pointers: Vec<u64>,
     /// The stream of the last buffer's resource (all one device's).
-    pub(super) stream: cudarc::driver::sys::CUstream,
+    pub(crate) stream: cudarc::driver::sys::CUstream,
     pub(crate) _held: Vec<Box<dyn std::any::Any>>,
 }
 
 /// The buffers of `tensors` (and of `workspace`), as [`Buffers`].
-pub(super) fn buffers(tensors: &[&CudaTensor], workspace: Option<&cubecl::server::Handle>) -> Result<Buffers, String> {
+pub(crate) fn buffers(tensors: &[&CudaTensor], workspace: Option<&cubecl::server::Handle>) -> Result<Buffers, String> {
     let client = &tensors[0].client;
     let mut pointers = Vec::new();
     let mut held: Vec<Box<dyn std::any::Any>> = Vec::new();

@@ -9,8 +9,7 @@
 
 #![expect(unsafe_code, reason = "opening a shared library runs its initialisers")]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// The cuDNN this process convolves with: its version, or why there is none (said once).
@@ -53,27 +52,13 @@ fn load() -> Result<usize, String> {
     Ok(version)
 }
 
-/// The Python environments' `site-packages` to look in, first the ones named.
-fn site_packages() -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    for prefix in ["VIRTUAL_ENV", "CONDA_PREFIX"].into_iter().filter_map(std::env::var_os) {
-        let lib = Path::new(&prefix).join("lib");
-        let Ok(entries) = std::fs::read_dir(&lib) else { continue };
-        found.extend(entries.flatten().map(|e| e.path().join("site-packages")).filter(|p| p.is_dir()));
-    }
-    let python =
-        Command::new("python3").args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).output();
-    if let Some(output) = python.ok().filter(|o| o.status.success()) {
-        found.push(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()));
-    }
-    found
-}
-
 /// Loads cuDNN and the cuBLAS it opens from the first directory that holds them, globally, so
 /// that opening them by name finds them. Returns the cuDNN directory used.
 fn preload_from_python() -> Option<PathBuf> {
     let named = std::env::var_os("LEROBOT_RS_CUDNN_DIR").map(PathBuf::from);
-    let candidates = named.into_iter().chain(site_packages().into_iter().map(|p| p.join("nvidia/cudnn/lib")));
+    let candidates = named
+        .into_iter()
+        .chain(crate::libraries::wheels::site_packages().into_iter().map(|p| p.join("nvidia/cudnn/lib")));
     let cudnn_dir = candidates.into_iter().find(|dir| dir.join("libcudnn.so.9").is_file())?;
     // cuBLAS first (CUDA 13's wheels keep it in `nvidia/cu13/lib`, CUDA 12's in
     // `nvidia/cublas/lib`), then cuDNN's parts in the order they need one another, cuDNN last.

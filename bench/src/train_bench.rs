@@ -413,9 +413,11 @@ pub fn run(args: &TrainStepArgs) -> Result<Vec<TrainStepReport>> {
             eprintln!("start-up: {setup_ms:.0} ms to the first step, which took {first_step_ms:.0} ms");
             #[cfg(feature = "cudnn")]
             if args.device == DeviceKind::Cuda {
+                let (round_trips, pointers) = kernels::cudnn::pointer_round_trips();
                 eprintln!(
                     "cuDNN so far: {} algorithm searches ({} chose another algorithm in their second round), \
-                     {} passes on algorithms earlier runs kept; {} passes of 1-D convolutions as cuBLAS's products",
+                     {} passes on algorithms earlier runs kept; {} passes of 1-D convolutions as cuBLAS's products; \
+                     {round_trips} blocking round trips for {pointers} buffers' device pointers",
                     kernels::cudnn::searches(),
                     kernels::cudnn::second_round_changes(),
                     kernels::cudnn::earlier_runs_choices(),

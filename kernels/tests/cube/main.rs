@@ -2,9 +2,10 @@
 //! clipping factors, the optimiser pass, GroupNorm with its activation, FiLM, YUV to RGB) against the
 //! CPU's, on burn's wgpu backend without fusion and, with `--features gpu-fusion`, with it too
 //! (then through fusion's custom operations, `kernels/src/fusion/`): each check is a test on
-//! each backend. Run where a wgpu adapter exists (a GPU, or Mesa's lavapipe on the CPU, Debian's
-//! `mesa-vulkan-drivers`): `cargo test --release -p kernels --features wgpu-untuned,gpu-fusion
-//! --test cube`, as `scripts/test.sh` does on lavapipe.
+//! each backend; and what our vendored cubecl-runtime adds (`runtime`). Run where a wgpu
+//! adapter exists (a GPU, or Mesa's lavapipe on the CPU, Debian's `mesa-vulkan-drivers`):
+//! `cargo test --release -p kernels --features wgpu-untuned,gpu-fusion --test cube`, as
+//! `scripts/test.sh` does on lavapipe.
 
 use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 use kernels::Kernels;
@@ -13,6 +14,7 @@ mod convolution;
 mod frames;
 mod norm;
 mod optimiser;
+mod runtime;
 mod support;
 
 /// A wgpu backend our kernels serve: each check below runs on cubecl's own (`direct::*`) and,

@@ -6,11 +6,14 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::sync::atomic::Ordering;
 
 use burn::tensor::TensorMetadata;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::cuda::CudaRuntime;
 use cudarc::cudnn::sys;
+
+use super::counters;
 
 /// A tensor of burn's untuned cuda backend.
 pub type CudaTensor = CubeTensor<CudaRuntime>;
@@ -87,19 +90,17 @@ pub(crate) struct Buffers {
     pub(crate) _held: Vec<Box<dyn std::any::Any>>,
 }
 
-/// The buffers of `tensors` (and of `workspace`), as [`Buffers`].
+/// The buffers of `tensors` (and of `workspace`), as [`Buffers`]: one blocking round trip to
+/// cubecl's runner for all of them (our cubecl-runtime's `get_resources`, vendor/README.md).
 pub(crate) fn buffers(tensors: &[&CudaTensor], workspace: Option<&cubecl::server::Handle>) -> Result<Buffers, String> {
     let client = &tensors[0].client;
-    let mut pointers = Vec::new();
-    let mut held: Vec<Box<dyn std::any::Any>> = Vec::new();
-    let mut stream = std::ptr::null_mut();
-    let handles = tensors.iter().map(|t| t.handle.clone()).chain(workspace.cloned());
-    for handle in handles {
-        let resource = client.get_resource(handle).map_err(|e| format!("a buffer's device pointer: {e:?}"))?;
-        pointers.push(resource.resource().ptr);
-        stream = resource.resource().stream;
-        held.push(Box::new(resource));
-    }
+    let handles: Vec<_> = tensors.iter().map(|t| t.handle.clone()).chain(workspace.cloned()).collect();
+    counters::POINTER_ROUND_TRIPS.fetch_add(1, Ordering::Relaxed);
+    counters::POINTERS.fetch_add(handles.len() as u64, Ordering::Relaxed);
+    let resources = client.get_resources(handles).map_err(|e| format!("the buffers' device pointers: {e:?}"))?;
+    let pointers = resources.iter().map(|r| r.resource().ptr).collect();
+    let stream = resources.last().map_or(std::ptr::null_mut(), |r| r.resource().stream);
+    let held = resources.into_iter().map(|r| Box::new(r) as Box<dyn std::any::Any>).collect();
     Ok(Buffers { pointers, stream, _held: held })
 }
 

@@ -1,4 +1,5 @@
-//! What the cuDNN and cuBLAS paths did in this process, counted: calls, searches, kept choices.
+//! What the cuDNN, cuBLAS and NCCL paths did in this process, counted: calls, searches, kept
+//! choices, and the blocking round trips their buffers' device pointers took.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -55,4 +56,18 @@ pub fn blas_calls() -> u64 {
 /// cuDNN ran, not burn's convolution).
 pub fn calls() -> u64 {
     CALLS.load(Ordering::Relaxed)
+}
+
+/// The blocking round trips to cubecl's runner made for buffers' device pointers (one per
+/// library call: cuDNN's, cuBLAS's, NCCL's).
+pub(crate) static POINTER_ROUND_TRIPS: AtomicU64 = AtomicU64::new(0);
+
+/// The buffers whose device pointers those round trips gave (what one round trip each, cubecl's
+/// own `get_resource`, would have cost).
+pub(crate) static POINTERS: AtomicU64 = AtomicU64::new(0);
+
+/// The blocking round trips to cubecl's runner this process made for buffers' device pointers,
+/// and the buffers they gave: `(round trips, buffers)`.
+pub fn pointer_round_trips() -> (u64, u64) {
+    (POINTER_ROUND_TRIPS.load(Ordering::Relaxed), POINTERS.load(Ordering::Relaxed))
 }

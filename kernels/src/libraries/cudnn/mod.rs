@@ -31,7 +31,9 @@ pub use conv::{
     Conv1dPath, conv_transpose2d, conv1d_path, conv2d, conv2d_input_grad, conv2d_weight_grad, takes, takes_conv1d,
     use_conv1d,
 };
-pub use counters::{blas_calls, calls, earlier_runs_choices, graph_calls, searches, second_round_changes};
+pub use counters::{
+    blas_calls, calls, earlier_runs_choices, graph_calls, pointer_round_trips, searches, second_round_changes,
+};
 pub use graph::{GraphUse, use_graph};
 pub use kept::{KEPT_ALGORITHMS_FILE, KeptAlgorithm, KeptAlgorithms};
 pub use library::status;

@@ -90,6 +90,10 @@ impl Communicator {
     /// (whose primary context, cubecl's, becomes current). Blocks until every rank joined.
     pub(crate) fn join(id: [u8; 128], rank: usize, size: usize, device: usize) -> Result<Self, String> {
         let nccl = library()?;
+        // SAFETY: opening the driver's library runs its initialisers, sound in any process.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(format!("rank {rank}: no CUDA driver (libcuda.so.1) on this machine, so no GPU for NCCL"));
+        }
         crate::libraries::cudnn::primary_context_current(device)?;
         let (ranks, me) = (c_int::try_from(size), c_int::try_from(rank));
         let (Ok(ranks), Ok(me)) = (ranks, me) else { return Err(format!("rank {rank} of {size}: too many ranks")) };

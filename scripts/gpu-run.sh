@@ -322,13 +322,22 @@ case "$stage" in
     (cd "$work" && timeout -k 10 120 "$bin/bench-fusion" nccl-check --work "$work/nccl-one") 2>&1 | tee -a "$out/steps.txt" \
       || echo "stopped: a world of one" | tee -a "$out/steps.txt"
     echo "== two ranks on the one GPU ($(date +%T))" | tee -a "$out/steps.txt"
+    # A fresh run folder (a warm machine keeps the last call's); rank 1 compiles into a kernel
+    # cache of its own (a copy of the shared one), so that the two never write one file at once.
+    rm -rf "$work/nccl-two" "$work/rank1" && mkdir -p "$work/rank1"
+    cp -r "$cache" "$work/rank1/cache"
+    sed "s#$cache#$work/rank1/cache#g; s#$work/cubecl-#$work/rank1/cubecl-#g" "$work/cubecl.toml" > "$work/rank1/cubecl.toml"
+    ranks=()
     for rank in 0 1; do
-      (cd "$work" && WORLD_SIZE=2 RANK=$rank LOCAL_RANK=$rank MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 \
+      if [ "$rank" = 0 ]; then dir=$work; else dir=$work/rank1; fi
+      (cd "$dir" && WORLD_SIZE=2 RANK=$rank LOCAL_RANK=$rank MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 \
         NCCL_HOSTID=rank$rank NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=WARN \
         timeout -k 10 300 "$bin/bench-fusion" nccl-check --cuda-device 0 --elements 67108864 --train \
         --work "$work/nccl-two") > "$out/nccl-rank$rank.txt" 2>&1 &
+      ranks+=($!)
     done
-    wait || true
+    # The two ranks only: the stage's samplers run in the background too.
+    wait "${ranks[@]}" || true
     cat "$out/nccl-rank0.txt" "$out/nccl-rank1.txt" | tee -a "$out/steps.txt"
     losses() { grep -o 'losses .*' "$out/nccl-rank$1.txt" || echo "rank $1: no losses"; }
     if [ "$(losses 0)" = "$(losses 1)" ]; then

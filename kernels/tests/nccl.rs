@@ -31,10 +31,10 @@ fn report_with(vars: &[(&str, &Path)], switch: Option<&str>) -> String {
 #[ignore = "run by the tests below, each in a process of its own"]
 fn report() {
     println!("library: {}", DeviceGroup::library().map_or_else(|e| format!("error: {e}"), |l| format!("found {l}")));
-    let id = DeviceGroup::new_id().map(|_| ()).unwrap_err();
-    println!("new_id: {id}");
-    let join = DeviceGroup::join(&GroupId([0; 128]), 0, 1, 0).map(|_| ()).unwrap_err();
-    println!("join: {join}");
+    // Where NCCL (and a GPU) exist, the calls may succeed: said, not unwrapped.
+    println!("new_id: {}", DeviceGroup::new_id().map_or_else(|e| e, |_| "made".into()));
+    let join = DeviceGroup::join(&GroupId([0; 128]), 0, 1, 0);
+    println!("join: {}", join.map_or_else(|e| e, |_| "joined".into()));
 }
 
 /// The three lines of `report`, each the error `expected`.

@@ -287,10 +287,14 @@ impl Launcher {
             Error::Config(format!("MASTER_PORT={port}: the port after it, where the processes meet, is none"))
         })?;
         let host = required("MASTER_ADDR")?;
+        // An IPv4 address where the name has one (process 0 listens on both where it can).
         let meeting = (host.trim(), port)
             .to_socket_addrs()
             .ok()
-            .and_then(|mut addresses| addresses.next())
+            .and_then(|addresses| {
+                let addresses: Vec<_> = addresses.collect();
+                addresses.iter().find(|a| a.is_ipv4()).or(addresses.first()).copied()
+            })
             .ok_or_else(|| Error::Config(format!("MASTER_ADDR={host}: not an address this machine can resolve")))?;
         Ok(Self::Torchrun { rank, size, local_rank, meeting })
     }

@@ -1,10 +1,11 @@
 //! The meeting of a torchrun-style launch's processes, which have no MPI between them: each
-//! process connects to process 0 at one address, says its rank and a fingerprint of what it
-//! trains, and receives process 0's fingerprint and the device group's id (as torch.distributed's
-//! TCP store hands NCCL's id to every rank). Plain TCP, one message each way.
+//! process connects to process 0 at one address and says its rank and a fingerprint of what it
+//! trains; once every process has, process 0 answers each with its own fingerprint, whether all
+//! agreed, and the device group's id (as torch.distributed's TCP store hands NCCL's id to every
+//! rank). Plain TCP, one message each way.
 
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use kernels::GroupId;
@@ -15,8 +16,11 @@ use crate::error::{Error, Result};
 const MAGIC: &[u8; 8] = b"lerobrs1";
 /// A rank's message: magic, rank (u32) and fingerprint (u64), little-endian.
 const HELLO_LEN: usize = 8 + 4 + 8;
-/// Process 0's answer: magic, fingerprint, whether an id follows (u8), the id.
-const ANSWER_LEN: usize = 8 + 8 + 1 + 128;
+/// Process 0's answer: magic, fingerprint, whether every process agreed (u8), whether an id
+/// follows (u8), the id.
+const ANSWER_LEN: usize = 8 + 8 + 1 + 1 + 128;
+/// How long process 0 waits for a connection's hello (a stray connection holds it no longer).
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What a process brings to the meeting.
 #[derive(Debug, Clone, Copy)]
@@ -42,24 +46,21 @@ pub(crate) fn meet(meeting: &Meeting, offer: Option<GroupId>) -> Result<Option<G
 fn host(meeting: &Meeting, offer: Option<GroupId>) -> Result<()> {
     let port = meeting.address.port();
     let error = |what: String| Error::Replicas(format!("process 0, meeting the others on port {port}: {what}"));
-    let listener = TcpListener::bind((Ipv4Addr::UNSPECIFIED, port)).map_err(|e| error(format!("listening: {e}")))?;
+    // Every interface, IPv6 and IPv4 where the machine has IPv6 (MASTER_ADDR may resolve to
+    // either), IPv4 alone where it has not.
+    let listener = TcpListener::bind((Ipv6Addr::UNSPECIFIED, port))
+        .or_else(|_| TcpListener::bind((Ipv4Addr::UNSPECIFIED, port)))
+        .map_err(|e| error(format!("listening: {e}")))?;
     listener.set_nonblocking(true).map_err(|e| error(e.to_string()))?;
     let deadline = Instant::now() + meeting.timeout;
-    let mut answer = Vec::with_capacity(ANSWER_LEN);
-    answer.extend_from_slice(MAGIC);
-    answer.extend_from_slice(&meeting.fingerprint.to_le_bytes());
-    answer.push(u8::from(offer.is_some()));
-    answer.extend_from_slice(&offer.map_or([0; 128], |id| id.0));
-    let mut met = vec![false; meeting.count];
-    met[0] = true;
-    let mut differing = Vec::new();
-    while met.iter().any(|m| !m) {
+    let mut met: Vec<Option<(TcpStream, u64)>> = (0..meeting.count).map(|_| None).collect();
+    while met.iter().skip(1).any(Option::is_none) {
         let (mut stream, peer) = match listener.accept() {
             Ok(accepted) => accepted,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if Instant::now() >= deadline {
                     let missing: Vec<String> =
-                        met.iter().enumerate().filter(|(_, m)| !**m).map(|(r, _)| r.to_string()).collect();
+                        (1..meeting.count).filter(|&r| met[r].is_none()).map(|r| r.to_string()).collect();
                     return Err(error(format!(
                         "process(es) {} did not arrive within {:?}",
                         missing.join(", "),
@@ -71,18 +72,29 @@ fn host(meeting: &Meeting, offer: Option<GroupId>) -> Result<()> {
             }
             Err(e) => return Err(error(format!("accepting: {e}"))),
         };
-        let Ok((rank, fingerprint)) = read_hello(&mut stream, deadline) else {
+        let Ok((rank, fingerprint)) = read_hello(&mut stream) else {
             tracing::warn!("a connection from {peer} on the processes' meeting port is not one of them: ignored");
             continue;
         };
-        if rank == 0 || rank >= meeting.count || met[rank] {
+        if rank == 0 || rank >= meeting.count || met[rank].is_some() {
             return Err(error(format!("{peer} says it is process {rank}, which is not expected")));
         }
+        met[rank] = Some((stream, fingerprint));
+    }
+    let differing: Vec<String> = met
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.as_ref().is_some_and(|(_, f)| *f != meeting.fingerprint))
+        .map(|(rank, _)| rank.to_string())
+        .collect();
+    let mut answer = Vec::with_capacity(ANSWER_LEN);
+    answer.extend_from_slice(MAGIC);
+    answer.extend_from_slice(&meeting.fingerprint.to_le_bytes());
+    answer.push(u8::from(differing.is_empty()));
+    answer.push(u8::from(offer.is_some()));
+    answer.extend_from_slice(&offer.map_or([0; 128], |id| id.0));
+    for (rank, (stream, _)) in met.iter_mut().enumerate().filter_map(|(r, m)| Some((r, m.as_mut()?))) {
         stream.write_all(&answer).map_err(|e| error(format!("answering process {rank}: {e}")))?;
-        met[rank] = true;
-        if fingerprint != meeting.fingerprint {
-            differing.push(rank.to_string());
-        }
     }
     if !differing.is_empty() {
         return Err(Error::Replicas(format!(
@@ -95,9 +107,9 @@ fn host(meeting: &Meeting, offer: Option<GroupId>) -> Result<()> {
     Ok(())
 }
 
-fn read_hello(stream: &mut TcpStream, deadline: Instant) -> std::io::Result<(usize, u64)> {
+fn read_hello(stream: &mut TcpStream) -> std::io::Result<(usize, u64)> {
     stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(deadline.saturating_duration_since(Instant::now()).max(Duration::from_secs(1))))?;
+    stream.set_read_timeout(Some(HELLO_TIMEOUT))?;
     let mut hello = [0; HELLO_LEN];
     stream.read_exact(&mut hello)?;
     if &hello[..8] != MAGIC {
@@ -141,7 +153,14 @@ fn join(meeting: &Meeting) -> Result<Option<GroupId>> {
             meeting.count
         )));
     }
-    Ok((answer[16] == 1).then(|| GroupId(answer[17..].try_into().expect("128 bytes"))))
+    if answer[16] != 1 {
+        return Err(Error::Replicas(
+            "another process was started with another configuration, dataset or device count than process 0 \
+             (process 0's error says which)"
+                .into(),
+        ));
+    }
+    Ok((answer[17] == 1).then(|| GroupId(answer[18..].try_into().expect("128 bytes"))))
 }
 
 #[cfg(test)]
@@ -186,13 +205,15 @@ mod tests {
     }
 
     #[test]
-    fn a_process_started_otherwise_fails_the_meeting_on_both_sides() {
+    fn a_process_started_otherwise_fails_the_meeting_on_every_process() {
         let outcomes = meet_all(&[7, 8, 7], None);
         let host = outcomes[0].as_ref().unwrap_err().to_string();
         assert!(host.contains("process(es) 1 of 3 were started with another configuration"), "{host}");
         let differing = outcomes[1].as_ref().unwrap_err().to_string();
         assert!(differing.contains("process 1 of 3 was started with another configuration"), "{differing}");
-        assert!(outcomes[2].is_ok());
+        // The process that agreed fails too: none goes on to join a group the others will not.
+        let agreed = outcomes[2].as_ref().unwrap_err().to_string();
+        assert!(agreed.contains("another process was started with another configuration"), "{agreed}");
     }
 
     #[test]

@@ -210,7 +210,21 @@ fn a_torchrun_launch_on_the_cpu_says_it_sums_through_nccl_only() {
                 .unwrap()
         })
         .collect();
-    let outputs: Vec<Output> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    // Killed after two minutes, so that a hang fails the test instead of stalling it.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|mut child| {
+            while child.try_wait().unwrap().is_none() {
+                if Instant::now() > deadline {
+                    child.kill().unwrap();
+                    panic!("a trainer process did not end within two minutes");
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            child.wait_with_output().unwrap()
+        })
+        .collect();
     let said = |rank: usize| String::from_utf8_lossy(&outputs[rank].stderr).into_owned();
     assert!(outputs.iter().all(|o| !o.status.success()), "{}\n{}", said(0), said(1));
     let needs_nccl = "a torchrun-style launch sums gradients through NCCL only, and process 0 has no NCCL group";

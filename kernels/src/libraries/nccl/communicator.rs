@@ -63,53 +63,63 @@ pub(crate) enum Collective {
     Broadcast,
 }
 
-/// The raw communicator, handed to the watchdog's thread: NCCL allows `ncclCommGetAsyncError`
-/// and `ncclCommAbort` from another thread than the one making the collective calls.
-#[derive(Clone, Copy)]
-struct SharedComm(RawComm);
+/// The raw communicator and what ended it, behind one lock: every NCCL call on it is made
+/// holding the lock, so that the watchdog's abort (which frees it) never races another call.
+struct Shared {
+    comm: RawComm,
+    /// What ended the communicator (the watchdog's finding, or a call's), once it failed; the
+    /// communicator is aborted (freed) then.
+    failure: Option<String>,
+}
 
-// SAFETY: see `SharedComm`; the calls that are not thread-safe are made only by the owner.
-unsafe impl Send for SharedComm {}
-// SAFETY: as above.
-unsafe impl Sync for SharedComm {}
+// SAFETY: the raw communicator is only used under `Mutex<Shared>`'s lock (NCCL allows its calls
+// from any thread, one at a time).
+unsafe impl Send for Shared {}
+
+impl Shared {
+    /// Records `error` as what ended the communicator and aborts it (once): its enqueued calls
+    /// return, and its peers' calls fail instead of waiting.
+    fn fail(&mut self, nccl: &Nccl, error: String) {
+        if self.failure.is_none() {
+            tracing::error!("{error}; aborting NCCL's communicator");
+            self.failure = Some(error);
+            // SAFETY: the communicator is live (no failure recorded yet), and the lock is held.
+            unsafe { (nccl.comm_abort)(self.comm) };
+        }
+    }
+}
 
 /// This process's member of a communicator of `size` ranks, one device each.
 pub(crate) struct Communicator {
     nccl: &'static Nccl,
-    comm: SharedComm,
+    shared: Arc<Mutex<Shared>>,
     rank: usize,
     device: usize,
-    /// What ended the communicator (the watchdog's finding, or a call's), once it failed.
-    failure: Arc<Mutex<Option<String>>>,
     stop: Arc<AtomicBool>,
     watchdog: Option<JoinHandle<()>>,
 }
 
 impl Communicator {
-    /// Joins the communicator of group `id` as `rank` of `size`, on CUDA device `device`
-    /// (whose primary context, cubecl's, becomes current). Blocks until every rank joined.
+    /// Joins the communicator of group `id` as `rank` of `size`, on CUDA device `device` (whose
+    /// primary context, cubecl's, is retained for the communicator's life and made current).
+    /// Blocks until every rank joined.
     pub(crate) fn join(id: [u8; 128], rank: usize, size: usize, device: usize) -> Result<Self, String> {
         let nccl = library()?;
         // SAFETY: opening the driver's library runs its initialisers, sound in any process.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
             return Err(format!("rank {rank}: no CUDA driver (libcuda.so.1) on this machine, so no GPU for NCCL"));
         }
-        crate::libraries::cudnn::primary_context_current(device)?;
-        let (ranks, me) = (c_int::try_from(size), c_int::try_from(rank));
-        let (Ok(ranks), Ok(me)) = (ranks, me) else { return Err(format!("rank {rank} of {size}: too many ranks")) };
-        let mut comm: RawComm = std::ptr::null_mut();
-        // SAFETY: `ncclCommInitRank` writes one communicator; the id is passed by value.
-        let result = unsafe { (nccl.comm_init_rank)(&mut comm, ranks, RawUniqueId { internal: id }, me) };
-        check(nccl, result, comm, "ncclCommInitRank").map_err(|e| format!("rank {rank} joining NCCL's group: {e}"))?;
-        let (failure, stop) = (Arc::new(Mutex::new(None)), Arc::new(AtomicBool::new(false)));
-        let watchdog = watch(nccl, SharedComm(comm), rank, Arc::clone(&failure), Arc::clone(&stop))
-            .map_err(|e| format!("rank {rank}: starting NCCL's watchdog: {e}"))?;
-        Ok(Self { nccl, comm: SharedComm(comm), rank, device, failure, stop, watchdog: Some(watchdog) })
+        retain_primary_context(device)?;
+        let joined = init_rank(nccl, id, rank, size, device);
+        if joined.is_err() {
+            release_primary_context(device);
+        }
+        joined
     }
 
     /// What ended the communicator, once something did.
     pub(crate) fn failure(&self) -> Option<String> {
-        self.failure.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.shared.lock().unwrap_or_else(PoisonError::into_inner).failure.clone()
     }
 
     /// The CUDA device this member's calls run on.
@@ -128,11 +138,14 @@ impl Communicator {
         dtype: c_int,
         stream: *mut c_void,
     ) -> Result<(), String> {
-        self.usable()?;
         crate::libraries::cudnn::primary_context_current(self.device)?;
-        let (comm, nccl) = (self.comm.0, self.nccl);
+        let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(failure) = &shared.failure {
+            return Err(failure.clone());
+        }
+        let (comm, nccl) = (shared.comm, self.nccl);
         // SAFETY: the caller holds both buffers of `count` values live on this device until the
-        // stream has run the call; the communicator is live (not destroyed before `Drop`).
+        // stream has run the call; the communicator is live (no failure) and the lock is held.
         let (result, call) = unsafe {
             match collective {
                 Collective::AllReduceSum => {
@@ -143,63 +156,95 @@ impl Communicator {
                 }
             }
         };
-        self.checked(result, call)
-    }
-
-    fn usable(&self) -> Result<(), String> {
-        match self.failure() {
-            Some(failure) => Err(failure),
-            None => Ok(()),
-        }
-    }
-
-    /// `result` of `call`; a failure aborts the communicator (so that no peer waits on it).
-    fn checked(&self, result: c_int, call: &str) -> Result<(), String> {
         if result == SUCCESS || result == IN_PROGRESS {
             return Ok(());
         }
-        let error = format!("rank {}: {call}: {}", self.rank, self.nccl.describe(result, self.comm.0));
-        fail(self.nccl, self.comm, &self.failure, error.clone());
+        let error = format!("rank {}: {call}: {}", self.rank, nccl.describe(result, comm));
+        shared.fail(nccl, error.clone());
         Err(error)
     }
 }
 
-/// Records `error` as what ended the communicator and aborts it (once): its enqueued calls
-/// return, and its peers' calls fail instead of waiting.
-fn fail(nccl: &Nccl, comm: SharedComm, failure: &Mutex<Option<String>>, error: String) {
-    let mut failure = failure.lock().unwrap_or_else(PoisonError::into_inner);
-    if failure.is_none() {
-        tracing::error!("{error}; aborting NCCL's communicator");
-        *failure = Some(error);
-        // SAFETY: the communicator is live; NCCL allows the abort from any thread.
-        unsafe { (nccl.comm_abort)(comm.0) };
+/// `ncclCommInitRank`, then the watchdog; the communicator aborted where the watchdog cannot start.
+fn init_rank(
+    nccl: &'static Nccl,
+    id: [u8; 128],
+    rank: usize,
+    size: usize,
+    device: usize,
+) -> Result<Communicator, String> {
+    let (ranks, me) = (c_int::try_from(size), c_int::try_from(rank));
+    let (Ok(ranks), Ok(me)) = (ranks, me) else { return Err(format!("rank {rank} of {size}: too many ranks")) };
+    let mut comm: RawComm = std::ptr::null_mut();
+    // SAFETY: `ncclCommInitRank` writes one communicator; the id is passed by value; the device's
+    // primary context is current.
+    let result = unsafe { (nccl.comm_init_rank)(&mut comm, ranks, RawUniqueId { internal: id }, me) };
+    check(nccl, result, comm, "ncclCommInitRank").map_err(|e| format!("rank {rank} joining NCCL's group: {e}"))?;
+    let shared = Arc::new(Mutex::new(Shared { comm, failure: None }));
+    let stop = Arc::new(AtomicBool::new(false));
+    match watch(nccl, rank, Arc::clone(&shared), Arc::clone(&stop)) {
+        Ok(watchdog) => Ok(Communicator { nccl, shared, rank, device, stop, watchdog: Some(watchdog) }),
+        Err(e) => {
+            let error = format!("rank {rank}: starting NCCL's watchdog: {e}");
+            shared.lock().unwrap_or_else(PoisonError::into_inner).fail(nccl, error.clone());
+            Err(error)
+        }
     }
 }
 
-/// Starts the thread that asks NCCL every [`WATCH_EVERY`] whether `comm` failed (a peer died, the
-/// network failed) and aborts it then, until `stop`.
+/// Initialises the driver and retains `device`'s primary context (cubecl's), current on this
+/// thread: NCCL's communicator is made in it, and it must outlive the communicator even where
+/// cubecl has not used the device yet.
+fn retain_primary_context(device: usize) -> Result<(), String> {
+    use crate::libraries::cudnn::driver;
+    let ordinal = c_int::try_from(device).map_err(|_| format!("no CUDA device {device}"))?;
+    // SAFETY: `cuInit` may be called any number of times; the device is checked by `get`.
+    unsafe {
+        cudarc::driver::result::init().map_err(driver)?;
+        let context =
+            cudarc::driver::result::primary_ctx::retain(cudarc::driver::result::device::get(ordinal).map_err(driver)?)
+                .map_err(driver)?;
+        cudarc::driver::result::ctx::set_current(context).map_err(driver)?;
+    }
+    Ok(())
+}
+
+/// Releases what [`retain_primary_context`] retained.
+fn release_primary_context(device: usize) {
+    let Ok(ordinal) = c_int::try_from(device) else { return };
+    // SAFETY: the context was retained by `retain_primary_context` for this device.
+    unsafe {
+        if let Ok(handle) = cudarc::driver::result::device::get(ordinal) {
+            let _ = cudarc::driver::result::primary_ctx::release(handle);
+        }
+    }
+}
+
+/// Starts the thread that asks NCCL every [`WATCH_EVERY`] whether the communicator failed (a peer
+/// died, the network failed) and aborts it then, until `stop`. It skips a turn while a call holds
+/// the lock.
 fn watch(
     nccl: &'static Nccl,
-    comm: SharedComm,
     rank: usize,
-    failure: Arc<Mutex<Option<String>>>,
+    shared: Arc<Mutex<Shared>>,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new().name(format!("nccl-watchdog-{rank}")).spawn(move || {
         while !stop.load(Ordering::SeqCst) {
             std::thread::sleep(WATCH_EVERY);
-            if failure.lock().unwrap_or_else(PoisonError::into_inner).is_some() {
+            let Ok(mut shared) = shared.try_lock() else { continue };
+            if shared.failure.is_some() {
                 return;
             }
             let mut state = SUCCESS;
-            // SAFETY: the communicator is live until `stop` is set and this thread joined.
-            let result = unsafe { (nccl.comm_get_async_error)(comm.0, &mut state) };
+            // SAFETY: the communicator is live (no failure recorded) and the lock is held.
+            let result = unsafe { (nccl.comm_get_async_error)(shared.comm, &mut state) };
             let error = match (result, state) {
                 (SUCCESS, SUCCESS | IN_PROGRESS) => continue,
-                (SUCCESS, state) => nccl.describe(state, comm.0),
-                (result, _) => nccl.describe(result, comm.0),
+                (SUCCESS, state) => nccl.describe(state, shared.comm),
+                (result, _) => nccl.describe(result, shared.comm),
             };
-            fail(nccl, comm, &failure, format!("rank {rank}: NCCL's communicator failed (a peer ended?): {error}"));
+            shared.fail(nccl, format!("rank {rank}: NCCL's communicator failed (a peer ended?): {error}"));
             return;
         }
     })
@@ -211,10 +256,15 @@ impl Drop for Communicator {
         if let Some(watchdog) = self.watchdog.take() {
             let _ = watchdog.join();
         }
-        if self.failure().is_none() {
+        let shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        if shared.failure.is_none() {
             // SAFETY: the communicator is live and no call on it is running (its owner is
-            // dropping it, the watchdog has ended); an aborted one was freed by the abort.
-            unsafe { (self.nccl.comm_destroy)(self.comm.0) };
+            // dropping it, the watchdog has ended). The run's last call was read back to the
+            // host, so nothing is outstanding for NCCL to wait on; an aborted one was freed by the
+            // abort.
+            unsafe { (self.nccl.comm_destroy)(shared.comm) };
         }
+        drop(shared);
+        release_primary_context(self.device);
     }
 }

@@ -30,8 +30,9 @@ pub(super) const IN_PROGRESS: c_int = 7;
 /// `ncclSum`.
 pub(super) const SUM: c_int = 0;
 
-/// The oldest NCCL taken: 2.12 (2022) has every call used here, `ncclGetLastError` among them.
-const OLDEST: c_int = 21200;
+/// The oldest NCCL taken: 2.14 (2022) has every call used here (`ncclGetLastError` came in
+/// 2.13), and its `ncclCommDestroy` flushes the communicator's own calls first.
+const OLDEST: c_int = 21400;
 
 /// NCCL's entry points, resolved from the library this process opened (kept open for its life).
 pub(super) struct Nccl {
@@ -137,9 +138,9 @@ fn open(file: &std::ffi::OsStr, origin: &str) -> Result<Nccl, String> {
     macro_rules! symbol {
         ($name:literal) => {
             // SAFETY: the symbol is NCCL's C function of that name, whose signature the field
-            // it is stored in states (nccl.h, stable since 2.12).
+            // it is stored in states (nccl.h, stable since 2.14).
             *unsafe { library.get(concat!($name, "\0").as_bytes()) }
-                .map_err(|e| format!("{origin} is not NCCL 2.12 or later: {} is missing ({e})", $name))?
+                .map_err(|e| format!("{origin} is not NCCL 2.14 or later: {} is missing ({e})", $name))?
         };
     }
     let get_version: unsafe extern "C" fn(*mut c_int) -> c_int = symbol!("ncclGetVersion");
@@ -147,7 +148,7 @@ fn open(file: &std::ffi::OsStr, origin: &str) -> Result<Nccl, String> {
     // SAFETY: `ncclGetVersion` writes one int.
     let result = unsafe { get_version(&mut version) };
     if result != SUCCESS || version < OLDEST {
-        return Err(format!("{origin} is NCCL {version} (code {result}): NCCL 2.12 or later needed"));
+        return Err(format!("{origin} is NCCL {version} (code {result}): NCCL 2.14 or later needed"));
     }
     Ok(Nccl {
         version,

@@ -57,7 +57,7 @@ mod built {
     use burn::backend::Autodiff;
     use burn::prelude::*;
     use burn::tensor::{DType, Distribution, TensorPrimitive};
-    use kernels::{CollectiveKernels, DeviceGroup};
+    use kernels::{Collective, CollectiveKernels, DeviceGroup};
     use serde_json::json;
 
     use super::NcclCheckArgs;
@@ -100,11 +100,16 @@ mod built {
         Ok(())
     }
 
-    fn sum(group: &DeviceGroup, tensor: Tensor<Cuda, 1>) -> Result<Tensor<Cuda, 1>> {
-        let reduced = Cuda::group_all_reduce_sum(tensor.into_primitive().tensor(), group)
+    /// `collective` of `tensor` over `group`'s ranks.
+    fn call(group: &DeviceGroup, tensor: Tensor<Cuda, 1>, collective: Collective) -> Result<Tensor<Cuda, 1>> {
+        let done = Cuda::group_collective(tensor.into_primitive().tensor(), group, collective)
             .context("this backend has no device group")?
             .map_err(anyhow::Error::msg)?;
-        Ok(Tensor::from_primitive(TensorPrimitive::Float(reduced)))
+        Ok(Tensor::from_primitive(TensorPrimitive::Float(done)))
+    }
+
+    fn sum(group: &DeviceGroup, tensor: Tensor<Cuda, 1>) -> Result<Tensor<Cuda, 1>> {
+        call(group, tensor, Collective::AllReduceSum)
     }
 
     /// Rank `r` holds `r + 1 + (i mod 7)` at `i`: the sum is `n(n+1)/2 + n·(i mod 7)`, exact.
@@ -133,10 +138,8 @@ mod built {
         };
         let rank_0s = bits(draw(0))?;
         let mine = draw(group.rank() as u64);
-        let received = Cuda::group_broadcast(mine.clone().into_primitive().tensor(), group)
-            .context("this backend has no device group")?
-            .map_err(anyhow::Error::msg)?;
-        ensure!(bits(Tensor::from_primitive(TensorPrimitive::Float(received)))? == rank_0s, "not rank 0's bits");
+        let received = call(group, mine.clone(), Collective::Broadcast)?;
+        ensure!(bits(received)? == rank_0s, "not rank 0's bits");
         if group.size() == 1 {
             ensure!(bits(sum(group, mine.clone())?)? == bits(mine)?, "a world of one's sum changed the values");
             return Ok(format!("{len} values to the bit; a world of one's sum is its values, to the bit"));

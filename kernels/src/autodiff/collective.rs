@@ -6,21 +6,18 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
 
-use crate::{CollectiveKernels, DeviceGroup, Kernels};
+use crate::{Collective, CollectiveKernels, DeviceGroup, Kernels};
 
 impl<B: Kernels, C: CheckpointStrategy> CollectiveKernels for Autodiff<B, C> {
     fn group_device(device: &Self::Device) -> Option<usize> {
         B::group_device(device)
     }
 
-    fn group_all_reduce_sum(
+    fn group_collective(
         tensor: FloatTensor<Self>,
         group: &DeviceGroup,
+        collective: Collective,
     ) -> Option<Result<FloatTensor<Self>, String>> {
-        B::group_all_reduce_sum(Self::inner(tensor), group).map(|r| r.map(Self::from_inner))
-    }
-
-    fn group_broadcast(tensor: FloatTensor<Self>, group: &DeviceGroup) -> Option<Result<FloatTensor<Self>, String>> {
-        B::group_broadcast(Self::inner(tensor), group).map(|r| r.map(Self::from_inner))
+        B::group_collective(Self::inner(tensor), group, collective).map(|r| r.map(Self::from_inner))
     }
 }

@@ -4,7 +4,7 @@
 use burn::tensor::ops::FloatTensor;
 use burn_cubecl::{BoolElement, CubeBackend, FloatElement, IntElement};
 
-use crate::{CollectiveKernels, DeviceGroup, RuntimeLibraries};
+use crate::{Collective, CollectiveKernels, DeviceGroup, RuntimeLibraries};
 
 impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> CollectiveKernels
     for CubeBackend<R, F, I, BT>
@@ -13,14 +13,11 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Colle
         R::group_device(device)
     }
 
-    fn group_all_reduce_sum(
+    fn group_collective(
         tensor: FloatTensor<Self>,
         group: &DeviceGroup,
+        collective: Collective,
     ) -> Option<Result<FloatTensor<Self>, String>> {
-        R::group_all_reduce_sum(tensor, group)
-    }
-
-    fn group_broadcast(tensor: FloatTensor<Self>, group: &DeviceGroup) -> Option<Result<FloatTensor<Self>, String>> {
-        R::group_broadcast(tensor, group)
+        R::group_collective(tensor, group, collective)
     }
 }

@@ -7,7 +7,7 @@ use burn_fusion::stream::OperationStreams;
 use burn_fusion::{Fusion, FusionBackend};
 use burn_ir::{InitOperationIr, OperationIr, OperationOutput};
 
-use crate::{CollectiveKernels, DeviceGroup, Kernels};
+use crate::{Collective, CollectiveKernels, DeviceGroup, Kernels};
 
 /// `tensor` resolved to the inner backend's, after `call`, registered again with fusion; `None`
 /// where the inner backend has no device groups (checked first: nothing is resolved then).
@@ -35,14 +35,11 @@ impl<B: FusionBackend + Kernels> CollectiveKernels for Fusion<B> {
         B::group_device(device)
     }
 
-    fn group_all_reduce_sum(
+    fn group_collective(
         tensor: FloatTensor<Self>,
         group: &DeviceGroup,
+        collective: Collective,
     ) -> Option<Result<FloatTensor<Self>, String>> {
-        through_inner::<B>(tensor, |inner| B::group_all_reduce_sum(inner, group))
-    }
-
-    fn group_broadcast(tensor: FloatTensor<Self>, group: &DeviceGroup) -> Option<Result<FloatTensor<Self>, String>> {
-        through_inner::<B>(tensor, |inner| B::group_broadcast(inner, group))
+        through_inner::<B>(tensor, |inner| B::group_collective(inner, group, collective))
     }
 }

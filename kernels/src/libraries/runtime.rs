@@ -8,7 +8,7 @@ use burn::tensor::{DType, Shape};
 use burn_cubecl::CubeRuntime;
 use burn_cubecl::tensor::CubeTensor;
 
-use crate::DeviceGroup;
+use crate::{Collective, DeviceGroup};
 
 /// A cubecl runtime's vendor libraries. Each method returns `None` where there is none, or it
 /// does not take the problem: the caller runs burn's operation then.
@@ -80,15 +80,13 @@ pub trait RuntimeLibraries: CubeRuntime {
         None
     }
 
-    /// `tensor` summed over `group`'s ranks, on the device's stream.
-    fn group_all_reduce_sum(tensor: CubeTensor<Self>, group: &DeviceGroup) -> Option<Result<CubeTensor<Self>, String>> {
-        let _ = (tensor, group);
-        None
-    }
-
-    /// Rank 0's `tensor` on every rank of `group`, on the device's stream.
-    fn group_broadcast(tensor: CubeTensor<Self>, group: &DeviceGroup) -> Option<Result<CubeTensor<Self>, String>> {
-        let _ = (tensor, group);
+    /// `collective` of `tensor` over `group`'s ranks, on the device's stream.
+    fn group_collective(
+        tensor: CubeTensor<Self>,
+        group: &DeviceGroup,
+        collective: Collective,
+    ) -> Option<Result<CubeTensor<Self>, String>> {
+        let _ = (tensor, group, collective);
         None
     }
 }
@@ -164,14 +162,11 @@ impl RuntimeLibraries for cubecl::cuda::CudaRuntime {
     }
 
     #[cfg(feature = "nccl")]
-    fn group_all_reduce_sum(tensor: CubeTensor<Self>, group: &DeviceGroup) -> Option<Result<CubeTensor<Self>, String>> {
-        use super::nccl::{Collective, run};
-        Some(run(tensor, &group.communicator, Collective::AllReduceSum))
-    }
-
-    #[cfg(feature = "nccl")]
-    fn group_broadcast(tensor: CubeTensor<Self>, group: &DeviceGroup) -> Option<Result<CubeTensor<Self>, String>> {
-        use super::nccl::{Collective, run};
-        Some(run(tensor, &group.communicator, Collective::Broadcast))
+    fn group_collective(
+        tensor: CubeTensor<Self>,
+        group: &DeviceGroup,
+        collective: Collective,
+    ) -> Option<Result<CubeTensor<Self>, String>> {
+        Some(super::nccl::run(tensor, &group.communicator, collective))
     }
 }

@@ -6,6 +6,8 @@
 use burn::prelude::*;
 use burn::tensor::ops::FloatTensor;
 
+pub use super::collective_call::Collective;
+
 /// The id of a [`DeviceGroup`]: made by its rank 0 ([`DeviceGroup::new_id`]) and handed to every
 /// other rank (over MPI, or a socket) before they all [`DeviceGroup::join`].
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -102,20 +104,15 @@ pub trait CollectiveKernels: Backend {
         None
     }
 
-    /// The sum of `tensor` (1-D, f32, f16 or bf16) over `group`'s ranks, the same bits on every
-    /// rank, enqueued on the device's stream (in place where the tensor's buffer is its own);
-    /// `None` where this backend has no device groups.
-    fn group_all_reduce_sum(
+    /// `collective` of `tensor` (1-D, f32, f16 or bf16) over `group`'s ranks, enqueued on the
+    /// device's stream (in place where the tensor's buffer is its own); `None` where this backend
+    /// has no device groups.
+    fn group_collective(
         tensor: FloatTensor<Self>,
         group: &DeviceGroup,
+        collective: Collective,
     ) -> Option<Result<FloatTensor<Self>, String>> {
-        let _ = (tensor, group);
-        None
-    }
-
-    /// Rank 0's `tensor` on every rank of `group`, as [`CollectiveKernels::group_all_reduce_sum`].
-    fn group_broadcast(tensor: FloatTensor<Self>, group: &DeviceGroup) -> Option<Result<FloatTensor<Self>, String>> {
-        let _ = (tensor, group);
+        let _ = (tensor, group, collective);
         None
     }
 }

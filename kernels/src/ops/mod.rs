@@ -10,6 +10,7 @@
 pub mod activation;
 pub mod adam;
 pub mod collective;
+pub mod collective_call;
 pub mod convolution;
 pub mod elements;
 pub mod frames;

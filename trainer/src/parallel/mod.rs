@@ -27,12 +27,13 @@ use std::time::Duration;
 use burn::prelude::*;
 use burn::tensor::TensorPrimitive;
 use burn::tensor::backend::{DeviceId, DeviceOps};
-use kernels::{DeviceGroup, Kernels};
+use kernels::{Collective, DeviceGroup, Kernels};
 
 use crate::error::{Error, Result};
 
 mod collective;
 mod device_group;
+mod disagreement;
 mod processes;
 mod rendezvous;
 
@@ -122,23 +123,19 @@ impl Replica {
         Ok(())
     }
 
-    /// `call` made on the device group, where this replica has one (`None` otherwise).
+    /// `collective` of `tensor` made on `group`.
     fn through_group<B: Kernels>(
         &self,
         tensor: Tensor<B, 1>,
-        what: &str,
-        call: impl FnOnce(
-            burn::tensor::ops::FloatTensor<B>,
-            &DeviceGroup,
-        ) -> Option<std::result::Result<burn::tensor::ops::FloatTensor<B>, String>>,
-    ) -> Option<Result<Tensor<B, 1>>> {
-        let group = self.group.as_ref()?;
-        let done = call(tensor.into_primitive().tensor(), group)
+        group: &DeviceGroup,
+        collective: Collective,
+    ) -> Result<Tensor<B, 1>> {
+        let done = B::group_collective(tensor.into_primitive().tensor(), group, collective)
             .unwrap_or_else(|| Err("this backend has no device group (NCCL needs burn's cuda backend)".into()));
-        Some(match done {
+        match done {
             Ok(tensor) => Ok(Tensor::from_primitive(TensorPrimitive::Float(tensor))),
-            Err(e) => Err(self.collective_error(what, e)),
-        })
+            Err(e) => Err(self.collective_error(collective.name(), e)),
+        }
     }
 
     fn collective_error(&self, what: &str, error: String) -> Error {
@@ -165,8 +162,8 @@ impl Replica {
             return Ok(tensor);
         }
         self.check()?;
-        if self.group.is_some() {
-            return self.through_group(tensor, "NCCL's all-reduce", B::group_all_reduce_sum).expect("a group");
+        if let Some(group) = &self.group {
+            return self.through_group(tensor, group, Collective::AllReduceSum);
         }
         let mut tensor = tensor;
         if self.local_size > 1 {
@@ -200,8 +197,8 @@ impl Replica {
             return Ok(tensor);
         }
         self.check()?;
-        if self.group.is_some() {
-            return self.through_group(tensor, "NCCL's broadcast", B::group_broadcast).expect("a group");
+        if let Some(group) = &self.group {
+            return self.through_group(tensor, group, Collective::Broadcast);
         }
         let sent = match (self.local_rank, self.processes.count()) {
             (0, 1) => Some(tensor),

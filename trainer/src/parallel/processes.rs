@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use kernels::GroupId;
 
+use super::disagreement::{another_started_otherwise, started_otherwise};
 use super::rendezvous::{Meeting, meet};
 use crate::error::{Error, Result};
 
@@ -90,7 +91,7 @@ impl Processes {
         match self.channel {
             Channel::Alone => Ok(offer),
             Channel::Mpi => {
-                self.check_same(fingerprint, "configuration, dataset or device count")?;
+                self.check_same(fingerprint)?;
                 let mut sent = [0u8; 129];
                 if let Some(id) = offer.filter(|_| self.is_main()) {
                     sent[0] = 1;
@@ -109,19 +110,14 @@ impl Processes {
 
     /// Fails, on every process, unless every process has the same `value` as process 0 (a
     /// fingerprint of its arguments); the error says which processes differ.
-    fn check_same(&self, value: u64, what: &str) -> Result<()> {
+    fn check_same(&self, value: u64) -> Result<()> {
         if self.count == 1 {
             return Ok(());
         }
         let (mine_differs, any_differs) = mpi_calls::compare_with_first(value).map_err(Error::Replicas)?;
         match (mine_differs, any_differs) {
-            (true, _) => Err(Error::Replicas(format!(
-                "process {} of {} was started with another {what} than process 0: every process of a run must be",
-                self.rank, self.count
-            ))),
-            (false, true) => Err(Error::Replicas(format!(
-                "another process was started with another {what} than process 0 (its own error says which)"
-            ))),
+            (true, _) => Err(started_otherwise(self.rank, self.count)),
+            (false, true) => Err(another_started_otherwise()),
             (false, false) => Ok(()),
         }
     }
@@ -234,15 +230,7 @@ impl Launcher {
     const MPI_SIZES: [&'static str; 3] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"];
 
     fn detect(var: impl Fn(&str) -> Option<String>) -> Result<Self> {
-        let size = |name: &str| -> Result<Option<usize>> {
-            var(name)
-                .map(|v| {
-                    v.trim()
-                        .parse::<usize>()
-                        .map_err(|_| Error::Config(format!("the environment variable {name}={v} is not a count")))
-                })
-                .transpose()
-        };
+        let size = |name: &str| var(name).map(|v| parse_variable(name, &v, "a count")).transpose();
         let mut mpi = None;
         for name in Self::MPI_SIZES {
             if let Some(n) = size(name)? {
@@ -271,13 +259,7 @@ impl Launcher {
                 ))
             })
         };
-        let number = |name: &str| -> Result<usize> {
-            let value = required(name)?;
-            value
-                .trim()
-                .parse()
-                .map_err(|_| Error::Config(format!("the environment variable {name}={value} is not a number")))
-        };
+        let number = |name: &str| parse_variable(name, &required(name)?, "a number");
         let (rank, local_rank, port) = (number("RANK")?, number("LOCAL_RANK")?, number("MASTER_PORT")?);
         if rank >= size {
             return Err(Error::Config(format!("RANK={rank} but WORLD_SIZE={size}: a rank is below the size")));
@@ -298,6 +280,11 @@ impl Launcher {
             .ok_or_else(|| Error::Config(format!("MASTER_ADDR={host}: not an address this machine can resolve")))?;
         Ok(Self::Torchrun { rank, size, local_rank, meeting })
     }
+}
+
+/// The environment variable `name`'s `value` as a number, or an error saying it is not `what`.
+fn parse_variable(name: &str, value: &str, what: &str) -> Result<usize> {
+    value.trim().parse().map_err(|_| Error::Config(format!("the environment variable {name}={value} is not {what}")))
 }
 
 /// MPI's calls, with the `mpi` feature (Open MPI from Debian's packages, through the `mpi` crate).

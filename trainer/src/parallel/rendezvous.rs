@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use kernels::GroupId;
 
+use super::disagreement::{another_started_otherwise, others_started_otherwise, started_otherwise};
 use crate::error::{Error, Result};
 
 /// The first bytes of each message: a stray connection is refused, not misread.
@@ -81,11 +82,11 @@ fn host(meeting: &Meeting, offer: Option<GroupId>) -> Result<()> {
         }
         met[rank] = Some((stream, fingerprint));
     }
-    let differing: Vec<String> = met
+    let differing: Vec<usize> = met
         .iter()
         .enumerate()
         .filter(|(_, m)| m.as_ref().is_some_and(|(_, f)| *f != meeting.fingerprint))
-        .map(|(rank, _)| rank.to_string())
+        .map(|(rank, _)| rank)
         .collect();
     let mut answer = Vec::with_capacity(ANSWER_LEN);
     answer.extend_from_slice(MAGIC);
@@ -97,12 +98,7 @@ fn host(meeting: &Meeting, offer: Option<GroupId>) -> Result<()> {
         stream.write_all(&answer).map_err(|e| error(format!("answering process {rank}: {e}")))?;
     }
     if !differing.is_empty() {
-        return Err(Error::Replicas(format!(
-            "process(es) {} of {} were started with another configuration, dataset or device count than process 0: \
-             every process of a run must be",
-            differing.join(", "),
-            meeting.count
-        )));
+        return Err(others_started_otherwise(&differing, meeting.count));
     }
     Ok(())
 }
@@ -147,18 +143,10 @@ fn join(meeting: &Meeting) -> Result<Option<GroupId>> {
         return Err(error("its answer is not process 0's (another program on that port?)".into()));
     }
     if u64::from_le_bytes(answer[8..16].try_into().expect("8 bytes")) != meeting.fingerprint {
-        return Err(Error::Replicas(format!(
-            "process {rank} of {} was started with another configuration, dataset or device count than process 0: \
-             every process of a run must be",
-            meeting.count
-        )));
+        return Err(started_otherwise(rank, meeting.count));
     }
     if answer[16] != 1 {
-        return Err(Error::Replicas(
-            "another process was started with another configuration, dataset or device count than process 0 \
-             (process 0's error says which)"
-                .into(),
-        ));
+        return Err(another_started_otherwise());
     }
     Ok((answer[17] == 1).then(|| GroupId(answer[18..].try_into().expect("128 bytes"))))
 }

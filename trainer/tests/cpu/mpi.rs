@@ -63,19 +63,26 @@ fn mpirun(dir: &Path, programs: &[Vec<String>]) -> Output {
         .stdin(Stdio::null())
         .spawn()
         .expect("mpirun (Open MPI: apt-get install openmpi-bin, as scripts/install-debian-packages.sh does)");
-    let deadline = Instant::now() + Duration::from_secs(300);
-    let status = loop {
+    let Some(status) = ended_by(&mut child, Instant::now() + Duration::from_secs(300)) else {
+        panic!("mpirun did not end within five minutes: {}", std::fs::read_to_string(&err).unwrap());
+    };
+    Output { status, stdout: std::fs::read(out).unwrap(), stderr: std::fs::read(err).unwrap() }
+}
+
+/// `child`'s exit status once it ends, or `None` (it killed) where it has not by `deadline`, so
+/// that a hang fails a test instead of stalling it.
+fn ended_by(child: &mut std::process::Child, deadline: Instant) -> Option<std::process::ExitStatus> {
+    loop {
         if let Some(status) = child.try_wait().unwrap() {
-            break status;
+            return Some(status);
         }
         if Instant::now() > deadline {
             child.kill().unwrap();
             child.wait().unwrap();
-            panic!("mpirun did not end within five minutes: {}", std::fs::read_to_string(&err).unwrap());
+            return None;
         }
         std::thread::sleep(Duration::from_millis(100));
-    };
-    Output { status, stdout: std::fs::read(out).unwrap(), stderr: std::fs::read(err).unwrap() }
+    }
 }
 
 /// Every process trains from the same `--config_path` with `extra` arguments.
@@ -210,18 +217,11 @@ fn a_torchrun_launch_on_the_cpu_says_it_sums_through_nccl_only() {
                 .unwrap()
         })
         .collect();
-    // Killed after two minutes, so that a hang fails the test instead of stalling it.
     let deadline = Instant::now() + Duration::from_secs(120);
     let outputs: Vec<Output> = children
         .into_iter()
         .map(|mut child| {
-            while child.try_wait().unwrap().is_none() {
-                if Instant::now() > deadline {
-                    child.kill().unwrap();
-                    panic!("a trainer process did not end within two minutes");
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            assert!(ended_by(&mut child, deadline).is_some(), "a trainer process did not end within two minutes");
             child.wait_with_output().unwrap()
         })
         .collect();

@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use burn::tensor::DType;
 
+use crate::ops::collective_call::Collective;
+
 use super::library::{IN_PROGRESS, Nccl, RawComm, RawUniqueId, SUCCESS, status};
 
 /// How often the watchdog asks NCCL whether the communicator failed (PyTorch's asks as often).
@@ -52,15 +54,6 @@ pub(crate) fn data_type(dtype: DType) -> Option<c_int> {
         DType::BF16 => Some(9),
         _ => None,
     }
-}
-
-/// Which collective call.
-#[derive(Clone, Copy)]
-pub(crate) enum Collective {
-    /// The sum over the ranks.
-    AllReduceSum,
-    /// Rank 0's values.
-    Broadcast,
 }
 
 /// The raw communicator and what ended it, behind one lock: every NCCL call on it is made

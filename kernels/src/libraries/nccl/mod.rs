@@ -11,5 +11,5 @@ mod communicator;
 mod library;
 mod tensors;
 
-pub(crate) use communicator::{Collective, Communicator, describe_library, new_id};
+pub(crate) use communicator::{Communicator, describe_library, new_id};
 pub(crate) use tensors::run;

@@ -4,9 +4,10 @@
 use burn::tensor::TensorMetadata;
 use burn_cubecl::kernel::into_contiguous;
 
-use super::communicator::{Collective, Communicator, data_type};
+use super::communicator::{Communicator, data_type};
 use crate::cube::tensors::empty_like;
 use crate::libraries::cudnn::{CudaTensor, buffers, ptr};
+use crate::ops::collective_call::Collective;
 
 /// `tensor` after `collective` over `communicator`'s ranks, enqueued on burn's stream: its own
 /// buffer where no other tensor shares it, a new one otherwise.

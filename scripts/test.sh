@@ -7,11 +7,12 @@ cd "$(dirname "$0")/.."
 # SVT-AV1 prints a banner on stderr for every encoder the synthetic writer opens.
 export SVT_LOG="${SVT_LOG:-1}"
 
-# TensorBoard's own reader checks our event files (trainer/tests/tensorboard.rs).
+# TensorBoard's own reader checks our event files (trainer/tests/tensorboard.rs); moto's S3
+# server serves a streamed dataset (datasets/tests/stream.rs).
 venv=target/test-python
-if ! "$venv/bin/python" -c "import tensorboard" 2>/dev/null; then
+if ! "$venv/bin/python" -c "import tensorboard, moto.server" 2>/dev/null; then
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "tensorboard==2.20.0"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "tensorboard==2.20.0" "moto[server]==5.2.5"
 fi
 export TEST_PYTHON="$PWD/$venv/bin/python"
 
@@ -48,6 +49,7 @@ cargo clippy --release --workspace --all-targets --locked "${gpu[@]}" --no-defau
 tests=(--features trainer/mpi)
 cargo test --workspace --release --locked "${tests[@]}"
 cargo test --workspace --release --locked "${tests[@]}" --test tensorboard -- --ignored
+cargo test --release --locked -p datasets --test stream -- --ignored
 # The Python wheel (python/): built by maturin from the same release build, installed in a fresh
 # virtual environment with numpy only (and pytest), and tested there (python/tests).
 "$venv/bin/pip" install --quiet --disable-pip-version-check "maturin==1.9.4"

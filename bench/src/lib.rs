@@ -6,6 +6,8 @@
 #[cfg(feature = "cudnn")]
 mod cudnn_check;
 mod dataset_source;
+#[cfg(feature = "stream")]
+mod file_server;
 pub mod gpu_check;
 mod loader_bench;
 mod nccl_check;

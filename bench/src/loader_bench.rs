@@ -72,6 +72,20 @@ pub struct LoaderArgs {
     /// Folder for the JSON, CSV and SVG results.
     #[arg(long, default_value = "target/bench")]
     pub out: PathBuf,
+    /// Stream the datasets (`--root` is then a URL: s3://, gs://, az://, https://, file://) as
+    /// the trainer's --dataset.streaming does.
+    #[arg(long)]
+    pub streaming: bool,
+    /// Serve each --root folder over HTTP on 127.0.0.1 with this much latency per request, and
+    /// stream it from there (implies --streaming).
+    #[arg(long)]
+    pub serve_latency_ms: Option<f64>,
+    /// The served link's bandwidth, in Mb/s (with --serve-latency-ms).
+    #[arg(long, default_value_t = 1000.0, requires = "serve_latency_ms")]
+    pub serve_mbit: f64,
+    /// The streamed videos' buffer, in MB.
+    #[arg(long, default_value_t = 2000)]
+    pub streaming_buffer_mb: usize,
 }
 
 /// One measured configuration.
@@ -190,8 +204,16 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
     }
     let opened = Instant::now();
     let mut parts = Vec::with_capacity(roots.len());
+    let mut streams = Vec::new();
     for (name, root) in &roots {
-        parts.push((name.clone(), Arc::new(Dataset::open(root)?)));
+        let dataset = if args.streaming || args.serve_latency_ms.is_some() {
+            let (dataset, files) = open_streamed(args, root)?;
+            streams.push(files);
+            dataset
+        } else {
+            Dataset::open(root)?
+        };
+        parts.push((name.clone(), Arc::new(dataset)));
     }
     let datasets = DatasetSet::new(parts)?;
     let open_s = opened.elapsed().as_secs_f64();
@@ -250,6 +272,7 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
             }
             let elapsed = window.elapsed().as_secs_f64();
             let counters = loader.decode_counters();
+            print_stream_counters(&streams, samples + batch_size);
             let samples_per_s = samples as f64 / elapsed;
             let cell = Cell {
                 workers,
@@ -295,6 +318,56 @@ pub fn run(args: &LoaderArgs) -> Result<LoaderReport> {
     write_outputs(&args.out, &report)?;
     Ok(report)
 }
+
+/// Opens the dataset at `root` streamed: from the URL, or from the folder served with the link
+/// `--serve-*` asks for. Returns the stream too, for its counters.
+#[cfg(feature = "stream")]
+fn open_streamed(args: &LoaderArgs, root: &Path) -> Result<(Dataset, Arc<datasets::remote::RemoteFiles>)> {
+    use datasets::remote::{RemoteFiles, RemoteRoot, StreamOptions};
+    let url = match args.serve_latency_ms {
+        Some(ms) => {
+            let link = crate::file_server::Link {
+                latency: std::time::Duration::from_secs_f64(ms / 1e3),
+                bytes_per_s: args.serve_mbit * 1e6 / 8.0,
+            };
+            let server = crate::file_server::FileServer::serve(root, link)?;
+            eprintln!("serving {} at {} ({ms} ms a request, {} Mb/s)", root.display(), server.url, args.serve_mbit);
+            server.url
+        }
+        None => root.to_string_lossy().into_owned(),
+    };
+    let options = StreamOptions { buffer_bytes: args.streaming_buffer_mb << 20, ..StreamOptions::default() };
+    let files = RemoteFiles::connect(RemoteRoot::parse(&url)?, options)?;
+    let mirror = args.out.join("stream-mirror");
+    let dataset = Dataset::open_streaming(Arc::clone(&files), &mirror, Default::default(), None)?;
+    Ok((dataset, files))
+}
+
+/// Without the `stream` feature: says how to get it.
+#[cfg(not(feature = "stream"))]
+fn open_streamed(_args: &LoaderArgs, root: &Path) -> Result<(Dataset, Arc<()>)> {
+    anyhow::bail!("{}: --streaming needs bench built with the `stream` feature (a default one)", root.display())
+}
+
+/// The streams' requests, bytes and retries so far, per sample delivered.
+#[cfg(feature = "stream")]
+fn print_stream_counters(streams: &[Arc<datasets::remote::RemoteFiles>], samples: usize) {
+    for files in streams {
+        let c = files.counters();
+        eprintln!(
+            "  stream {}: {} requests, {:.1} MB ({:.1} kB a sample), {} retries, buffer peak {:.1} MB",
+            files.root().url(),
+            c.requests,
+            c.bytes as f64 / 1e6,
+            c.bytes as f64 / 1e3 / samples.max(1) as f64,
+            c.retries,
+            c.peak_buffer_bytes as f64 / 1e6
+        );
+    }
+}
+
+#[cfg(not(feature = "stream"))]
+fn print_stream_counters(_streams: &[Arc<()>], _samples: usize) {}
 
 const HEADER: [&str; 11] = [
     "workers",

@@ -132,6 +132,10 @@ pub fn run(args: &SweepArgs) -> Result<SweepReport> {
             horizon: 16,
             drop_n_last_frames: 7,
             out: args.out.clone(),
+            streaming: false,
+            serve_latency_ms: None,
+            serve_mbit: 1000.0,
+            streaming_buffer_mb: 2000,
         })
     };
     eprintln!("loader, from the dataset's files");

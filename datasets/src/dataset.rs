@@ -11,6 +11,7 @@ use crate::meta::info::{DatasetInfo, INFO_PATH};
 use crate::meta::paths::join_under;
 use crate::meta::tasks::read_tasks;
 use crate::sample::{Sample, Tensor, Values};
+use crate::source::FileSource;
 use crate::stats::{Stats, read_stats};
 use crate::table::image::decode_chw;
 use crate::table::{ColumnValues, FrameTable};
@@ -57,6 +58,8 @@ pub struct Dataset {
     /// The episodes whose frames were read, ascending, when it was opened with some episodes
     /// only ([`Dataset::open_episodes`]); `None`: every episode.
     read_episodes: Option<Vec<usize>>,
+    /// Where the data and video files are read from.
+    source: FileSource,
 }
 
 /// Everything under `meta/`, read and checked against `info.json`'s totals.
@@ -147,7 +150,7 @@ impl Dataset {
     pub fn open_with(root: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
         let root = root.as_ref().to_path_buf();
         let metadata = Metadata::read(&root)?;
-        Self::from_metadata(root, metadata, options, None)
+        Self::from_metadata(root, metadata, options, None, FileSource::Local)
     }
 
     /// Opens the dataset at `root` to read `episodes` (all when `None`): whole when the files of
@@ -158,9 +161,9 @@ impl Dataset {
         let metadata = Metadata::read(&root)?;
         match episodes {
             Some(episodes) if metadata.first_missing_file(&root)?.is_some() => {
-                Self::from_episodes(root, metadata, options, episodes)
+                Self::from_episodes(root, metadata, options, episodes, FileSource::Local)
             }
-            _ => Self::from_metadata(root, metadata, options, None),
+            _ => Self::from_metadata(root, metadata, options, None, FileSource::Local),
         }
     }
 
@@ -172,11 +175,43 @@ impl Dataset {
     pub fn open_episodes(root: impl AsRef<Path>, options: OpenOptions, episodes: &[usize]) -> Result<Self> {
         let root = root.as_ref().to_path_buf();
         let metadata = Metadata::read(&root)?;
-        Self::from_episodes(root, metadata, options, episodes)
+        Self::from_episodes(root, metadata, options, episodes, FileSource::Local)
+    }
+
+    /// Opens the dataset streamed from `files`' root: its `meta/` mirrored under `mirror_dir`
+    /// ([`crate::remote::metadata::mirror`]), the data parquet files of `episodes` (all when
+    /// `None`) read into memory, and the videos read by ranges through `files`' buffer when
+    /// frames are asked for. The samples are those of the same dataset read from a folder. Where
+    /// the store lists, every file's version is pinned now; elsewhere at its first read.
+    #[cfg(feature = "stream")]
+    pub fn open_streaming(
+        files: std::sync::Arc<crate::remote::RemoteFiles>,
+        mirror_dir: &Path,
+        options: OpenOptions,
+        episodes: Option<&[usize]>,
+    ) -> Result<Self> {
+        let root = crate::remote::metadata::mirror(&files, mirror_dir)?;
+        let metadata = Metadata::read(&root)?;
+        if files.root().kind() != crate::remote::StoreKind::Http {
+            // Every file's version as of now (one listing), not as of its first read.
+            files.pin_listed("data")?;
+            files.pin_listed("videos")?;
+        }
+        let source = FileSource::Remote(crate::remote::VideoPrefetch::new(files));
+        match episodes {
+            Some(episodes) => Self::from_episodes(root, metadata, options, episodes, source),
+            None => Self::from_metadata(root, metadata, options, None, source),
+        }
     }
 
     /// [`Self::from_metadata`] with the frames of `episodes` only, checked to be the dataset's.
-    fn from_episodes(root: PathBuf, metadata: Metadata, options: OpenOptions, episodes: &[usize]) -> Result<Self> {
+    fn from_episodes(
+        root: PathBuf,
+        metadata: Metadata,
+        options: OpenOptions,
+        episodes: &[usize],
+        source: FileSource,
+    ) -> Result<Self> {
         if let Some(bad) = episodes.iter().find(|&&e| e >= metadata.episodes.len()) {
             return Err(Error::request(format!(
                 "episode {bad} is not in the dataset at {} ({} episodes)",
@@ -187,7 +222,7 @@ impl Dataset {
         let mut chosen = episodes.to_vec();
         chosen.sort_unstable();
         chosen.dedup();
-        Self::from_metadata(root, metadata, options, Some(chosen))
+        Self::from_metadata(root, metadata, options, Some(chosen), source)
     }
 
     /// Reads the data parquet files that the episodes of `metadata` (those of `chosen` when
@@ -197,13 +232,16 @@ impl Dataset {
         metadata: Metadata,
         options: OpenOptions,
         chosen: Option<Vec<usize>>,
+        source: FileSource,
     ) -> Result<Self> {
         let Metadata { info, episodes, tasks, stats } = metadata;
         let info_path = root.join(INFO_PATH);
+        let files_root = source.files_root(&root);
         // Each data file with the global rows of its episodes, in episode order.
         let mut files: Vec<(PathBuf, std::ops::Range<usize>)> = Vec::new();
         for episode in &episodes {
-            let path = join_under(&root, &episode.data_file).map_err(|m| Error::field(&info_path, "data_path", m))?;
+            let path =
+                join_under(&files_root, &episode.data_file).map_err(|m| Error::field(&info_path, "data_path", m))?;
             match files.last_mut() {
                 Some((last, rows)) if *last == path => rows.end = episode.frames.end,
                 _ => {
@@ -220,18 +258,24 @@ impl Dataset {
         }
         let column_features: Vec<&Feature> = info.column_features().collect();
         let table = match &chosen {
-            None => FrameTable::read(&files.into_iter().map(|(path, _)| path).collect::<Vec<_>>(), &column_features)?,
+            None => FrameTable::read_from(
+                &source,
+                &files.into_iter().map(|(path, _)| path).collect::<Vec<_>>(),
+                &column_features,
+            )?,
             Some(chosen) => {
                 let needed: Vec<(PathBuf, std::ops::Range<usize>)> = files
                     .into_iter()
                     .filter(|(path, _)| {
-                        chosen.iter().any(|&e| join_under(&root, &episodes[e].data_file).is_ok_and(|p| p == *path))
+                        chosen
+                            .iter()
+                            .any(|&e| join_under(&files_root, &episodes[e].data_file).is_ok_and(|p| p == *path))
                     })
                     .collect();
-                FrameTable::read_placed(&needed, info.total_frames, &column_features)?
+                FrameTable::read_placed_from(&source, &needed, info.total_frames, &column_features)?
             }
         };
-        let dataset = Dataset { root, info, episodes, tasks, stats, table, options, read_episodes: chosen };
+        let dataset = Dataset { root, info, episodes, tasks, stats, table, options, read_episodes: chosen, source };
         dataset.check_rows()?;
         Ok(dataset)
     }
@@ -393,7 +437,7 @@ impl Dataset {
             }
             if let Some(episode) = probed {
                 let path = self.video_file(episode, video)?;
-                let format = crate::video::VideoDecoder::open(&path)?.pixel_format();
+                let format = self.open_video(&path)?.pixel_format();
                 if format != "yuv420p" {
                     return refuse(key.as_str(), format!("is {format} in {}", path.display()));
                 }
@@ -441,7 +485,38 @@ impl Dataset {
     /// The absolute path of `episode`'s video of the `camera`-th video key.
     pub fn video_file(&self, episode: &Episode, camera: usize) -> Result<PathBuf> {
         let video = &episode.videos[camera];
-        join_under(&self.root, &video.file).map_err(|m| Error::field(self.root.join(INFO_PATH), "video_path", m))
+        join_under(&self.source.files_root(&self.root), &video.file)
+            .map_err(|m| Error::field(self.root.join(INFO_PATH), "video_path", m))
+    }
+
+    /// A decoder of `path`, one of [`Self::video_file`]'s, read where the dataset's files are.
+    pub fn open_video(&self, path: &Path) -> Result<crate::video::VideoDecoder> {
+        self.source.open_video(path)
+    }
+
+    /// Starts fetching, without waiting, the video bytes that the frames of `episodes` decode
+    /// from, for a streamed dataset (a folder's dataset has nothing to fetch).
+    pub fn prefetch_episodes(&self, episodes: &[usize]) {
+        #[cfg(feature = "stream")]
+        if let FileSource::Remote(prefetch) = &self.source {
+            for episode in episodes.iter().filter_map(|&e| self.episodes.get(e)) {
+                let (Some(first), Some(last)) = (episode.frames.clone().next(), episode.frames.clone().last()) else {
+                    continue;
+                };
+                for video in &episode.videos {
+                    let relative = video.file.to_string_lossy();
+                    let (first_s, last_s) = (self.timestamp(first), self.timestamp(last));
+                    prefetch.frames(&relative, video.from_timestamp + first_s, video.from_timestamp + last_s);
+                }
+            }
+        }
+        #[cfg(not(feature = "stream"))]
+        let _ = episodes;
+    }
+
+    /// Whether the data and video files are streamed rather than read from a folder.
+    pub fn is_streamed(&self) -> bool {
+        !matches!(self.source, FileSource::Local)
     }
 
     /// The timestamp (seconds since the episode start) of frame `row`, as stored.
@@ -572,7 +647,7 @@ impl Dataset {
         let path = self.video_file(episode, camera)?;
         let from = episode.videos[camera].from_timestamp;
         let timestamps: Vec<f64> = rows.iter().map(|&r| from + self.timestamp(r)).collect();
-        let decoder = decoders.get(&path)?;
+        let decoder = decoders.get_with(&path, |p| self.open_video(p))?;
         check_video_shape(&self.root, feature, declared, decoder.shape(), &path)?;
         let mut pixels = vec![0u8; rows.len() * declared.len()];
         decoder.frames_at(&timestamps, self.options.tolerance_s, &mut pixels)?;

@@ -147,6 +147,18 @@ pub enum Error {
         message: String,
     },
 
+    /// A file of a streamed dataset could not be read, or changed on the server.
+    #[error("{url}: {message}{}", source.as_ref().map_or(String::new(), |s| format!(": {}", error_message(s.as_ref()))))]
+    Remote {
+        /// The file's (or the root's) URL, without credentials.
+        url: String,
+        /// What was being done, or what is wrong.
+        message: String,
+        /// What the store's client said, when it was the transfer that failed.
+        #[source]
+        source: Option<BoxError>,
+    },
+
     /// A request made of the dataset is invalid (an index out of range, bad `delta_timestamps`,
     /// an unknown key).
     #[error("{0}")]
@@ -184,6 +196,11 @@ impl Error {
     /// An [`Error::Video`] for `path`: doing `what` failed because of `source` (FFmpeg's error).
     pub fn video_failed(path: impl AsRef<Path>, what: impl std::fmt::Display, source: impl Into<BoxError>) -> Self {
         Error::Video { path: path.as_ref().to_path_buf(), message: what.to_string(), source: Some(source.into()) }
+    }
+
+    /// An [`Error::Remote`] for `url`: what went wrong, and the client's error if it was one.
+    pub fn remote(url: impl Into<String>, message: impl Into<String>, source: Option<BoxError>) -> Self {
+        Error::Remote { url: url.into(), message: message.into(), source }
     }
 
     /// An [`Error::Request`].

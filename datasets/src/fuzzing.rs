@@ -105,7 +105,13 @@ pub fn parquet_table(data: &[u8]) {
     let guard = skeletons().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let root = &guard.v3;
     with_file_replaced(&root.join("data/chunk-000/file-000.parquet"), data, || {
-        let _ = Dataset::from_metadata(root.clone(), guard.metadata.clone(), OpenOptions::default(), None);
+        let _ = Dataset::from_metadata(
+            root.clone(),
+            guard.metadata.clone(),
+            OpenOptions::default(),
+            None,
+            crate::source::FileSource::Local,
+        );
     });
 }
 

@@ -33,6 +33,7 @@ mod error;
 mod meta;
 mod sample;
 mod set;
+mod source;
 mod table;
 mod window;
 
@@ -42,6 +43,8 @@ pub mod frame_cache;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod hub;
+#[cfg(feature = "stream")]
+pub mod remote;
 pub mod stats;
 pub mod synth;
 pub mod validate;

@@ -64,6 +64,11 @@ impl From<Error> for Problem {
             Error::Hub { .. } | Error::HubUpload { .. } => {
                 Problem { file: PathBuf::new(), field: "(hub)".into(), message: error.to_string() }
             }
+            Error::Remote { ref url, .. } => {
+                let text = error.to_string();
+                let message = text.strip_prefix(&format!("{url}: ")).unwrap_or(&text).to_string();
+                Problem { file: PathBuf::from(url), field: "(stream)".into(), message }
+            }
         }
     }
 }

@@ -665,3 +665,35 @@ fn with_episodes_only_the_metadata_and_their_files_are_downloaded() {
         .collect();
     assert_eq!(data_fetched, BTreeSet::from(["chunk-000/file-000.parquet".to_string()]));
 }
+
+#[cfg(feature = "stream")]
+#[test]
+fn a_private_dataset_streams_from_the_hub_with_its_token() {
+    use datasets::remote::{RemoteFiles, RemoteRoot, StreamOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let source = source_dataset(dir.path());
+    let hub = FakeHub::serve(&source, Faults { token: Some("hf_secret".into()), ..Default::default() });
+    let root = || RemoteRoot::hub(&hub.endpoint, REPO, "main").unwrap();
+    let mirror = dir.path().join("mirror");
+
+    let options = StreamOptions { attempts: 1, ..StreamOptions::default() };
+    let error =
+        Dataset::open_streaming(RemoteFiles::connect(root(), options).unwrap(), &mirror, OpenOptions::default(), None)
+            .unwrap_err()
+            .to_string();
+    assert!(error.contains("meta/info.json") && error.contains("401"), "{error}");
+    assert!(!error.contains("hf_secret"));
+
+    let options = StreamOptions { bearer_token: Some("hf_secret".into()), ..StreamOptions::default() };
+    let files = RemoteFiles::connect(root(), options).unwrap();
+    let streamed = Dataset::open_streaming(files, &mirror, OpenOptions::default(), None).unwrap();
+    let local = Dataset::open(&source).unwrap();
+    let sample =
+        |d: &Dataset, i: usize| d.get(i, &WindowSpec::none(), &mut DecoderCache::default(), FrameFormat::Uint8);
+    for i in 0..local.len() {
+        assert_eq!(sample(&streamed, i).unwrap(), sample(&local, i).unwrap(), "sample {i}");
+    }
+    // No file but the metadata was written; the data came by the Hub's resolve URLs.
+    assert!(!mirror.read_dir().unwrap().flatten().any(|e| e.path().join("data").exists()));
+    assert!(hub.requests().iter().any(|(line, _)| line.contains("/resolve/main/data/")));
+}

@@ -76,6 +76,13 @@ pub(crate) struct Assembler {
     episode_frames: Option<EpisodeFrames>,
 }
 
+/// The episodes already fetched ahead in an epoch, by dataset.
+#[derive(Debug, Default)]
+pub(crate) struct AskedEpisodes {
+    epoch: Option<u64>,
+    episodes: std::collections::HashSet<(usize, usize)>,
+}
+
 /// Per-batch bookkeeping kept between batches so that it does not reallocate.
 #[derive(Default)]
 pub(crate) struct Scratch {
@@ -135,6 +142,30 @@ impl Assembler {
     /// The dataset of joint index `index` and the row there.
     fn locate(&self, index: usize) -> Result<(usize, usize)> {
         self.datasets.locate(index).ok_or_else(|| Error::Config(format!("index {index} is outside the dataset")))
+    }
+
+    /// Whether some dataset is streamed: its videos are worth fetching ahead of the batches.
+    pub(crate) fn streams(&self) -> bool {
+        self.datasets.parts().iter().any(|d| d.is_streamed())
+    }
+
+    /// Starts fetching the video bytes of the episodes of `plan` that `asked` does not hold yet
+    /// (from streamed datasets), and adds them to it.
+    pub(crate) fn prefetch(&self, plan: &BatchPlan, asked: &mut AskedEpisodes) {
+        if asked.epoch != Some(plan.epoch) {
+            *asked = AskedEpisodes { epoch: Some(plan.epoch), ..AskedEpisodes::default() };
+        }
+        let mut new: Vec<Vec<usize>> = vec![Vec::new(); self.parts.len()];
+        for &index in &plan.indices {
+            let Some((part, row)) = self.datasets.locate(index) else { continue };
+            let Some(episode) = self.parts[part].dataset.episode_of(row) else { continue };
+            if asked.episodes.insert((part, episode.index)) {
+                new[part].push(episode.index);
+            }
+        }
+        for (part, episodes) in new.iter().enumerate().filter(|(_, e)| !e.is_empty()) {
+            self.parts[part].dataset.prefetch_episodes(episodes);
+        }
     }
 
     /// The blocks order's buffer of decoded episodes, if the order is that.
@@ -324,7 +355,7 @@ impl Assembler {
                 continue;
             }
             let dataset = &self.parts[request.part].dataset;
-            let decoder = decoders.get(&self.files[request.file])?;
+            let decoder = decoders.get_with(&self.files[request.file], |p| dataset.open_video(p))?;
             let field = &self.layout.fields[request.field];
             let declared = field.frame.expect("cameras have a frame shape");
             if decoder.shape() != declared {

@@ -2,6 +2,7 @@
 //! worker pool fill them, handing finished batches over a bounded channel; it lives across
 //! epochs until the loader is dropped, which stops and joins it.
 
+use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -9,7 +10,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, bounded, select, unbounded};
 
-use crate::assemble::{Assembler, Scratch};
+use crate::assemble::{AskedEpisodes, Assembler, Scratch};
 use crate::batch::Buffers;
 use crate::error::{Error, Result};
 use crate::layout::BatchLayout;
@@ -37,6 +38,10 @@ fn guarded(plan: &BatchPlan, fill: impl FnOnce() -> Result<()>) -> Result<()> {
     }
 }
 
+/// With a streamed dataset, how many batches ahead the producer plans, so that their episodes'
+/// videos are fetched before their batches are filled.
+const STREAM_LOOKAHEAD_BATCHES: usize = 16;
+
 /// The running pipeline.
 pub(crate) struct Pipeline {
     batches: Receiver<Result<Box<Buffers>>>,
@@ -58,9 +63,20 @@ impl Pipeline {
     ) -> std::io::Result<Self> {
         let (tx, rx) = bounded::<Result<Box<Buffers>>>(depth.max(1));
         let (stop_tx, stop_rx) = unbounded::<()>();
+        let lookahead = if assembler.streams() { STREAM_LOOKAHEAD_BATCHES } else { 0 };
         let producer = std::thread::Builder::new().name("loader-prefetch".into()).spawn(move || {
             let mut scratch = Scratch::default();
-            while let Some(plan) = planner.next_plan() {
+            let mut ahead: VecDeque<BatchPlan> = VecDeque::with_capacity(lookahead + 1);
+            let mut asked = AskedEpisodes::default();
+            loop {
+                while ahead.len() <= lookahead {
+                    let Some(plan) = planner.next_plan() else { break };
+                    if lookahead > 0 {
+                        assembler.prefetch(&plan, &mut asked);
+                    }
+                    ahead.push_back(plan);
+                }
+                let Some(plan) = ahead.pop_front() else { break };
                 if matches!(stop_rx.try_recv(), Err(TryRecvError::Disconnected)) {
                     return;
                 }

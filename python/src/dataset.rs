@@ -32,9 +32,11 @@ impl Dataset {
     /// Opens a dataset by Hub id (found where LeRobot keeps it, or downloaded) or by folder,
     /// with LeRobot's `delta_timestamps` windows and `episodes` subset; frames come as float32 in
     /// [0, 1] (LeRobot's default) or, with `frames="uint8"`, as stored; samples are numpy
-    /// arrays, or torch tensors with `as_torch`.
+    /// arrays, or torch tensors with `as_torch`. With `streaming=True` nothing is downloaded:
+    /// `root` is a URL (`s3://`, `gs://`, `az://`, `https://`, `file://`), or `repo_id` is read
+    /// from the Hub by ranges (LeRobot's `streaming`), videos through a bounded buffer.
     #[new]
-    #[pyo3(signature = (repo_id=None, root=None, *, episodes=None, delta_timestamps=None, tolerance_s=1e-4, revision=None, download=true, frames="float32", as_torch=false))]
+    #[pyo3(signature = (repo_id=None, root=None, *, episodes=None, delta_timestamps=None, tolerance_s=1e-4, revision=None, download=true, frames="float32", as_torch=false, streaming=false))]
     #[allow(clippy::too_many_arguments, reason = "LeRobotDataset's keyword arguments")]
     fn new(
         py: Python<'_>,
@@ -47,58 +49,25 @@ impl Dataset {
         download: bool,
         frames: &str,
         as_torch: bool,
+        streaming: bool,
     ) -> PyResult<Self> {
         let frames = frame_format(frames)?;
         if as_torch {
             py.import("torch")?;
         }
-        let root = match (repo_id, root) {
-            (Some(repo_id), root) => {
-                let request = datasets::DatasetRequest {
-                    repo_id: repo_id.parse().map_err(|e: datasets::Error| dataset_error(&e))?,
-                    root,
-                    revision,
-                    download,
-                    episodes: episodes.clone(),
-                };
-                let env = datasets::HubEnv::from_env();
-                py.detach(|| datasets::hub::resolve(&request, &env, &mut |_| {})).map_err(|e| dataset_error(&e))?.root
-            }
-            (None, Some(root)) => root,
-            (None, None) => return Err(PyValueError::new_err("give repo_id or root")),
+        let options = OpenOptions { tolerance_s };
+        let dataset = if streaming {
+            let url = match (&repo_id, &root) {
+                (Some(repo_id), _) => hub_url(repo_id, revision.as_deref())?,
+                (None, Some(root)) => root.to_string_lossy().into_owned(),
+                (None, None) => return Err(PyValueError::new_err("give repo_id or root")),
+            };
+            py.detach(|| open_streamed(&url, repo_id.is_some(), options, episodes.as_deref()))
+                .map_err(|e| dataset_error(&e))?
+        } else {
+            open_folder(py, repo_id, root, revision, download, options, episodes.as_deref())?
         };
-        let dataset = py
-            .detach(|| datasets::Dataset::open_for(&root, OpenOptions { tolerance_s }, episodes.as_deref()))
-            .map_err(|e| dataset_error(&e))?;
-        let windows = match &delta_timestamps {
-            Some(deltas) => {
-                WindowSpec::from_delta_timestamps(deltas, dataset.info(), tolerance_s).map_err(|e| dataset_error(&e))?
-            }
-            None => WindowSpec::none(),
-        };
-        let rows = match &episodes {
-            Some(list) => {
-                let count = dataset.episodes().len();
-                if let Some(bad) = list.iter().find(|&&e| e >= count) {
-                    return Err(PyValueError::new_err(format!(
-                        "episode {bad} is not in the dataset ({count} episodes)"
-                    )));
-                }
-                // As LeRobot: the episodes asked for, in dataset order.
-                let selected = dataset.episodes().iter().filter(|e| list.contains(&e.index));
-                Some(selected.flat_map(|e| e.frames.clone()).collect())
-            }
-            None => None,
-        };
-        Ok(Self {
-            dataset: Arc::new(dataset),
-            windows,
-            episodes,
-            rows,
-            frames,
-            as_torch,
-            decoders: Mutex::new(DecoderCache::default()),
-        })
+        Self::with_dataset(dataset, delta_timestamps, tolerance_s, episodes, frames, as_torch)
     }
 
     /// The number of frames (of the episodes asked for).
@@ -179,4 +148,107 @@ impl Dataset {
     fn __repr__(&self) -> String {
         format!("Dataset(root={:?}, frames={}, episodes={})", self.dataset.root(), self.__len__(), self.num_episodes())
     }
+}
+
+impl Dataset {
+    /// The Python object of an opened `dataset`.
+    fn with_dataset(
+        dataset: datasets::Dataset,
+        delta_timestamps: Option<BTreeMap<String, Vec<f64>>>,
+        tolerance_s: f64,
+        episodes: Option<Vec<usize>>,
+        frames: FrameFormat,
+        as_torch: bool,
+    ) -> PyResult<Self> {
+        let windows = match &delta_timestamps {
+            Some(deltas) => {
+                WindowSpec::from_delta_timestamps(deltas, dataset.info(), tolerance_s).map_err(|e| dataset_error(&e))?
+            }
+            None => WindowSpec::none(),
+        };
+        let rows = match &episodes {
+            Some(list) => {
+                let count = dataset.episodes().len();
+                if let Some(bad) = list.iter().find(|&&e| e >= count) {
+                    return Err(PyValueError::new_err(format!(
+                        "episode {bad} is not in the dataset ({count} episodes)"
+                    )));
+                }
+                // As LeRobot: the episodes asked for, in dataset order.
+                let selected = dataset.episodes().iter().filter(|e| list.contains(&e.index));
+                Some(selected.flat_map(|e| e.frames.clone()).collect())
+            }
+            None => None,
+        };
+        Ok(Self {
+            dataset: Arc::new(dataset),
+            windows,
+            episodes,
+            rows,
+            frames,
+            as_torch,
+            decoders: Mutex::new(DecoderCache::default()),
+        })
+    }
+}
+
+/// The dataset in a folder: `root`, or where the Hub's `repo_id` is (downloaded if missing).
+fn open_folder(
+    py: Python<'_>,
+    repo_id: Option<String>,
+    root: Option<PathBuf>,
+    revision: Option<String>,
+    download: bool,
+    options: OpenOptions,
+    episodes: Option<&[usize]>,
+) -> PyResult<datasets::Dataset> {
+    let root = match (repo_id, root) {
+        (Some(repo_id), root) => {
+            let request = datasets::DatasetRequest {
+                repo_id: repo_id.parse().map_err(|e: datasets::Error| dataset_error(&e))?,
+                root,
+                revision,
+                download,
+                episodes: episodes.map(<[usize]>::to_vec),
+            };
+            let env = datasets::HubEnv::from_env();
+            py.detach(|| datasets::hub::resolve(&request, &env, &mut |_| {})).map_err(|e| dataset_error(&e))?.root
+        }
+        (None, Some(root)) => root,
+        (None, None) => return Err(PyValueError::new_err("give repo_id or root")),
+    };
+    py.detach(|| datasets::Dataset::open_for(&root, options, episodes)).map_err(|e| dataset_error(&e))
+}
+
+/// The dataset at `url`, streamed (with the Hub's token where `from_hub`).
+#[cfg(feature = "stream")]
+fn open_streamed(
+    url: &str,
+    from_hub: bool,
+    options: OpenOptions,
+    episodes: Option<&[usize]>,
+) -> datasets::Result<datasets::Dataset> {
+    let bearer_token = from_hub.then(|| datasets::HubEnv::from_env().token).flatten();
+    let stream = datasets::remote::StreamOptions { bearer_token, ..Default::default() };
+    datasets::remote::open_url(url, stream, options, episodes)
+}
+
+#[cfg(not(feature = "stream"))]
+fn open_streamed(
+    url: &str,
+    _from_hub: bool,
+    _options: OpenOptions,
+    _episodes: Option<&[usize]>,
+) -> datasets::Result<datasets::Dataset> {
+    Err(datasets::Error::request(format!("{url}: streaming needs the module built with the `stream` feature")))
+}
+
+/// The Hub URL dataset `repo_id` streams from.
+fn hub_url(repo_id: &str, revision: Option<&str>) -> PyResult<String> {
+    #[cfg(feature = "stream")]
+    return Ok(datasets::remote::hub_url(repo_id, revision));
+    #[cfg(not(feature = "stream"))]
+    return Err(PyValueError::new_err(format!(
+        "{repo_id}: streaming needs the module built with the `stream` feature ({revision:?})"
+    )));
 }

@@ -129,6 +129,32 @@ def test_the_blocks_order_gives_every_sample_once_with_the_same_frames():
         lerobot_rs.Loader(dataset, 32, order="random")
 
 
+def test_a_streamed_dataset_gives_the_folders_batches(tmp_path, monkeypatch):
+    # The LeRobot-written fixture served as a store (file://): nothing but its metadata is written
+    # (under LEROBOT_RS_STREAM_CACHE), and the blocks order's batches are the folder's.
+    monkeypatch.setenv("LEROBOT_RS_STREAM_CACHE", str(tmp_path))
+    streamed = lerobot_rs.Dataset(root=f"file://{DATASETS[0]}", delta_timestamps=DIFFUSION, streaming=True)
+    local = pusht()
+    assert len(streamed) == len(local)
+    for index in (0, 417, len(local) - 1):
+        a, b = streamed[index], local[index]
+        assert a.pop("task") == b.pop("task")
+        for key in b:
+            np.testing.assert_array_equal(a[key], b[key], err_msg=f"{index} {key}")
+
+    def batches(dataset):
+        loader = lerobot_rs.Loader(dataset, 32, num_workers=2, drop_n_last_frames=7, order="blocks", block_episodes=2)
+        return [(b["index"].copy(), b["observation.image"].copy()) for b in loader]
+
+    for (ia, fa), (ib, fb) in zip(batches(streamed), batches(local), strict=True):
+        np.testing.assert_array_equal(ia, ib)
+        np.testing.assert_array_equal(fa, fb)
+    written = [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()]
+    assert written and all("/meta/" in name or name.endswith("versions.json") for name in written), written
+    with pytest.raises(lerobot_rs.DatasetError, match="not a URL"):
+        lerobot_rs.Dataset(root=str(DATASETS[0]), streaming=True)
+
+
 def test_loaders_running_at_once_in_one_process_give_the_batches_each_gives_alone():
     import threading
 

@@ -84,6 +84,17 @@ pub struct DatasetConfig {
     pub image_transforms: ImageTransformsConfig,
     /// Timestamp tolerance in seconds. Default 1e-4.
     pub tolerance_s: f64,
+    /// Stream the datasets instead of reading them from folders (LeRobot's
+    /// `--dataset.streaming`): each [`Self::root`] is then a URL (`s3://`, `gs://`, `az://`,
+    /// `https://`, `file://`; credentials from the store's usual environment), or
+    /// [`Self::repo_id`] is read from the Hub by ranges. Metadata is mirrored once, tables read
+    /// into memory, videos read into a buffer of [`Self::streaming_buffer_gb`]; nothing else
+    /// reaches the disk. The epoch order is the blocks order. Default false.
+    #[serde(default)]
+    pub streaming: bool,
+    /// The most video a streamed dataset holds in memory at once, in GB. Default 2.
+    #[serde(default)]
+    pub streaming_buffer_gb: Option<f64>,
 }
 
 /// One dataset folder, or several trained together: written as a path, or a list of paths.
@@ -321,6 +332,8 @@ impl TrainConfig {
                 use_imagenet_stats: true,
                 image_transforms: ImageTransformsConfig::default(),
                 tolerance_s: datasets::DEFAULT_TOLERANCE_S,
+                streaming: false,
+                streaming_buffer_gb: None,
             },
             policy: PolicySection {
                 preset,

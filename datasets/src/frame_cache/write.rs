@@ -92,7 +92,7 @@ pub fn write_frame_cache(
                         let path = dataset.video_file(episode, c)?;
                         let from = episode.videos[c].from_timestamp;
                         let times: Vec<f64> = episode.frames.clone().map(|r| from + dataset.timestamp(r)).collect();
-                        let decoder = decoders.get(&path)?;
+                        let decoder = decoders.get_with(&path, |p| dataset.open_video(p))?;
                         check_video_shape(dataset.root(), feature, source, decoder.shape(), &path)?;
                         decoder.encoded_frames_at(&times, dataset.options().tolerance_s, encoding, pixels)?;
                     }

@@ -55,7 +55,11 @@ fn feature_stats(
             let from = episode.videos[camera].from_timestamp;
             let timestamps: Vec<f64> = picks.iter().map(|&r| from + dataset.timestamp(r)).collect();
             let mut pixels = vec![0u8; picks.len() * shape.len()];
-            decoders.get(&path)?.frames_at(&timestamps, dataset.options().tolerance_s, &mut pixels)?;
+            decoders.get_with(&path, |p| dataset.open_video(p))?.frames_at(
+                &timestamps,
+                dataset.options().tolerance_s,
+                &mut pixels,
+            )?;
             frames.extend(pixels.chunks_exact(shape.len()).map(|f| downsample(f, shape)));
         } else if let Some(ColumnValues::Image(images)) =
             dataset.table().column(feature.key.as_str()).map(|c| &c.values)

@@ -9,8 +9,8 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::meta::features::{Dtype, Feature, FeatureKey};
+use crate::source::FileSource;
 use crate::table::columns::{flatten, image_bytes, strings};
-use crate::table::mmap::map_file;
 use crate::table::parquet_file::catch_decoder_panics;
 
 /// Encoded images (PNG, JPEG, ...) of an image column, back to back.
@@ -171,7 +171,12 @@ pub struct FrameTable {
 impl FrameTable {
     /// Reads `features` from each of `files` (in this order, in parallel) and concatenates them.
     pub fn read(files: &[PathBuf], features: &[&Feature]) -> Result<Self> {
-        let parts = read_files(files.iter().map(PathBuf::as_path), features)?;
+        Self::read_from(&FileSource::Local, files, features)
+    }
+
+    /// [`Self::read`] of files read from `source`.
+    pub(crate) fn read_from(source: &FileSource, files: &[PathBuf], features: &[&Feature]) -> Result<Self> {
+        let parts = read_files(source, files.iter().map(PathBuf::as_path), features)?;
         let mut rows = 0;
         let placed = parts
             .into_iter()
@@ -193,7 +198,17 @@ impl FrameTable {
         total: usize,
         features: &[&Feature],
     ) -> Result<Self> {
-        let parts = read_files(files.iter().map(|(path, _)| path.as_path()), features)?;
+        Self::read_placed_from(&FileSource::Local, files, total, features)
+    }
+
+    /// [`Self::read_placed`] of files read from `source`.
+    pub(crate) fn read_placed_from(
+        source: &FileSource,
+        files: &[(PathBuf, std::ops::Range<usize>)],
+        total: usize,
+        features: &[&Feature],
+    ) -> Result<Self> {
+        let parts = read_files(source, files.iter().map(|(path, _)| path.as_path()), features)?;
         let mut placed = Vec::with_capacity(files.len());
         for ((file_rows, columns), (path, range)) in parts.into_iter().zip(files) {
             if file_rows != range.len() {
@@ -272,15 +287,20 @@ impl FrameTable {
 
 /// Reads the declared columns of each of `paths`, in parallel, reporting the first bad file in
 /// order, whichever thread finishes first.
-fn read_files<'a>(paths: impl Iterator<Item = &'a Path>, features: &[&Feature]) -> Result<Vec<(usize, Vec<Column>)>> {
+fn read_files<'a>(
+    source: &FileSource,
+    paths: impl Iterator<Item = &'a Path>,
+    features: &[&Feature],
+) -> Result<Vec<(usize, Vec<Column>)>> {
     let paths: Vec<&Path> = paths.collect();
-    let results: Vec<Result<(usize, Vec<Column>)>> = paths.par_iter().map(|path| read_file(path, features)).collect();
+    let results: Vec<Result<(usize, Vec<Column>)>> =
+        paths.par_iter().map(|path| read_file(source, path, features)).collect();
     results.into_iter().collect()
 }
 
 /// Reads the declared columns of one parquet file.
-fn read_file(path: &Path, features: &[&Feature]) -> Result<(usize, Vec<Column>)> {
-    let bytes = map_file(path)?;
+fn read_file(source: &FileSource, path: &Path, features: &[&Feature]) -> Result<(usize, Vec<Column>)> {
+    let bytes = source.bytes(path)?;
     let (rows, columns) = catch_decoder_panics(path, || decode_columns(path, bytes, features))?;
     for (feature, column) in features.iter().zip(&columns) {
         if column.len() != rows {

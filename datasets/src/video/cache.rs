@@ -58,11 +58,21 @@ impl DecoderCache {
     /// The decoder of `path`, opening it (and closing the least recently used ones beyond the
     /// limits) if needed. The decoder returned is never the one evicted.
     pub fn get(&mut self, path: &Path) -> Result<&mut VideoDecoder> {
+        self.get_with(path, VideoDecoder::open)
+    }
+
+    /// [`Self::get`], opening a decoder with `open` (a dataset's
+    /// [`crate::Dataset::open_video`], for a file that may be streamed).
+    pub fn get_with(
+        &mut self,
+        path: &Path,
+        open: impl FnOnce(&Path) -> Result<VideoDecoder>,
+    ) -> Result<&mut VideoDecoder> {
         self.clock += 1;
         let index = match self.entries.iter().position(|e| e.path == path) {
             Some(i) => i,
             None => {
-                let decoder = VideoDecoder::open(path)?;
+                let decoder = open(path)?;
                 self.opened += 1;
                 let bytes = estimated_bytes(&decoder);
                 self.entries.push(Entry { path: path.to_path_buf(), decoder, bytes, last_used: self.clock });

@@ -46,7 +46,12 @@ pub struct VideoDecoder {
     gop_frames: usize,
     since_key: usize,
     counters: DecodeCounters,
+    /// Where a streamed file's reader leaves the failure FFmpeg reduces to an error code.
+    read_failure: Option<ReadFailure>,
 }
+
+/// Where a reader leaves the full error of a failed read, which FFmpeg reduces to a code.
+pub type ReadFailure = std::sync::Arc<std::sync::Mutex<Option<Error>>>;
 
 /// Calls `video_rs::init` (FFmpeg set-up, and its log routed to `tracing` under target
 /// `video`) once per process.
@@ -73,6 +78,31 @@ impl VideoDecoder {
             return Err(Error::io(path, e));
         }
         let input = ffmpeg::format::input(path).map_err(|e| Error::video_failed(path, "cannot open", e))?;
+        Self::from_input(path, input, threads, None)
+    }
+
+    /// Opens a file read through `reader` (a streamed one), on one thread; `path` names it in
+    /// messages (its URL), `failure` is where the reader leaves the full error of a failed read.
+    pub fn open_reader(
+        reader: impl std::io::Read + std::io::Seek + Send + 'static,
+        failure: ReadFailure,
+        path: &Path,
+    ) -> Result<Self> {
+        init_ffmpeg();
+        let io = ffmpeg::format::context::StreamIo::from_read_seek(reader)
+            .map_err(|e| Error::video_failed(path, "cannot set up reading", e))?;
+        let opened = ffmpeg::format::input_from_stream(io, path.file_name().and_then(|n| n.to_str()), None);
+        let input = opened.map_err(|e| failure_or(&failure, Error::video_failed(path, "cannot open", e)))?;
+        Self::from_input(path, input, 1, Some(failure))
+    }
+
+    /// The decoder of `input`'s best video stream.
+    fn from_input(
+        path: &Path,
+        input: ffmpeg::format::context::Input,
+        threads: usize,
+        read_failure: Option<ReadFailure>,
+    ) -> Result<Self> {
         let stream = input
             .streams()
             .best(ffmpeg::media::Type::Video)
@@ -125,7 +155,18 @@ impl VideoDecoder {
             gop_frames: 2,
             since_key: 0,
             counters: DecodeCounters::default(),
+            read_failure,
         })
+    }
+
+    /// The error of doing `what`, which failed with FFmpeg's `e`: a streamed file's read
+    /// failure when that is what FFmpeg reports.
+    fn failed(&self, what: impl std::fmt::Display, e: ffmpeg::Error) -> Error {
+        let error = Error::video_failed(&self.path, what, e);
+        match &self.read_failure {
+            Some(failure) => failure_or(failure, error),
+            None => error,
+        }
     }
 
     /// The file.
@@ -338,9 +379,7 @@ impl VideoDecoder {
         let target_us = (t.max(self.start_s) * 1e6).floor() as i64;
         if self.input.seek(target_us, ..target_us).is_err() {
             let start_us = (self.start_s * 1e6).floor() as i64;
-            self.input
-                .seek(start_us, ..)
-                .map_err(|e| Error::video_failed(&self.path, format!("cannot seek to {t:.6}s"), e))?;
+            self.input.seek(start_us, ..).map_err(|e| self.failed(format!("cannot seek to {t:.6}s"), e))?;
         }
         self.decoder.flush();
         self.prev = None;
@@ -379,7 +418,7 @@ impl VideoDecoder {
                     return Ok(false);
                 }
                 Err(ffmpeg::Error::Other { errno }) if errno == EAGAIN => self.feed()?,
-                Err(e) => return Err(Error::video_failed(&self.path, "decoding failed", e)),
+                Err(e) => return Err(self.failed("decoding failed", e)),
             }
         }
     }
@@ -392,19 +431,13 @@ impl VideoDecoder {
             self.packet = ffmpeg::Packet::empty();
             match self.packet.read(&mut self.input) {
                 Ok(()) if self.packet.stream() == self.stream => {
-                    return self
-                        .decoder
-                        .send_packet(&self.packet)
-                        .map_err(|e| Error::video_failed(&self.path, "corrupt packet", e));
+                    return self.decoder.send_packet(&self.packet).map_err(|e| self.failed("corrupt packet", e));
                 }
                 Ok(()) => {}
                 Err(ffmpeg::Error::Eof) => {
-                    return self
-                        .decoder
-                        .send_eof()
-                        .map_err(|e| Error::video_failed(&self.path, "cannot flush the decoder", e));
+                    return self.decoder.send_eof().map_err(|e| self.failed("cannot flush the decoder", e));
                 }
-                Err(e) => return Err(Error::video_failed(&self.path, "reading packets failed", e)),
+                Err(e) => return Err(self.failed("reading packets failed", e)),
             }
         }
     }
@@ -418,4 +451,9 @@ impl std::fmt::Debug for VideoDecoder {
             .field("fps", &self.fps)
             .finish_non_exhaustive()
     }
+}
+
+/// The read failure left in `failure`, taken, or `otherwise`.
+fn failure_or(failure: &ReadFailure, otherwise: Error) -> Error {
+    failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take().unwrap_or(otherwise)
 }

@@ -8,6 +8,8 @@ mod counters;
 #[cfg(feature = "video")]
 mod decoder;
 #[cfg(feature = "video")]
+mod index;
+#[cfg(feature = "video")]
 mod rgb;
 #[cfg(not(feature = "video"))]
 mod unsupported;
@@ -19,6 +21,8 @@ pub use codec::{CRF, GOP, VideoCodec};
 pub use counters::DecodeCounters;
 #[cfg(feature = "video")]
 pub use decoder::{VideoDecoder, init_ffmpeg};
+#[cfg(feature = "video")]
+pub use index::FrameIndex;
 #[cfg(feature = "video")]
 pub use rgb::yuv420_to_chw;
 #[cfg(not(feature = "video"))]

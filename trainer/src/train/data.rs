@@ -75,7 +75,11 @@ impl TrainData {
         let options = OpenOptions { tolerance_s: config.dataset.tolerance_s };
         let mut parts = Vec::with_capacity(roots.len());
         for (name, root) in config.dataset.names().into_iter().zip(roots) {
-            let dataset = Dataset::open_for(root, options, config.dataset.episodes.as_deref())?;
+            let dataset = if config.dataset.streaming {
+                super::streaming::open_streamed(root, &config.dataset, options)?
+            } else {
+                Dataset::open_for(root, options, config.dataset.episodes.as_deref())?
+            };
             if let Some(read) = dataset.read_episodes() {
                 tracing::info!("{name}: reading episodes {read:?} only (the other episodes' files are not here)");
             }
@@ -92,6 +96,13 @@ impl TrainData {
         let windows = WindowSpec::from_delta_timestamps(&deltas, info, config.dataset.tolerance_s)?;
         let mut frame_encoding = config.dataset.frame_encoding.fixed().unwrap_or_default();
         let frame_caches = match &config.dataset.frame_cache {
+            FrameCacheChoice::Dir(_) if config.dataset.streaming => {
+                return Err(Error::Config(
+                    "a frame cache folder holds a local dataset's frames: with dataset.streaming, frames are decoded \
+                     from the stream (frame_cache auto or off)"
+                        .into(),
+                ));
+            }
             FrameCacheChoice::Dir(dir) if roots.len() == 1 => {
                 if config.dataset.frame_encoding == FrameEncodingChoice::Auto {
                     frame_encoding = FrameCache::open(dir, &datasets.parts()[0])?.encoding();
@@ -236,7 +247,8 @@ impl TrainData {
                 }
             });
         }
-        if config.dataset.frame_cache != FrameCacheChoice::Auto {
+        // A streamed dataset's frames are decoded from the stream, in the blocks order.
+        if config.dataset.frame_cache != FrameCacheChoice::Auto || config.dataset.streaming {
             if let Some(line) = encoding_line {
                 on_progress(Progress::Line(&line));
             }

@@ -28,6 +28,7 @@ mod replicas;
 mod run;
 mod start;
 mod steps;
+mod streaming;
 
 pub use data::{Sampled, TrainData};
 pub use outcome::{Progress, TrainOutcome};

@@ -476,6 +476,27 @@ fn the_blocks_order_reaches_the_loader_and_a_run_resumes_only_in_it() {
     assert!(error.contains("sampler order"), "{error}");
 }
 
+#[test]
+fn a_streamed_run_trains_as_the_same_run_on_the_folder() {
+    // The dataset's folder served as a store (object_store's file://), read through a video
+    // buffer far smaller than its videos: the same samples, so the same losses to the bit.
+    let blocks = json!({"sampler": {"order": "blocks", "block_episodes": 2}, "save_checkpoint": false});
+    let local_out = scratch("streamed-local");
+    let local = train::<Backend>(&tiny(&local_out, 4, blocks.clone()), None, Default::default(), |_| {}).unwrap();
+    let url = PathBuf::from(format!("file://{}", dataset().display()));
+    let mut streaming = blocks;
+    streaming["dataset"] = json!({"streaming": true, "streaming_buffer_gb": 20e-6});
+    let streamed_out = scratch("streamed");
+    let config = tiny_config(&url, &streamed_out, 4, streaming);
+    let streamed = train::<Backend>(&config, None, Default::default(), |_| {}).unwrap();
+    assert_eq!(streamed.losses, local.losses);
+
+    let with_cache =
+        tiny_config(&url, &streamed_out, 4, json!({"dataset": {"streaming": true, "frame_cache": "/tmp/x"}}));
+    let error = trainer::TrainData::open(&with_cache).err().expect("a frame cache folder is refused").to_string();
+    assert!(error.contains("dataset.streaming"), "{error}");
+}
+
 /// Every camera frame of a loader's first epoch over `root` (batches of 16, Diffusion
 /// Policy's windows), as RGB levels: those it hands over, or its YUV planes converted on the
 /// device (Flex).

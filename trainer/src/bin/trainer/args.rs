@@ -91,6 +91,12 @@ config_flags! {
     sampler_order: loader::SampleOrder => "sampler.order";
     /// Episodes per window of the blocks order (default 16)
     block_episodes: usize => "sampler.block_episodes";
+    /// Stream the dataset instead of reading a folder: --dataset.root is then a URL (s3://,
+    /// gs://, az://, https://, file://) or --dataset.repo_id is read from the Hub by ranges;
+    /// only metadata reaches the disk, the epoch order is the blocks order (default false)
+    streaming: bool => "dataset.streaming";
+    /// The most video a streamed dataset holds in memory at once, in GB (default 2)
+    streaming_buffer_gb: f64 => "dataset.streaming_buffer_gb";
     /// Replace the cameras' mean/std with ImageNet's (default true).
     use_imagenet_stats: bool => "dataset.use_imagenet_stats";
     /// The share of each task's episodes held out for the held-out loss, in [0, 1): the last

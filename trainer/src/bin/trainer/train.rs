@@ -62,7 +62,22 @@ fn resolve(args: &TrainArgs) -> Result<TrainConfig> {
         overrides = demo;
     }
     let mut config = TrainConfig::resolve(file, overrides)?;
-    let requests = config.dataset.hub_requests()?;
+    if config.dataset.streaming {
+        let revision = config.dataset.revision.clone();
+        let ids: Vec<PathBuf> =
+            config.dataset.repo_ids().iter().map(|id| PathBuf::from(stream_url(id, revision.as_deref()))).collect();
+        if !ids.is_empty() {
+            config.dataset.root = trainer::DatasetRoots(ids);
+        }
+        if !config.sampler.is_blocks() {
+            config.sampler.order = loader::SampleOrder::Blocks;
+            println!(
+                "streaming: the blocks order ({} episodes a window), each window's videos read once",
+                config.sampler.block_episodes
+            );
+        }
+    }
+    let requests = if config.dataset.streaming { Vec::new() } else { config.dataset.hub_requests()? };
     if !requests.is_empty() {
         let roots = requests.iter().map(|r| Ok(datasets::hub::resolve_on_terminal(r)?.root)).collect::<Result<_>>()?;
         config.dataset.root = trainer::DatasetRoots(roots);
@@ -146,4 +161,16 @@ impl DeviceTask for Train {
         bar.finish_and_clear();
         Ok(outcome?)
     }
+}
+
+/// The Hub URL dataset `repo_id` streams from.
+#[cfg(feature = "stream")]
+fn stream_url(repo_id: &str, revision: Option<&str>) -> String {
+    datasets::remote::hub_url(repo_id, revision)
+}
+
+/// Without streaming, the Hub id as given (opening it then says how to get the feature).
+#[cfg(not(feature = "stream"))]
+fn stream_url(repo_id: &str, _revision: Option<&str>) -> String {
+    repo_id.to_string()
 }

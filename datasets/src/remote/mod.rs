@@ -1,0 +1,43 @@
+//! Streaming a dataset that is not on this machine: from object storage (`s3://`, `gs://`,
+//! `az://`), any HTTP server that answers ranged reads (`https://`), the Hub, or another folder
+//! (`file://`).
+//!
+//! What a run needs is read once and kept where it is small: `meta/` is mirrored into a local
+//! folder ([`metadata`]), refreshed when its files change on the server; the data parquet files
+//! are read into memory; the videos are read by ranges of whole blocks into one bounded buffer
+//! ([`RemoteFiles`], [`RemoteReader`]) that FFmpeg reads as a file. Every file's size and entity
+//! tag are pinned on first sight, and a file that changes during a run stops it with an error
+//! naming it. Transient failures (a cut connection, a 5xx) are retried with backoff.
+
+mod blocks;
+mod location;
+pub mod metadata;
+mod prefetch;
+mod reader;
+mod store;
+
+use std::sync::Arc;
+
+pub use location::{RemoteRoot, StoreKind};
+pub use prefetch::VideoPrefetch;
+pub use reader::RemoteReader;
+pub use store::{FileVersion, RemoteFiles, StreamCounters, StreamOptions};
+
+/// Opens the dataset at `url` streamed ([`crate::Dataset::open_streaming`]), its metadata
+/// mirrored under [`metadata::default_mirror_dir`]; with the frames of `episodes` when given.
+pub fn open_url(
+    url: &str,
+    stream: StreamOptions,
+    options: crate::OpenOptions,
+    episodes: Option<&[usize]>,
+) -> crate::Result<crate::Dataset> {
+    let files: Arc<RemoteFiles> = RemoteFiles::connect(RemoteRoot::parse(url)?, stream)?;
+    crate::Dataset::open_streaming(files, &metadata::default_mirror_dir(), options, episodes)
+}
+
+/// The URL the Hub (`HF_ENDPOINT`) serves dataset `repo_id`'s files of `revision` at (default
+/// `main`).
+pub fn hub_url(repo_id: &str, revision: Option<&str>) -> String {
+    let endpoint = crate::HubEnv::from_env().endpoint;
+    format!("{}/datasets/{repo_id}/resolve/{}", endpoint.trim_end_matches('/'), revision.unwrap_or("main"))
+}

@@ -1,0 +1,58 @@
+//! Fetching a streamed dataset's videos ahead of its decoders: the bytes an episode's frames
+//! decode from, found in each file's frame index.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::reader::RemoteReader;
+use super::store::RemoteFiles;
+use crate::error::Result;
+use crate::video::FrameIndex;
+
+/// A stream's video prefetching, with the frame index of each file it has fetched for.
+#[derive(Debug)]
+pub struct VideoPrefetch {
+    files: Arc<RemoteFiles>,
+    indexes: Mutex<HashMap<String, Arc<FrameIndex>>>,
+}
+
+impl VideoPrefetch {
+    /// Prefetching through `files`.
+    pub fn new(files: Arc<RemoteFiles>) -> Arc<Self> {
+        Arc::new(Self { files, indexes: Mutex::new(HashMap::new()) })
+    }
+
+    /// The stream it fetches from.
+    pub fn files(&self) -> &Arc<RemoteFiles> {
+        &self.files
+    }
+
+    /// Fetches, without waiting, the bytes video `relative` decodes its frames from `first_s`
+    /// to `last_s` (seconds in the file) from. A failure is left for the decoder's own read to
+    /// meet and report.
+    pub fn frames(self: &Arc<Self>, relative: &str, first_s: f64, last_s: f64) {
+        let (prefetch, relative) = (Arc::clone(self), relative.to_string());
+        self.files.spawn_blocking(move || match prefetch.frame_index(&relative) {
+            Ok(index) => {
+                if let Some(span) = index.span(first_s, last_s) {
+                    prefetch.files.prefetch(&relative, span);
+                }
+            }
+            Err(e) => tracing::debug!(target: "stream", "no frame index to prefetch by: {e}"),
+        });
+    }
+
+    /// The frame index of video `relative`, read (its `moov` box, through the buffer) the first
+    /// time.
+    fn frame_index(&self, relative: &str) -> Result<Arc<FrameIndex>> {
+        let known = self.indexes.lock().unwrap_or_else(PoisonError::into_inner).get(relative).cloned();
+        if let Some(index) = known {
+            return Ok(index);
+        }
+        let url = self.files.root().file_url(relative);
+        let reader = RemoteReader::new(Arc::clone(&self.files), relative)?;
+        let index = Arc::new(FrameIndex::read(reader, std::path::Path::new(&url))?);
+        self.indexes.lock().unwrap_or_else(PoisonError::into_inner).insert(relative.to_string(), Arc::clone(&index));
+        Ok(index)
+    }
+}

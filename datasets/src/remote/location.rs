@@ -23,7 +23,7 @@ pub enum StoreKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteRoot {
     kind: StoreKind,
-    /// The URL as given, with any user information removed (what messages show).
+    /// The URL as given, without a trailing `/` (one with user information or a query is refused).
     url: String,
     /// The store's own URL: the bucket or container, or the HTTP base, or the folder.
     store_url: String,
@@ -58,6 +58,11 @@ impl RemoteRoot {
         };
         if authority.contains('@') {
             return Err(refuse("credentials in the URL are refused; give them through the environment"));
+        }
+        if path.contains('?') || authority.contains('?') {
+            return Err(refuse(
+                "a query string (a signed URL's, a SAS token) is refused; give credentials through the environment",
+            ));
         }
         let path = path.trim_matches('/');
         let (store_url, prefix) = match kind {
@@ -122,10 +127,14 @@ impl RemoteRoot {
 /// `text` with the user information of its authority (`user:password@`) replaced by `***`.
 fn redacted(text: &str) -> String {
     let Some((scheme, rest)) = text.split_once("://") else { return text.to_string() };
+    let (rest, query) = match rest.split_once('?') {
+        Some((before, _)) => (before, "?***"),
+        None => (rest, ""),
+    };
     let authority_end = rest.find('/').unwrap_or(rest.len());
     match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{scheme}://***{}", &rest[at..]),
-        None => text.to_string(),
+        Some(at) => format!("{scheme}://***{}{query}", &rest[at..]),
+        None => format!("{scheme}://{rest}{query}"),
     }
 }
 
@@ -158,6 +167,7 @@ mod tests {
             ("s3://", "no bucket"),
             ("https://user:secret@host/x", "credentials"),
             ("file://otherhost/x", "this machine"),
+            ("az://container/x?sig=secret", "query string"),
         ] {
             let message = RemoteRoot::parse(text).unwrap_err().to_string();
             assert!(message.contains(says), "{text}: {message}");

@@ -41,7 +41,8 @@ pub fn mirror(files: &RemoteFiles, mirror_dir: &Path) -> Result<PathBuf> {
     let mut mirrored = BTreeMap::new();
     let mut fetch = |relative: &str, version: FileVersion| -> Result<()> {
         let local = root.join(relative);
-        if kept.get(relative) != Some(&version) || !local.is_file() {
+        // Without an entity tag, a file of the same size may still differ: fetched again.
+        if kept.get(relative) != Some(&version) || version.e_tag.is_none() || !local.is_file() {
             let bytes = files.read_all(relative)?;
             write_atomically(&local, &bytes)?;
         }
@@ -83,8 +84,12 @@ fn meta_files(files: &RemoteFiles, root: &Path) -> Result<Vec<(String, FileVersi
     if info.codebase_version.starts_with("v3") {
         // meta/episodes/chunk-CCC/file-FFF.parquet, numbered from 0 without gaps, each chunk
         // `chunks_size` files at most (LeRobot v3.0's writer).
-        'chunks: for chunk in 0.. {
+        // No more files than episodes: a server that answers every path ends the search too.
+        'chunks: for chunk in 0..=info.total_episodes / info.chunks_size {
             for file in 0..info.chunks_size {
+                if found.len() > info.total_episodes + 5 {
+                    break 'chunks;
+                }
                 let relative = format!("{EPISODES_DIR}/chunk-{chunk:03}/file-{file:03}.parquet");
                 if !files.exists(&relative)? {
                     if file == 0 {

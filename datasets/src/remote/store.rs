@@ -18,7 +18,7 @@ use super::location::{RemoteRoot, StoreKind};
 use crate::error::{BoxError, Error, Result};
 
 /// How a stream reads: its buffer's bound and how it fetches.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct StreamOptions {
     /// The most bytes of video held in memory at once (the block buffer).
     pub buffer_bytes: usize,
@@ -28,7 +28,7 @@ pub struct StreamOptions {
     pub read_ahead_blocks: u64,
     /// The most bytes prefetching reads have in flight at once.
     pub max_in_flight_bytes: usize,
-    /// Attempts of one read before its failure stops the run.
+    /// Tries of one read (the first and the retries) before its failure stops the run.
     pub attempts: u32,
     /// The first wait after a failed attempt; each later one doubles.
     pub first_backoff: Duration,
@@ -37,6 +37,23 @@ pub struct StreamOptions {
     /// The store's settings beyond the environment's, by object_store's keys (`endpoint`,
     /// `region`, `allow_http`, `access_key_id`, ...), as fsspec's `storage_options`.
     pub store_config: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for StreamOptions {
+    /// Everything but the token and the store's settings' values, which may be secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys: Vec<&str> = self.store_config.iter().map(|(key, _)| key.as_str()).collect();
+        f.debug_struct("StreamOptions")
+            .field("buffer_bytes", &self.buffer_bytes)
+            .field("block_bytes", &self.block_bytes)
+            .field("read_ahead_blocks", &self.read_ahead_blocks)
+            .field("max_in_flight_bytes", &self.max_in_flight_bytes)
+            .field("attempts", &self.attempts)
+            .field("first_backoff", &self.first_backoff)
+            .field("bearer_token", &self.bearer_token.as_ref().map(|_| "(set)"))
+            .field("store_config_keys", &keys)
+            .finish()
+    }
 }
 
 impl Default for StreamOptions {
@@ -84,6 +101,12 @@ pub struct FileVersion {
     pub e_tag: Option<String>,
 }
 
+/// An entity tag without its quotes and weakness mark: stores give the same tag quoted in one
+/// answer and bare in another (Azure's listing and its reads).
+fn bare_tag(tag: &str) -> &str {
+    tag.strip_prefix("W/").unwrap_or(tag).trim_matches('"')
+}
+
 /// A file's version as first seen: reads of a different one are refused.
 #[derive(Debug, Clone)]
 struct Pinned {
@@ -99,7 +122,9 @@ pub struct RemoteFiles {
     root: RemoteRoot,
     options: StreamOptions,
     store: Arc<dyn ObjectStore>,
-    runtime: tokio::runtime::Runtime,
+    /// Taken only by `Drop`, which shuts it down without waiting: the last holder may be one of
+    /// its own threads (a prefetch finishing after the dataset was dropped).
+    runtime: Option<tokio::runtime::Runtime>,
     pinned: Mutex<HashMap<String, Pinned>>,
     blocks: BlockBuffer,
     /// Blocks that prefetching reads may have in flight.
@@ -117,13 +142,33 @@ impl std::fmt::Debug for RemoteFiles {
     }
 }
 
+impl Drop for RemoteFiles {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 impl RemoteFiles {
     /// Connects to `root`'s store, its credentials and endpoint taken from the environment as
     /// each store's own tools take them (`AWS_*`, `GOOGLE_*`, `AZURE_*`).
     pub fn connect(root: RemoteRoot, options: StreamOptions) -> Result<Arc<Self>> {
+        if options.block_bytes == 0 || options.buffer_bytes < options.block_bytes || options.attempts == 0 {
+            return Err(Error::request(format!(
+                "streaming {}: blocks of {} bytes, a buffer of {} and {} attempts: a block must be at least a \
+                 byte, the buffer at least a block, and a read tried at least once",
+                root.url(),
+                options.block_bytes,
+                options.buffer_bytes,
+                options.attempts
+            )));
+        }
         let store = build_store(&root, &options)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
+            // Prefetching reads frame indexes on these: a few at once is enough.
+            .max_blocking_threads(4)
             .thread_name("stream-io")
             .enable_all()
             .build()
@@ -136,7 +181,7 @@ impl RemoteFiles {
             root,
             options,
             store,
-            runtime,
+            runtime: Some(runtime),
             pinned: Mutex::new(HashMap::new()),
             blocks,
             in_flight,
@@ -175,7 +220,6 @@ impl RemoteFiles {
         let prefix = ObjectPath::from(self.root.object_path(relative));
         let skip = self.root.object_path("").len();
         let listed: Vec<object_store::ObjectMeta> = self
-            .runtime
             .handle()
             .block_on(self.store.list(Some(&prefix)).try_collect())
             .map_err(|e| self.failed(relative, "cannot list", e))?;
@@ -241,9 +285,7 @@ impl RemoteFiles {
         }
         let bytes = self.fetch(relative, &pinned, block * size..(end * size).min(pinned.size))?;
         self.hold(id, block, &bytes);
-        self.blocks.get((id, block)).ok_or_else(|| {
-            Error::remote(self.root.file_url(relative), "the buffer is too small to hold one read", None)
-        })
+        Ok(bytes.slice(..self.options.block_bytes.min(bytes.len())))
     }
 
     /// Fetches the blocks of bytes `span` of `relative` that the buffer lacks, in parallel ranged
@@ -266,7 +308,7 @@ impl RemoteFiles {
             let files = Arc::clone(self);
             let (relative, pinned) = (relative.to_string(), pinned.clone());
             let run = run_start..block;
-            self.runtime.spawn(async move {
+            self.handle().spawn(async move {
                 let bytes = (run.end - run.start) * size;
                 let permits = u32::try_from(run.end - run.start).unwrap_or(u32::MAX);
                 let Ok(_permit) = files.in_flight.acquire_many(permits).await else { return };
@@ -282,14 +324,33 @@ impl RemoteFiles {
     /// Holds `bytes`, fetched from block `first` on, as blocks.
     fn hold(&self, id: u32, first: u64, bytes: &Bytes) {
         let size = self.options.block_bytes;
-        for (i, start) in (0..bytes.len()).step_by(size).enumerate() {
-            self.blocks.insert((id, first + i as u64), bytes.slice(start..(start + size).min(bytes.len())));
+        // Each block in an allocation of its own, so that the buffer's count is the memory held
+        // (a slice would keep its whole fetch alive).
+        for (i, block) in bytes.chunks(size).enumerate() {
+            self.blocks.insert((id, first + i as u64), Bytes::copy_from_slice(block));
         }
     }
 
     /// Runs `work` on the stream's threads for blocking work, without waiting for it.
     pub fn spawn_blocking(&self, work: impl FnOnce() + Send + 'static) {
-        drop(self.runtime.spawn_blocking(work));
+        drop(self.handle().spawn_blocking(work));
+    }
+
+    /// The `If-Match` a read of a file pinned with `tag` sends: the tag as the store gives it,
+    /// quoted for Azure (whose listing gives it bare); none for a weak tag (it never matches)
+    /// or a plain HTTP server (whose CDN may tag a file otherwise than its HEAD did).
+    fn if_match(&self, tag: &str) -> Option<String> {
+        match self.root.kind() {
+            _ if tag.starts_with("W/") => None,
+            StoreKind::Http => None,
+            StoreKind::Azure => Some(format!("\"{}\"", bare_tag(tag))),
+            StoreKind::S3 | StoreKind::Gcs | StoreKind::File => Some(tag.to_string()),
+        }
+    }
+
+    /// The runtime's handle.
+    fn handle(&self) -> &tokio::runtime::Handle {
+        self.runtime.as_ref().expect("the runtime lives until the stream is dropped").handle()
     }
 
     /// The version of `relative`, asked of the server the first time.
@@ -299,7 +360,6 @@ impl RemoteFiles {
         }
         let path = ObjectPath::from(self.root.object_path(relative));
         let meta = self
-            .runtime
             .handle()
             .block_on(self.with_retries(relative, || self.store.head(&path)))
             .map_err(|e| self.failed(relative, "cannot read the size of", e))?;
@@ -310,7 +370,7 @@ impl RemoteFiles {
 
     /// Bytes `range` of `relative`, which must still be the version `pinned`.
     fn fetch(&self, relative: &str, pinned: &Pinned, range: Range<u64>) -> Result<Bytes> {
-        self.runtime.handle().block_on(self.fetch_async(relative, pinned, range))
+        self.handle().block_on(self.fetch_async(relative, pinned, range))
     }
 
     /// [`Self::fetch`], on the runtime.
@@ -326,7 +386,7 @@ impl RemoteFiles {
                     range: Some(GetRange::Bounded(range.clone())),
                     // A plain HTTP server (the Hub's CDN behind a redirect) may tag a file
                     // otherwise than its HEAD did: there the answer's tag is compared instead.
-                    if_match: pinned.e_tag.clone().filter(|_| self.root.kind() != StoreKind::Http),
+                    if_match: pinned.e_tag.as_deref().and_then(|tag| self.if_match(tag)),
                     ..GetOptions::default()
                 };
                 let result = self.store.get_opts(&path, options).await?;
@@ -338,7 +398,8 @@ impl RemoteFiles {
             .await
             .map_err(|e| self.failed(relative, "cannot read", e))?;
         if let Some((tag, size)) = e_tag {
-            let changed = pinned.e_tag.as_ref().is_some_and(|pinned_tag| *pinned_tag != tag) || size != pinned.size;
+            let changed = pinned.e_tag.as_deref().is_some_and(|pinned_tag| bare_tag(pinned_tag) != bare_tag(&tag))
+                || size != pinned.size;
             if changed {
                 return Err(self.changed(relative));
             }

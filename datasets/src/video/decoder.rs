@@ -389,8 +389,21 @@ impl VideoDecoder {
         Ok(())
     }
 
-    /// Decodes the next frame into a free slot and makes it `cur`; false at the end.
+    /// Decodes the next frame into a free slot and makes it `cur`; false at the end. A read of
+    /// a streamed file that failed underneath fails it, even where FFmpeg carried on (a short
+    /// packet, an early end), so that no frame decoded past a failed read is handed out.
     fn decode_next(&mut self) -> Result<bool> {
+        let decoded = self.decode_next_unchecked();
+        if let Some(failure) = &self.read_failure
+            && let Some(error) = failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+        {
+            return Err(error);
+        }
+        decoded
+    }
+
+    /// [`Self::decode_next`] without the check of the streamed reads.
+    fn decode_next_unchecked(&mut self) -> Result<bool> {
         if self.drained {
             return Ok(false);
         }

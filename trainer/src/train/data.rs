@@ -252,6 +252,9 @@ impl TrainData {
             if let Some(line) = encoding_line {
                 on_progress(Progress::Line(&line));
             }
+            if config.dataset.streaming {
+                on_progress(Progress::Line("frame cache: off, the dataset is streamed (its frames decoded as read)"));
+            }
             return Ok(());
         }
         let budget = config.dataset.frame_cache_budget_gb.map(|gb| (gb.max(0.0) * 1e9) as u64);

@@ -22,7 +22,10 @@ pub(crate) fn open_streamed(root: &Path, config: &DatasetConfig, options: OpenOp
     }
     // The Hub's token goes to the Hub only, never to a store named by URL.
     let bearer_token = config.repo_id.as_ref().and_then(|_| datasets::HubEnv::from_env().token);
-    let stream = StreamOptions { buffer_bytes: (buffer_gb * 1e9) as usize, bearer_token, ..StreamOptions::default() };
+    let buffer_bytes = (buffer_gb * 1e9) as usize;
+    // A buffer smaller than a few default blocks gets smaller blocks.
+    let block_bytes = StreamOptions::default().block_bytes.min(buffer_bytes / 4).max(1);
+    let stream = StreamOptions { buffer_bytes, block_bytes, bearer_token, ..StreamOptions::default() };
     Ok(datasets::remote::open_url(&root.to_string_lossy(), stream, options, config.episodes.as_deref())?)
 }
 

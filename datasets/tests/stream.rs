@@ -118,6 +118,33 @@ fn a_streamed_dataset_gives_the_local_samples_to_the_bit_within_its_buffer() {
     assert_same_samples(&[sample], &local[reopened.episodes()[1].frames.start..][..1]);
 }
 
+#[test]
+fn prefetching_more_videos_than_the_streams_threads_never_stalls_a_read() {
+    // Six video files, each prefetched at once: more frame indexes read together than the stream
+    // runs blocking jobs, and the local store reads its files on the same runtime's blocking
+    // threads. Every sample must still come, the same as the local ones.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("source");
+    let synth =
+        SynthConfig { episodes: 6, min_length: 20, max_length: 30, episodes_per_file: Some(1), ..Default::default() };
+    write_dataset(&root, &synth).unwrap();
+    let local = every_sample(&Dataset::open(&root).unwrap()).unwrap();
+    let files = RemoteFiles::connect(RemoteRoot::parse(&format!("file://{}", root.display())).unwrap(), small_buffer())
+        .unwrap();
+    let mirror = dir.path().join("mirror");
+    let streamed = Dataset::open_streaming(files, &mirror, OpenOptions::default(), None).unwrap();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        streamed.prefetch_episodes(&(0..streamed.episodes().len()).collect::<Vec<_>>());
+        let _ = done.send(every_sample(&streamed));
+    });
+    let streamed = finished
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the reads stalled: no sample within two minutes of prefetching every episode")
+        .unwrap();
+    assert_same_samples(&streamed, &local);
+}
+
 fn every_sample_of(dataset: &Dataset, episode: usize) -> Sample {
     let deltas = diffusion_delta_timestamps(dataset.info(), 2, 8);
     let windows = WindowSpec::from_delta_timestamps(&deltas, dataset.info(), 1e-4).unwrap();

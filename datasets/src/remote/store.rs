@@ -89,6 +89,9 @@ pub struct StreamCounters {
 /// The most blocks one prefetching read asks for.
 const MAX_RUN_BLOCKS: u64 = 16;
 
+/// The most blocking jobs (frame indexes read) the stream runs at once.
+const MAX_BLOCKING_WORK: usize = 4;
+
 /// What a missing file's error says.
 const NOT_FOUND: &str = "not found on the server";
 
@@ -129,6 +132,8 @@ pub struct RemoteFiles {
     blocks: BlockBuffer,
     /// Blocks that prefetching reads may have in flight.
     in_flight: tokio::sync::Semaphore,
+    /// Blocking work (frame indexes read) that may run at once.
+    blocking_work: Arc<tokio::sync::Semaphore>,
     /// The most blocks one prefetching read asks for (never more than may be in flight).
     longest_run: u64,
     requests: AtomicU64,
@@ -167,8 +172,6 @@ impl RemoteFiles {
         let store = build_store(&root, &options)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
-            // Prefetching reads frame indexes on these: a few at once is enough.
-            .max_blocking_threads(4)
             .thread_name("stream-io")
             .enable_all()
             .build()
@@ -185,6 +188,7 @@ impl RemoteFiles {
             pinned: Mutex::new(HashMap::new()),
             blocks,
             in_flight,
+            blocking_work: Arc::new(tokio::sync::Semaphore::new(MAX_BLOCKING_WORK)),
             longest_run,
             requests: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
@@ -331,9 +335,17 @@ impl RemoteFiles {
         }
     }
 
-    /// Runs `work` on the stream's threads for blocking work, without waiting for it.
+    /// Runs `work` on the stream's threads for blocking work, without waiting for it, at most
+    /// [`MAX_BLOCKING_WORK`] at once. The bound is a semaphore's, not the runtime's blocking
+    /// pool's: the local store reads its files on that pool, and work waiting there on such a
+    /// read would deadlock a pool it filled.
     pub fn spawn_blocking(&self, work: impl FnOnce() + Send + 'static) {
-        drop(self.handle().spawn_blocking(work));
+        let (handle, slots) = (self.handle().clone(), Arc::clone(&self.blocking_work));
+        drop(self.handle().spawn(async move {
+            let Ok(_slot) = slots.acquire_owned().await else { return };
+            // A panic in `work` is its own; the slot is given back either way.
+            let _ = handle.spawn_blocking(work).await;
+        }));
     }
 
     /// The `If-Match` a read of a file pinned with `tag` sends: the tag as the store gives it,

@@ -336,7 +336,7 @@ impl RemoteFiles {
     }
 
     /// Runs `work` on the stream's threads for blocking work, without waiting for it, at most
-    /// [`MAX_BLOCKING_WORK`] at once. The bound is a semaphore's, not the runtime's blocking
+    /// four at once. The bound is a semaphore's, not the runtime's blocking
     /// pool's: the local store reads its files on that pool, and work waiting there on such a
     /// read would deadlock a pool it filled.
     pub fn spawn_blocking(&self, work: impl FnOnce() + Send + 'static) {

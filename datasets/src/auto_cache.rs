@@ -81,8 +81,7 @@ pub fn default_root(var: impl Fn(&str) -> Option<OsString>) -> PathBuf {
     let set = |name: &str| var(name).filter(|value| !value.is_empty()).map(PathBuf::from);
     set(FRAME_CACHE_VAR)
         .or_else(|| Path::new("/dev/shm").is_dir().then(|| PathBuf::from("/dev/shm/lerobot-rs-frames")))
-        .or_else(|| set("XDG_CACHE_HOME").map(|dir| dir.join("lerobot-rs").join("frames")))
-        .or_else(|| set("HOME").map(|dir| dir.join(".cache").join("lerobot-rs").join("frames")))
+        .or_else(|| crate::cache_home::user_cache_dir(&var, "frames"))
         .unwrap_or_else(|| PathBuf::from("lerobot-rs-frames"))
 }
 

@@ -28,6 +28,7 @@
 //! [`validate::validate`] checks one thoroughly; [`frame_cache`] decodes every frame once into
 //! memory-mapped files for training.
 
+mod cache_home;
 mod dataset;
 mod error;
 mod meta;

@@ -669,13 +669,28 @@ fn with_episodes_only_the_metadata_and_their_files_are_downloaded() {
 #[cfg(feature = "stream")]
 #[test]
 fn a_private_dataset_streams_from_the_hub_with_its_token() {
-    use datasets::remote::{RemoteFiles, RemoteRoot, StreamOptions};
+    use datasets::remote::{RemoteFiles, RemoteRoot, StreamOptions, hub_token_for, hub_url};
     let dir = tempfile::tempdir().unwrap();
     let source = source_dataset(dir.path());
     let hub = FakeHub::serve(&source, Faults { token: Some("hf_secret".into()), ..Default::default() });
-    let root = || RemoteRoot::hub(&hub.endpoint, REPO, "main").unwrap();
-    let mirror = dir.path().join("mirror");
+    let without_token = env(&dir.path().join("home"), &hub);
+    let with_token = HubEnv { token: Some("hf_secret".into()), ..without_token.clone() };
 
+    // No revision asked for: LeRobot's codebase version, found among the version tags, read at
+    // its commit. Without the token the Hub refuses, and the message never shows a token.
+    let url = hub_url(REPO, None, &with_token).unwrap();
+    assert_eq!(url, format!("{}/datasets/{REPO}/resolve/{COMMIT}", hub.endpoint));
+    assert!(hub.requests().iter().any(|(line, _)| line.starts_with(&format!("GET /api/datasets/{REPO}/refs"))));
+    let error = hub_url(REPO, None, &without_token).unwrap_err().to_string();
+    assert!(error.contains("HF_TOKEN"), "{error}");
+    let offline = HubEnv { offline: true, ..with_token.clone() };
+    assert!(hub_url(REPO, None, &offline).unwrap_err().to_string().contains("HF_HUB_OFFLINE"));
+    // The token goes to the Hub's URLs only.
+    assert_eq!(hub_token_for(&url, &with_token).as_deref(), Some("hf_secret"));
+    assert_eq!(hub_token_for("s3://bucket/lerobot/pusht_fake", &with_token), None);
+
+    let root = || RemoteRoot::parse(&url).unwrap();
+    let mirror = dir.path().join("mirror");
     let options = StreamOptions { attempts: 1, ..StreamOptions::default() };
     let error =
         Dataset::open_streaming(RemoteFiles::connect(root(), options).unwrap(), &mirror, OpenOptions::default(), None)
@@ -684,7 +699,7 @@ fn a_private_dataset_streams_from_the_hub_with_its_token() {
     assert!(error.contains("meta/info.json") && error.contains("401"), "{error}");
     assert!(!error.contains("hf_secret"));
 
-    let options = StreamOptions { bearer_token: Some("hf_secret".into()), ..StreamOptions::default() };
+    let options = StreamOptions { bearer_token: hub_token_for(&url, &with_token), ..StreamOptions::default() };
     let files = RemoteFiles::connect(root(), options).unwrap();
     let streamed = Dataset::open_streaming(files, &mirror, OpenOptions::default(), None).unwrap();
     let local = Dataset::open(&source).unwrap();
@@ -693,7 +708,7 @@ fn a_private_dataset_streams_from_the_hub_with_its_token() {
     for i in 0..local.len() {
         assert_eq!(sample(&streamed, i).unwrap(), sample(&local, i).unwrap(), "sample {i}");
     }
-    // No file but the metadata was written; the data came by the Hub's resolve URLs.
+    // No file but the metadata was written; the data came by the Hub's resolve URLs, at the commit.
     assert!(!mirror.read_dir().unwrap().flatten().any(|e| e.path().join("data").exists()));
-    assert!(hub.requests().iter().any(|(line, _)| line.contains("/resolve/main/data/")));
+    assert!(hub.requests().iter().any(|(line, _)| line.contains(&format!("/resolve/{COMMIT}/data/"))));
 }

@@ -57,13 +57,13 @@ impl Dataset {
         }
         let options = OpenOptions { tolerance_s };
         let dataset = if streaming {
-            let url = match (&repo_id, &root) {
-                (Some(repo_id), _) => hub_url(repo_id, revision.as_deref())?,
-                (None, Some(root)) => root.to_string_lossy().into_owned(),
+            // As LeRobot's: a root given is where the dataset is, the Hub only without one.
+            let url = match (&root, &repo_id) {
+                (Some(root), _) => root.to_string_lossy().into_owned(),
+                (None, Some(repo_id)) => py.detach(|| hub_url(repo_id, revision.as_deref()))?,
                 (None, None) => return Err(PyValueError::new_err("give repo_id or root")),
             };
-            py.detach(|| open_streamed(&url, repo_id.is_some(), options, episodes.as_deref()))
-                .map_err(|e| dataset_error(&e))?
+            py.detach(|| open_streamed(&url, options, episodes.as_deref())).map_err(|e| dataset_error(&e))?
         } else {
             open_folder(py, repo_id, root, revision, download, options, episodes.as_deref())?
         };
@@ -220,33 +220,23 @@ fn open_folder(
     py.detach(|| datasets::Dataset::open_for(&root, options, episodes)).map_err(|e| dataset_error(&e))
 }
 
-/// The dataset at `url`, streamed (with the Hub's token where `from_hub`).
+/// The dataset at `url`, streamed (with the Hub's token where `url` is the Hub's).
 #[cfg(feature = "stream")]
-fn open_streamed(
-    url: &str,
-    from_hub: bool,
-    options: OpenOptions,
-    episodes: Option<&[usize]>,
-) -> datasets::Result<datasets::Dataset> {
-    let bearer_token = from_hub.then(|| datasets::HubEnv::from_env().token).flatten();
+fn open_streamed(url: &str, options: OpenOptions, episodes: Option<&[usize]>) -> datasets::Result<datasets::Dataset> {
+    let bearer_token = datasets::remote::hub_token_for(url, &datasets::HubEnv::from_env());
     let stream = datasets::remote::StreamOptions { bearer_token, ..Default::default() };
     datasets::remote::open_url(url, stream, options, episodes)
 }
 
 #[cfg(not(feature = "stream"))]
-fn open_streamed(
-    url: &str,
-    _from_hub: bool,
-    _options: OpenOptions,
-    _episodes: Option<&[usize]>,
-) -> datasets::Result<datasets::Dataset> {
+fn open_streamed(url: &str, _options: OpenOptions, _episodes: Option<&[usize]>) -> datasets::Result<datasets::Dataset> {
     Err(datasets::Error::request(format!("{url}: streaming needs the module built with the `stream` feature")))
 }
 
 /// The Hub URL dataset `repo_id` streams from.
 fn hub_url(repo_id: &str, revision: Option<&str>) -> PyResult<String> {
     #[cfg(feature = "stream")]
-    return Ok(datasets::remote::hub_url(repo_id, revision));
+    return datasets::remote::hub_url(repo_id, revision, &datasets::HubEnv::from_env()).map_err(|e| dataset_error(&e));
     #[cfg(not(feature = "stream"))]
     return Err(PyValueError::new_err(format!(
         "{repo_id}: streaming needs the module built with the `stream` feature ({revision:?})"

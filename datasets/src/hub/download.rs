@@ -370,6 +370,22 @@ fn place(blob: &Path, target: &Path) -> Result<()> {
     std::fs::rename(&partial, target).map_err(|e| Error::io(target, e))
 }
 
+/// The commit dataset `repo_id` is read at for `revision` (LeRobot's codebase version,
+/// [`DEFAULT_REVISION`](super::DEFAULT_REVISION), when none is given), the revision chosen among
+/// the dataset's version tags as LeRobot chooses it: what a stream reads, so that a tag or branch
+/// moved during the run changes none of its files.
+pub fn dataset_commit(repo_id: &RepoId, revision: Option<&str>, env: &HubEnv) -> Result<String> {
+    if env.offline {
+        return Err(hub_error(
+            RepoKind::Dataset,
+            repo_id,
+            "HF_HUB_OFFLINE is set, and a dataset streamed from the Hub is read from it".into(),
+        ));
+    }
+    let revision = safe_version(repo_id, revision.unwrap_or(super::DEFAULT_REVISION), env)?;
+    Ok(Snapshot::list(RepoKind::Dataset, repo_id, &revision, &env.hub_cache(), env)?.commit)
+}
+
 /// LeRobot's `get_safe_version`: a revision that names a version (`vMAJOR.MINOR`) becomes the
 /// dataset's newest version tag of the same major version not newer than it; any other revision
 /// (a branch, a commit) is used as it is.

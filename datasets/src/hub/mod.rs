@@ -30,6 +30,8 @@ use std::path::{Path, PathBuf};
 use crate::dataset::Metadata;
 use crate::{Error, Result};
 
+#[cfg(feature = "hub")]
+pub use download::dataset_commit;
 pub use env::{DEFAULT_ENDPOINT, HubEnv};
 #[cfg(feature = "cli")]
 pub use progress::{DownloadBar, resolve_model_on_terminal, resolve_on_terminal};

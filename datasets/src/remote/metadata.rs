@@ -22,8 +22,7 @@ const VERSIONS: &str = "versions.json";
 pub fn default_mirror_dir() -> PathBuf {
     let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
     set("LEROBOT_RS_STREAM_CACHE")
-        .or_else(|| set("XDG_CACHE_HOME").map(|dir| dir.join("lerobot-rs").join("streams")))
-        .or_else(|| set("HOME").map(|dir| dir.join(".cache").join("lerobot-rs").join("streams")))
+        .or_else(|| crate::cache_home::user_cache_dir(|name| std::env::var_os(name), "streams"))
         .unwrap_or_else(|| PathBuf::from("lerobot-rs-streams"))
 }
 

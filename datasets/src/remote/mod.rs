@@ -35,9 +35,19 @@ pub fn open_url(
     crate::Dataset::open_streaming(files, &metadata::default_mirror_dir(), options, episodes)
 }
 
-/// The URL the Hub (`HF_ENDPOINT`) serves dataset `repo_id`'s files of `revision` at (default
-/// `main`).
-pub fn hub_url(repo_id: &str, revision: Option<&str>) -> String {
-    let endpoint = crate::HubEnv::from_env().endpoint;
-    format!("{}/datasets/{repo_id}/resolve/{}", endpoint.trim_end_matches('/'), revision.unwrap_or("main"))
+/// The URL dataset `repo_id` streams from on the Hub (`env.endpoint`): its files at the commit
+/// `revision` names ([`crate::hub::dataset_commit`]: LeRobot's codebase version when none is
+/// given, chosen among the dataset's version tags as LeRobot chooses), so that a tag or branch
+/// moved during the run changes nothing it reads.
+pub fn hub_url(repo_id: &str, revision: Option<&str>, env: &crate::HubEnv) -> crate::Result<String> {
+    let repo: crate::RepoId = repo_id.parse()?;
+    let commit = crate::hub::dataset_commit(&repo, revision, env)?;
+    Ok(format!("{}/datasets/{repo}/resolve/{commit}", env.endpoint.trim_end_matches('/')))
+}
+
+/// The Hub's token (`env.token`) for a stream of `url` if `url` is the Hub's (under
+/// `env.endpoint`), else none: the token is never sent to another store.
+pub fn hub_token_for(url: &str, env: &crate::HubEnv) -> Option<String> {
+    let hub = format!("{}/", env.endpoint.trim_end_matches('/'));
+    url.starts_with(&hub).then(|| env.token.clone()).flatten()
 }

@@ -9,11 +9,14 @@ use super::store::RemoteFiles;
 use crate::error::Result;
 use crate::video::FrameIndex;
 
+/// A file's frame index, once read; its lock held by the one read of it.
+type IndexSlot = Arc<Mutex<Option<Arc<FrameIndex>>>>;
+
 /// A stream's video prefetching, with the frame index of each file it has fetched for.
 #[derive(Debug)]
 pub struct VideoPrefetch {
     files: Arc<RemoteFiles>,
-    indexes: Mutex<HashMap<String, Arc<FrameIndex>>>,
+    indexes: Mutex<HashMap<String, IndexSlot>>,
 }
 
 impl VideoPrefetch {
@@ -43,16 +46,19 @@ impl VideoPrefetch {
     }
 
     /// The frame index of video `relative`, read (its `moov` box, through the buffer) the first
-    /// time.
+    /// time; a caller asking while it is read waits for that read rather than making another.
     fn frame_index(&self, relative: &str) -> Result<Arc<FrameIndex>> {
-        let known = self.indexes.lock().unwrap_or_else(PoisonError::into_inner).get(relative).cloned();
-        if let Some(index) = known {
-            return Ok(index);
+        let slot = Arc::clone(
+            self.indexes.lock().unwrap_or_else(PoisonError::into_inner).entry(relative.to_string()).or_default(),
+        );
+        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(index) = &*slot {
+            return Ok(Arc::clone(index));
         }
         let url = self.files.root().file_url(relative);
         let reader = RemoteReader::new(Arc::clone(&self.files), relative)?;
         let index = Arc::new(FrameIndex::read(reader, std::path::Path::new(&url))?);
-        self.indexes.lock().unwrap_or_else(PoisonError::into_inner).insert(relative.to_string(), Arc::clone(&index));
+        *slot = Some(Arc::clone(&index));
         Ok(index)
     }
 }

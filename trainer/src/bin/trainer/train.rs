@@ -63,11 +63,12 @@ fn resolve(args: &TrainArgs) -> Result<TrainConfig> {
     }
     let mut config = TrainConfig::resolve(file, overrides)?;
     if config.dataset.streaming {
-        let revision = config.dataset.revision.clone();
-        let ids: Vec<PathBuf> =
-            config.dataset.repo_ids().iter().map(|id| PathBuf::from(stream_url(id, revision.as_deref()))).collect();
-        if !ids.is_empty() {
-            config.dataset.root = trainer::DatasetRoots(ids);
+        // As LeRobot's: a root given is where the dataset is, the Hub only without one.
+        if config.dataset.root.is_empty() {
+            let revision = config.dataset.revision.clone();
+            let urls: Result<Vec<PathBuf>> =
+                config.dataset.repo_ids().iter().map(|id| stream_url(id, revision.as_deref())).collect();
+            config.dataset.root = trainer::DatasetRoots(urls?);
         }
         if !config.sampler.is_blocks() {
             config.sampler.order = loader::SampleOrder::Blocks;
@@ -163,14 +164,16 @@ impl DeviceTask for Train {
     }
 }
 
-/// The Hub URL dataset `repo_id` streams from.
+/// The Hub URL dataset `repo_id` streams from, at the commit `revision` names.
 #[cfg(feature = "stream")]
-fn stream_url(repo_id: &str, revision: Option<&str>) -> String {
-    datasets::remote::hub_url(repo_id, revision)
+fn stream_url(repo_id: &str, revision: Option<&str>) -> Result<PathBuf> {
+    let url = datasets::remote::hub_url(repo_id, revision, &datasets::HubEnv::from_env())?;
+    println!("streaming {repo_id} from {url}");
+    Ok(PathBuf::from(url))
 }
 
 /// Without streaming, the Hub id as given (opening it then says how to get the feature).
 #[cfg(not(feature = "stream"))]
-fn stream_url(repo_id: &str, _revision: Option<&str>) -> String {
-    repo_id.to_string()
+fn stream_url(repo_id: &str, _revision: Option<&str>) -> Result<PathBuf> {
+    Ok(PathBuf::from(repo_id))
 }

@@ -31,11 +31,50 @@ pub(crate) fn activate<F: Float>(y: F, #[comptime] activation: u32) -> F {
     }
 }
 
+/// Where element `i` of group `group` (`n·groups + g`) of GroupNorm's `x` lies in its buffer:
+/// channels-first (`[N, C, S]`), the group's `group_len` values lie contiguous from
+/// `group·group_len`, `i` walking each channel's positions in turn; channels-last (`[N, S, C]` in
+/// memory), `i` walks the group's channels at each position in turn.
+#[cube]
+fn group_element(
+    group: usize,
+    i: usize,
+    group_len: usize,
+    positions: usize,
+    channels_per_group: usize,
+    groups: usize,
+    #[comptime] channels_last: bool,
+) -> usize {
+    if comptime!(channels_last) {
+        let channels = channels_per_group * groups;
+        let sample = group / groups;
+        let position = i / channels_per_group;
+        (sample * positions + position) * channels + (group % groups) * channels_per_group + i % channels_per_group
+    } else {
+        group * group_len + i
+    }
+}
+
+/// The channel of element `i` of group `group`, in the order [`group_element`] walks it.
+#[cube]
+fn group_channel(
+    group: usize,
+    i: usize,
+    positions: usize,
+    channels_per_group: usize,
+    groups: usize,
+    #[comptime] channels_last: bool,
+) -> usize {
+    let first = (group % groups) * channels_per_group;
+    if comptime!(channels_last) { first + i % channels_per_group } else { first + i / positions }
+}
+
 /// Cube `k` normalises group `k` of GroupNorm's `x` `[N, C, S]` (`k = n·groups + g`; its
-/// `group_len` values lie contiguous from `k·group_len`): the mean, then the biased variance
-/// about it (two passes, as the CPU's), then `y = act((x − μ)·r·γ + β)` with `r = 1/√(σ² + ε)`;
-/// `stats[2k]` and `stats[2k + 1]` take `μ` and `r`. `x` and `y` are in `X` (f32, or a
-/// half-precision forward's dtype), everything else in `F` (f32), which it computes in.
+/// `group_len` values found by [`group_element`], `x` and `y` both channels-first or both
+/// channels-last): the mean, then the biased variance about it (two passes, as the CPU's), then
+/// `y = act((x − μ)·r·γ + β)` with `r = 1/√(σ² + ε)`; `stats[2k]` and `stats[2k + 1]` take `μ`
+/// and `r`. `x` and `y` are in `X` (f32, or a half-precision forward's dtype), everything else
+/// in `F` (f32), which it computes in.
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
 pub(crate) fn group_norm_kernel<X: Float, F: Float>(
@@ -50,11 +89,10 @@ pub(crate) fn group_norm_kernel<X: Float, F: Float>(
     groups: usize,
     epsilon: f32,
     #[comptime] activation: u32,
+    #[comptime] channels_last: bool,
     #[define(X, F)] _dtypes: [StorageType; 2],
 ) {
     let group = CUBE_POS_X as usize;
-    let start = group * group_len;
-    let first_channel = (group % groups) * channels_per_group;
     let units = CUBE_DIM_X as usize;
     let mut partial = SharedMemory::<F>::new(UNITS_PER_CUBE as usize);
     let count = F::cast_from(group_len);
@@ -62,7 +100,8 @@ pub(crate) fn group_norm_kernel<X: Float, F: Float>(
     let mut sum = F::new(0.0);
     let mut i = UNIT_POS_X as usize;
     while i < group_len {
-        sum += F::cast_from(x[start + i]);
+        let at = group_element(group, i, group_len, positions, channels_per_group, groups, channels_last);
+        sum += F::cast_from(x[at]);
         i += units;
     }
     let mean = cube_sum::<F>(&mut partial, sum) / count;
@@ -70,7 +109,8 @@ pub(crate) fn group_norm_kernel<X: Float, F: Float>(
     let mut squares = F::new(0.0);
     let mut i = UNIT_POS_X as usize;
     while i < group_len {
-        let d = F::cast_from(x[start + i]) - mean;
+        let at = group_element(group, i, group_len, positions, channels_per_group, groups, channels_last);
+        let d = F::cast_from(x[at]) - mean;
         squares += d * d;
         i += units;
     }
@@ -79,9 +119,10 @@ pub(crate) fn group_norm_kernel<X: Float, F: Float>(
 
     let mut i = UNIT_POS_X as usize;
     while i < group_len {
-        let channel = first_channel + i / positions;
-        let normalised = (F::cast_from(x[start + i]) - mean) * inv_std * gamma[channel] + beta[channel];
-        y[start + i] = X::cast_from(activate::<F>(normalised, activation));
+        let at = group_element(group, i, group_len, positions, channels_per_group, groups, channels_last);
+        let channel = group_channel(group, i, positions, channels_per_group, groups, channels_last);
+        let normalised = (F::cast_from(x[at]) - mean) * inv_std * gamma[channel] + beta[channel];
+        y[at] = X::cast_from(activate::<F>(normalised, activation));
         i += units;
     }
     if UNIT_POS_X == 0 {
@@ -128,7 +169,7 @@ pub(crate) fn gradient_before_activation<X: Float, F: Float>(
 }
 
 /// Cube `k` computes GroupNorm's input gradient over group `k` (laid out as in
-/// [`group_norm_kernel`]): with `dz` the gradient before the activation and `g = dz·γ`,
+/// [`group_norm_kernel`], `x`, `output_grad` and `input_grad` alike): with `dz` the gradient before the activation and `g = dz·γ`,
 /// `dx = r·(g − mean(g) − x̂·mean(g·x̂))`, both means over the group (each a cube sum).
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers are its arguments")]
@@ -144,11 +185,10 @@ pub(crate) fn group_norm_input_grad_kernel<X: Float, F: Float>(
     channels_per_group: usize,
     groups: usize,
     #[comptime] activation: u32,
+    #[comptime] channels_last: bool,
     #[define(X, F)] _dtypes: [StorageType; 2],
 ) {
     let group = CUBE_POS_X as usize;
-    let start = group * group_len;
-    let first_channel = (group % groups) * channels_per_group;
     let (mean, inv_std) = (stats[2 * group], stats[2 * group + 1]);
     let units = CUBE_DIM_X as usize;
     let mut partial = SharedMemory::<F>::new(UNITS_PER_CUBE as usize);
@@ -158,9 +198,10 @@ pub(crate) fn group_norm_input_grad_kernel<X: Float, F: Float>(
     let mut sum_g_x_hat = F::new(0.0);
     let mut i = UNIT_POS_X as usize;
     while i < group_len {
-        let channel = first_channel + i / positions;
-        let x_hat = (F::cast_from(x[start + i]) - mean) * inv_std;
-        let g = gradient_before_activation::<X, F>(output_grad, gamma, beta, start + i, channel, x_hat, activation)
+        let at = group_element(group, i, group_len, positions, channels_per_group, groups, channels_last);
+        let channel = group_channel(group, i, positions, channels_per_group, groups, channels_last);
+        let x_hat = (F::cast_from(x[at]) - mean) * inv_std;
+        let g = gradient_before_activation::<X, F>(output_grad, gamma, beta, at, channel, x_hat, activation)
             * gamma[channel];
         sum_g += g;
         sum_g_x_hat += g * x_hat;
@@ -171,11 +212,12 @@ pub(crate) fn group_norm_input_grad_kernel<X: Float, F: Float>(
 
     let mut i = UNIT_POS_X as usize;
     while i < group_len {
-        let channel = first_channel + i / positions;
-        let x_hat = (F::cast_from(x[start + i]) - mean) * inv_std;
-        let g = gradient_before_activation::<X, F>(output_grad, gamma, beta, start + i, channel, x_hat, activation)
+        let at = group_element(group, i, group_len, positions, channels_per_group, groups, channels_last);
+        let channel = group_channel(group, i, positions, channels_per_group, groups, channels_last);
+        let x_hat = (F::cast_from(x[at]) - mean) * inv_std;
+        let g = gradient_before_activation::<X, F>(output_grad, gamma, beta, at, channel, x_hat, activation)
             * gamma[channel];
-        input_grad[start + i] = X::cast_from((g - mean_g - x_hat * mean_g_x_hat) * inv_std);
+        input_grad[at] = X::cast_from((g - mean_g - x_hat * mean_g_x_hat) * inv_std);
         i += units;
     }
 }
@@ -184,7 +226,8 @@ pub(crate) fn group_norm_input_grad_kernel<X: Float, F: Float>(
 /// of the `blocks` shares of the samples' and positions' values: `dγ = Σ dz·x̂`, `dβ = Σ dz`
 /// (`dz` the gradient before the activation), unit `u` of cube `b` taking the values
 /// `(b·units + u) + j·blocks·units`, then the cube's halves (a fixed order); it writes element
-/// `c·blocks + b` of `gamma_grad` and `beta_grad`, which [`affine_grad_total_kernel`] adds up in
+/// `c·blocks + b` of `gamma_grad` and `beta_grad` (`x` and `output_grad` both channels-first or
+/// both channels-last), which [`affine_grad_total_kernel`] adds up in
 /// block order where `blocks > 1`. (A unit per channel walking them all in turn left a GPU
 /// nearly idle on the encoder's maps, 64 channels of 128 samples × 441 positions; a cube per
 /// channel still runs 64 cubes on a GPU of 132 multiprocessors: [`affine_grad_blocks`].)
@@ -204,6 +247,7 @@ pub(crate) fn group_norm_affine_grad_kernel<X: Float, F: Float>(
     channels_per_group: usize,
     blocks: usize,
     #[comptime] activation: u32,
+    #[comptime] channels_last: bool,
     #[define(X, F)] _dtypes: [StorageType; 2],
 ) {
     let channel = CUBE_POS_X as usize;
@@ -217,7 +261,11 @@ pub(crate) fn group_norm_affine_grad_kernel<X: Float, F: Float>(
         let sample = k / positions;
         let group = sample * groups + group_of_channel;
         let (mean, inv_std) = (stats[2 * group], stats[2 * group + 1]);
-        let at = (sample * channels + channel) * positions + k % positions;
+        let at = if comptime!(channels_last) {
+            k * channels + channel
+        } else {
+            (sample * channels + channel) * positions + k % positions
+        };
         let x_hat = (F::cast_from(x[at]) - mean) * inv_std;
         let dz = gradient_before_activation::<X, F>(output_grad, gamma, beta, at, channel, x_hat, activation);
         sum_dz_x_hat += dz * x_hat;

@@ -14,7 +14,7 @@ use super::group_norm::{
     group_norm_input_grad_kernel, group_norm_kernel,
 };
 use super::launch::{UNITS_PER_CUBE, striding_cubes};
-use super::tensors::{empty_f32, empty_like};
+use super::tensors::{empty_channels_last_3d, empty_f32, empty_like, into_channels_last_3d, is_channels_last_3d};
 use crate::{Activation, NormKernels, RuntimeLibraries, portable};
 
 impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> NormKernels for CubeBackend<R, F, I, BT> {
@@ -35,13 +35,21 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> NormK
         }
         let [samples, channels, positions] =
             crate::group_norm_shape(x.shape().as_slice(), gamma.meta.num_elements(), beta.meta.num_elements(), groups)?;
-        let (x, gamma, beta) = (into_contiguous(x), into_contiguous(gamma), into_contiguous(beta));
-        let y = empty_like(&x, x.shape(), x.dtype);
+        // A channels-last input (the encoder's, for cuDNN's tensor cores) is read as it lies and
+        // gives a channels-last output; any other is read channels-first.
+        let channels_last = is_channels_last_3d(&x);
+        let x = if channels_last { x } else { into_contiguous(x) };
+        let (gamma, beta) = (into_contiguous(gamma), into_contiguous(beta));
+        let y = match channels_last {
+            true => empty_channels_last_3d(&x, [samples, channels, positions], x.dtype),
+            false => empty_like(&x, x.shape(), x.dtype),
+        };
         let stats = empty_f32(&x, [samples, groups, 2].into());
         let channels_per_group = channels / groups;
-        // SAFETY: cube `k < samples·groups` reads `x` and writes `y` at `k·group_len + i` for
-        // `i < group_len`, within their `samples·channels·positions` elements (both
-        // contiguous, `y` new), `gamma` and `beta` at channels below `channels` (their
+        // SAFETY: cube `k < samples·groups` reads `x` and writes `y` at the `group_len`
+        // elements of its group (`group_element`: a bijection of the groups' elements onto
+        // `0..samples·channels·positions`, in the one layout of `x` and `y`, both a contiguous
+        // buffer of that many, `y` new), `gamma` and `beta` at channels below `channels` (their
         // lengths, checked), and writes `stats` at `2k` and `2k + 1`, within its
         // `samples·groups·2`; no two cubes write one element.
         unsafe {
@@ -60,6 +68,7 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> NormK
                 groups,
                 epsilon as f32,
                 activation_code(activation),
+                channels_last,
                 [x.dtype.into(), DType::F32.into()],
             );
         }
@@ -85,8 +94,18 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> NormK
         let Some([samples, channels, positions]) = sizes.filter(|sizes| takes_dtypes && fits(sizes)) else {
             return portable::group_norm_backward::<Self>(x, [gamma, beta], stats, output_grad, groups, activation);
         };
-        let [x, gamma, beta, stats, output_grad] = [x, gamma, beta, stats, output_grad].map(into_contiguous);
-        let input_grad = empty_like(&x, shape, x.dtype);
+        // In the forward pass's layout: channels-last where `x` is (the output's gradient brought
+        // to it), else channels-first.
+        let channels_last = is_channels_last_3d(&x);
+        let (x, output_grad) = match channels_last {
+            true => (x, into_channels_last_3d(output_grad)),
+            false => (into_contiguous(x), into_contiguous(output_grad)),
+        };
+        let [gamma, beta, stats] = [gamma, beta, stats].map(into_contiguous);
+        let input_grad = match channels_last {
+            true => empty_channels_last_3d(&x, [samples, channels, positions], x.dtype),
+            false => empty_like(&x, shape, x.dtype),
+        };
         let dtypes = [x.dtype.into(), DType::F32.into()];
         let gamma_grad = empty_f32(&x, [channels].into());
         let beta_grad = empty_f32(&x, [channels].into());
@@ -100,8 +119,8 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> NormK
         let client = x.client.clone();
         let code = activation_code(activation);
         // SAFETY: as the forward pass's: cube `k < samples·groups` reads `x` and
-        // `output_grad` (the same shape, checked) and writes `input_grad` at `k·group_len + i`,
-        // `i < group_len`, all contiguous; `stats` at `2k + 1` at most, within its
+        // `output_grad` (the same shape, checked) and writes `input_grad` at its group's
+        // elements, all three a contiguous buffer in one layout; `stats` at `2k + 1` at most, within its
         // `samples·groups·2` (checked); `gamma` and `beta` below `channels`.
         unsafe {
             group_norm_input_grad_kernel::launch_unchecked::<R>(
@@ -119,6 +138,7 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> NormK
                 channels_per_group,
                 groups,
                 code,
+                channels_last,
                 dtypes,
             );
         }
@@ -144,6 +164,7 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> NormK
                 channels_per_group,
                 blocks,
                 code,
+                channels_last,
                 dtypes,
             );
         }

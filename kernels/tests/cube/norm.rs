@@ -11,19 +11,38 @@ use kernels::{Kernels, NormKernels};
 use super::WgpuKernels;
 use super::support::{bytes, half_dtypes, max_error_relative_to_largest, primitive, primitive_3d, read_any, values};
 
+/// `values` of `[N, C, S]` (in that order) as a GPU tensor of that shape lying channels-last in
+/// memory: `[N, S, C]` contiguous, permuted.
+fn channels_last<B: Backend>(values: &[f32], [n, c, s]: [usize; 3], device: &B::Device) -> FloatTensor<B> {
+    let mut lying = vec![0.0; values.len()];
+    for (at, value) in values.iter().enumerate() {
+        let (sample, channel, position) = (at / (c * s), at / s % c, at % s);
+        lying[(sample * s + position) * c + channel] = *value;
+    }
+    B::float_permute(primitive_3d::<B>(lying, [n, s, c], device), &[0, 2, 1])
+}
+
 /// GroupNorm with each activation, over groups smaller and larger than a cube's units and over
 /// channels whose scale and shift gradients spread over several cubes each (four channels of
 /// 16,384 values: eight cubes a channel, then their sums added): the kernels' output and
 /// statistics (one launch), and input, scale and shift gradients (two launches, three where
 /// the channels take several cubes, from each backend's own statistics), equal the CPU's fused
-/// passes (sums in f64) to 1e-5 of the largest value.
+/// passes (sums in f64) to 1e-5 of the largest value; with the input and the output's gradient
+/// channels-first, both channels-last (the encoder's layout for cuDNN's tensor cores), and the
+/// input channels-last under a channels-first gradient.
 pub(crate) fn the_group_norm_kernels_equal_the_cpus<Gpu: WgpuKernels>() {
     use kernels::Activation;
     let gpu = WgpuDevice::default();
     let cpu = Default::default();
     // ([N, C, S], groups)
     let shapes = [([3, 32, 50], 8), ([2, 64, 300], 8), ([4, 6, 3], 3), ([1, 2048, 4], 8), ([4, 4, 4096], 2)];
-    for (shape @ [n, c, s], groups) in shapes {
+    // (the input channels-last, the output's gradient channels-last)
+    let layouts = [(false, false), (true, true), (true, false)];
+    for ((shape @ [n, c, s], groups), (x_last, dy_last)) in shapes.into_iter().flat_map(|s| layouts.map(|l| (s, l))) {
+        let lying = |last: bool, values: &[f32]| match last {
+            true => channels_last::<Gpu>(values, shape, &WgpuDevice::default()),
+            false => primitive_3d::<Gpu>(values.to_vec(), shape, &WgpuDevice::default()),
+        };
         for activation in [Activation::Identity, Activation::Relu, Activation::Mish] {
             let x: Vec<f32> = values(n * c * s, 5.0).iter().map(|v| v * 6.0 + 0.5).collect();
             let gamma: Vec<f32> = values(c, 6.0).iter().map(|v| 1.0 + v).collect();
@@ -36,13 +55,8 @@ pub(crate) fn the_group_norm_kernels_equal_the_cpus<Gpu: WgpuKernels>() {
                     primitive::<Flex>(beta.clone(), &cpu),
                 ]
             };
-            let gpu_inputs = || {
-                [
-                    primitive_3d::<Gpu>(x.clone(), shape, &gpu),
-                    primitive::<Gpu>(gamma.clone(), &gpu),
-                    primitive::<Gpu>(beta.clone(), &gpu),
-                ]
-            };
+            let gpu_inputs =
+                || [lying(x_last, &x), primitive::<Gpu>(gamma.clone(), &gpu), primitive::<Gpu>(beta.clone(), &gpu)];
             let [x_cpu, gamma_cpu, beta_cpu] = cpu_inputs();
             let (y_cpu, stats_cpu) =
                 Flex::group_norm_forward(x_cpu, gamma_cpu, beta_cpu, groups, 1e-5, activation).expect("Flex's pass");
@@ -63,11 +77,12 @@ pub(crate) fn the_group_norm_kernels_equal_the_cpus<Gpu: WgpuKernels>() {
                 x_gpu,
                 [gamma_gpu, beta_gpu],
                 stats_gpu.clone(),
-                primitive_3d::<Gpu>(dy.clone(), shape, &gpu),
+                lying(dy_last, &dy),
                 groups,
                 activation,
             );
-            let case = format!("[{n}, {c}, {s}] in {groups} groups, {activation:?}");
+            let case =
+                format!("[{n}, {c}, {s}] in {groups} groups, {activation:?}, channels-last x {x_last} dy {dy_last}");
             let pairs = [("output", y_gpu, y_cpu), ("statistics", stats_gpu, stats_cpu)]
                 .into_iter()
                 .chain(["dx", "dγ", "dβ"].into_iter().zip(got).zip(expected).map(|((name, a), b)| (name, a, b)));

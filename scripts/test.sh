@@ -92,7 +92,8 @@ light=(--config 'profile.release.package.kernels.opt-level=0' --config 'profile.
 kernel_cache=$(mktemp -d)
 LEROBOT_RS_KERNEL_CACHE="$kernel_cache" cargo test --release "${light[@]}" --locked -p datasets -p kernels -p trainer \
   --no-default-features --features datasets/cli,trainer/wgpu-untuned,kernels/nccl,kernels/gpu-fusion \
-  --test no_video --test cube --test launch_budget --test weight_views --test device_frames --test cudnn --test nccl
+  --test no_video --test cube --test launch_budget --test weight_views --test device_frames --test channels_last \
+  --test cudnn --test nccl
 rm -rf "$kernel_cache"
 if [[ "$(shm_caches)" != "$caches_before" ]]; then
   echo "error: the tests left frame caches in /dev/shm/lerobot-rs-frames:" >&2

@@ -91,6 +91,7 @@ pub use ops::adam::{AdamConstants, AdamStep, FlatBuffers, PartialSquares, Update
 pub use ops::collective::{Collective, CollectiveKernels, DeviceGroup, GroupId};
 pub use ops::convolution::{ConvolutionKernels, add_channel_bias, conv_transpose2d, conv2d, max_pool2d};
 pub use ops::frames::FrameKernels;
+pub use ops::layout::{channels_last_on, use_channels_last};
 pub use ops::norm::{
     NormKernels, batch_norm, film, film_dtypes, film_shape, group_norm, group_norm_dtypes, group_norm_shape,
 };

@@ -9,6 +9,9 @@ use trainer::model::resnet::ResNet18;
 use trainer::model::unet::sinusoidal_embedding;
 use trainer::{DiffusionConfig, DiffusionModel, Observation, PolicyFeatures, Preset, TrainingNoise};
 
+#[path = "support/encoder_layouts.rs"]
+mod encoder_layouts;
+
 fn pusht() -> PolicyFeatures {
     PolicyFeatures {
         state_dim: 2,
@@ -203,4 +206,11 @@ fn the_exported_config_has_lerobots_keys_and_values() {
             assert_eq!(&ours[key], value, "{key}");
         }
     }
+}
+
+#[test]
+fn the_trunk_held_channels_last_gives_the_channels_first_features_and_gradients() {
+    // The GPU's layout for cuDNN's tensor cores (kernels::ConvolutionKernels::prefers_channels_last),
+    // checked on the CPU: the same features and gradients, GroupNorm's and BatchNorm's trunks.
+    encoder_layouts::assert_layouts_agree::<burn::backend::Autodiff<Flex>>(&Default::default(), &[true, false], 1e-5);
 }

@@ -106,6 +106,10 @@ impl<B: Kernels, C: CheckpointStrategy> ConvolutionKernels for Autodiff<B, C> {
         B::has_conv1d_products(dtype)
     }
 
+    fn prefers_channels_last(dtype: DType) -> bool {
+        B::prefers_channels_last(dtype)
+    }
+
     fn max_pool2d_indexed(
         x: FloatTensor<Self>,
         kernel: [usize; 2],

@@ -25,6 +25,11 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Convo
         R::library_takes_conv1d(dtype)
     }
 
+    fn prefers_channels_last(dtype: DType) -> bool {
+        let _ = dtype;
+        crate::channels_last_on()
+    }
+
     fn conv2d_no_bias(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
         match R::library_conv2d(&x, &weight, &options) {
             Some(y) => y,

@@ -86,6 +86,10 @@ impl<B: FusionBackend + Kernels> ConvolutionKernels for Fusion<B> {
         B::has_conv1d_products(dtype)
     }
 
+    fn prefers_channels_last(dtype: DType) -> bool {
+        B::prefers_channels_last(dtype)
+    }
+
     fn conv2d_no_bias(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
         let (x_shape, w_shape) = (x.shape.clone(), weight.shape.clone());
         let sizes = calculate_conv_output_sizes(

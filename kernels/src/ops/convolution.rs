@@ -26,6 +26,15 @@ pub trait ConvolutionKernels: Backend {
         Self::has_conv2d_products(dtype)
     }
 
+    /// Whether this backend's convolutions of `dtype` are fastest on channels-last feature maps
+    /// (`[N, C, H, W]` views of `[N, H, W, C]` memory), so that a model should keep its maps
+    /// that way between them ([`crate::channels_last_on`] on the GPU backends; never on the CPU,
+    /// whose kernels copy to channels-first).
+    fn prefers_channels_last(dtype: DType) -> bool {
+        let _ = dtype;
+        false
+    }
+
     /// A 2-D convolution without bias, `x` `[N, C, H, W]` by `weight` `[O, C, kh, kw]`, as
     /// burn's `conv2d` computes it (its implementation, unless the backend has a faster one).
     fn conv2d_no_bias(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {

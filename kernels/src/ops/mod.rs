@@ -14,6 +14,7 @@ pub mod collective_call;
 pub mod convolution;
 pub mod elements;
 pub mod frames;
+pub mod layout;
 pub mod norm;
 pub mod optimiser;
 pub mod portable;

@@ -9,7 +9,7 @@ use burn::tensor::FloatDType;
 use burn::tensor::activation::{relu, softmax};
 use kernels::Kernels;
 
-use super::resnet::ResNet18;
+use super::resnet::{Layout, ResNet18};
 
 /// Keypoints as the expected image coordinates of a softmax over each channel's map.
 #[derive(Module, Debug)]
@@ -80,10 +80,17 @@ impl<B: Kernels> RgbEncoder<B> {
     }
 
     /// `[N, 3, H, W]` normalised images → `[N, 2·K]` features, in the dtype of the encoder's
-    /// weights.
+    /// weights; the trunk's feature maps held in the layout the backend's convolutions want
+    /// ([`Layout::for_backend`]).
     pub fn forward(&self, images: Tensor<B, 4>) -> Tensor<B, 2> {
+        let dtype = self.out.weight.val().dtype();
+        self.forward_in(images, Layout::for_backend::<B>(dtype))
+    }
+
+    /// [`RgbEncoder::forward`] with the trunk's feature maps held in `layout`.
+    pub fn forward_in(&self, images: Tensor<B, 4>, layout: Layout) -> Tensor<B, 2> {
         let images = images.cast(self.out.weight.val().dtype());
-        relu(self.out.forward(self.pool.forward(self.backbone.forward(images))))
+        relu(self.out.forward(self.pool.forward(self.backbone.forward_in(images, layout))))
     }
 
     /// The feature size (`2 · keypoints`).

@@ -23,7 +23,16 @@ pub fn group_norm<B: Kernels, const D: usize>(
     let dtype = x.dtype();
     let shape = x.shape();
     let (n, c, g) = (shape[0], shape[1], norm.num_groups);
-    let flat = |x: Tensor<B, D>| x.reshape([n, c, shape.num_elements() / (n * c)]);
+    // `[N, C, S]` as it is (a reshape to its own shape would be a copy under fusion, and lose a
+    // channels-last layout), else flattened to it.
+    let flat = |x: Tensor<B, D>| match D {
+        3 => Tensor::<B, 3>::from_primitive(x.into_primitive()),
+        _ => x.reshape([n, c, shape.num_elements() / (n * c)]),
+    };
+    let unflat = |y: Tensor<B, 3>| match D {
+        3 => Tensor::<B, D>::from_primitive(y.into_primitive()),
+        _ => y.reshape(shape.clone()),
+    };
     if let (Some(gamma), Some(beta)) = (&norm.gamma, &norm.beta) {
         let affine = || [gamma.val(), beta.val()];
         // The GPU's kernels read and write a half-precision input in its own dtype, computing in
@@ -31,11 +40,11 @@ pub fn group_norm<B: Kernels, const D: usize>(
         if dtype != DType::F32
             && let Some(y) = kernels::group_norm(flat(x.clone()), affine(), g, norm.epsilon, activation)
         {
-            return y.reshape(shape);
+            return unflat(y);
         }
         let x = x.clone().cast(FloatDType::F32);
         if let Some(y) = kernels::group_norm(flat(x), affine(), g, norm.epsilon, activation) {
-            return y.reshape(shape).cast(dtype);
+            return unflat(y).cast(dtype);
         }
     }
     let x = x.cast(FloatDType::F32);

@@ -11,6 +11,38 @@ use burn::tensor::activation::relu;
 use burn::tensor::ops::ConvOptions;
 use kernels::{Activation, Kernels};
 
+/// How the trunk holds its feature maps between kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// `[N, C, H, W]`, burn's and LeRobot's.
+    ChannelsFirst,
+    /// `[N, H, W, C]`, each kernel given the `[N, C, H, W]` view of it: a backend whose
+    /// convolutions compute channels-last (cuDNN's tensor cores) then transposes nothing, and
+    /// the elementwise operations between kernels write `[N, H, W, C]` again.
+    ChannelsLast,
+}
+
+impl Layout {
+    /// The layout backend `B`'s convolutions of `dtype` want
+    /// ([`kernels::ConvolutionKernels::prefers_channels_last`]).
+    pub fn for_backend<B: Kernels>(dtype: burn::tensor::DType) -> Self {
+        if B::prefers_channels_last(dtype) { Self::ChannelsLast } else { Self::ChannelsFirst }
+    }
+
+    /// `f` of the `[N, C, H, W]` view of feature maps `x` held in this layout, its result held
+    /// in this layout again.
+    fn through_channels_first<B: Backend>(
+        self,
+        x: Tensor<B, 4>,
+        f: impl FnOnce(Tensor<B, 4>) -> Tensor<B, 4>,
+    ) -> Tensor<B, 4> {
+        match self {
+            Self::ChannelsFirst => f(x),
+            Self::ChannelsLast => f(x.permute([0, 3, 1, 2])).permute([0, 2, 3, 1]),
+        }
+    }
+}
+
 /// BatchNorm or GroupNorm over 2-D feature maps.
 #[derive(Module, Debug)]
 pub enum Norm2d<B: Backend> {
@@ -32,9 +64,21 @@ impl<B: Kernels> Norm2d<B> {
 
     /// Normalises `[N, C, H, W]`, then `activation` (in one pass where the backend fuses them).
     pub fn forward(&self, x: Tensor<B, 4>, activation: Activation) -> Tensor<B, 4> {
-        match self {
-            Self::Batch(n) => super::norm::batch_norm(n, x, activation),
-            Self::Group(n) => super::norm::group_norm(n, x, activation),
+        self.forward_in(x, activation, Layout::ChannelsFirst)
+    }
+
+    /// [`Norm2d::forward`] of feature maps held in `layout`. GroupNorm on `[N, H, W, C]` is
+    /// given its `[N, C, H·W]` view, which its kernels read channels-last.
+    pub fn forward_in(&self, x: Tensor<B, 4>, activation: Activation, layout: Layout) -> Tensor<B, 4> {
+        match (self, layout) {
+            (Self::Group(n), Layout::ChannelsLast) => {
+                let [samples, height, width, channels] = x.dims();
+                let maps = x.reshape([samples, height * width, channels]).permute([0, 2, 1]);
+                let y = super::norm::group_norm(n, maps, activation);
+                y.permute([0, 2, 1]).reshape([samples, height, width, channels])
+            }
+            (Self::Group(n), Layout::ChannelsFirst) => super::norm::group_norm(n, x, activation),
+            (Self::Batch(n), _) => layout.through_channels_first(x, |x| super::norm::batch_norm(n, x, activation)),
         }
     }
 }
@@ -114,13 +158,15 @@ impl<B: Kernels> BasicBlock<B> {
         }
     }
 
-    fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+    /// The block on feature maps held in `layout`.
+    fn forward_in(&self, x: Tensor<B, 4>, layout: Layout) -> Tensor<B, 4> {
+        let convolve = |conv: &Conv2d<B>, x| layout.through_channels_first(x, |x| convolve(conv, x));
         let identity = match &self.downsample {
-            Some(d) => d.norm.forward(convolve(&d.conv, x.clone()), Activation::Identity),
+            Some(d) => d.norm.forward_in(convolve(&d.conv, x.clone()), Activation::Identity, layout),
             None => x.clone(),
         };
-        let out = self.bn1.forward(convolve(&self.conv1, x), Activation::Relu);
-        let out = self.bn2.forward(convolve(&self.conv2, out), Activation::Identity);
+        let out = self.bn1.forward_in(convolve(&self.conv1, x), Activation::Relu, layout);
+        let out = self.bn2.forward_in(convolve(&self.conv2, out), Activation::Identity, layout);
         relu(out + identity)
     }
 }
@@ -170,8 +216,25 @@ impl<B: Kernels> ResNet18<B> {
 
     /// The feature map of `[N, 3, H, W]` images.
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let x = max_pool(&self.maxpool, self.bn1.forward(convolve(&self.conv1, x), Activation::Relu));
-        self.layers.iter().flatten().fold(x, |x, block| block.forward(x))
+        self.forward_in(x, Layout::ChannelsFirst)
+    }
+
+    /// [`ResNet18::forward`] with the feature maps held in `layout` between kernels; the images
+    /// and the result are `[N, C, H, W]` either way (the result a view of `[N, H, W, C]` memory
+    /// with [`Layout::ChannelsLast`]).
+    pub fn forward_in(&self, x: Tensor<B, 4>, layout: Layout) -> Tensor<B, 4> {
+        let stem = convolve(&self.conv1, x);
+        let x = match layout {
+            Layout::ChannelsFirst => stem,
+            Layout::ChannelsLast => stem.permute([0, 2, 3, 1]),
+        };
+        let x = self.bn1.forward_in(x, Activation::Relu, layout);
+        let x = layout.through_channels_first(x, |x| max_pool(&self.maxpool, x));
+        let x = self.layers.iter().flatten().fold(x, |x, block| block.forward_in(x, layout));
+        match layout {
+            Layout::ChannelsFirst => x,
+            Layout::ChannelsLast => x.permute([0, 3, 1, 2]),
+        }
     }
 
     /// The feature-map size for `(height, width)` inputs.

@@ -37,8 +37,9 @@
 #                                PushT classic step in order of expected value: the combination
 #                                predicted fastest (cuDNN's graph API beside its legacy search,
 #                                the U-Net's 1-D convolutions as cuBLAS's products) in f32 and
-#                                bf16 at batch 64 and 256, then today's default (f32), then the
-#                                real loop at 256 with its data wait. Each step's budget is
+#                                bf16 at batch 64 and 256, then bf16 with the encoder's maps
+#                                channels-last (LEROBOT_RS_CHANNELS_LAST=1), then today's default
+#                                (f32), then the real loop at 256 with its data wait. Each step's budget is
 #                                printed before the first runs; the legacy algorithms the
 #                                searches choose are kept for the next call (in the cache it
 #                                sends back; the graph API's plans are not yet kept, so the
@@ -297,6 +298,8 @@ case "$stage" in
         RUST_LOG=${RUST_LOG:-kernels::libraries::cudnn=debug}
       run_args=("${train_step[@]}" --batch 64,256 --precision bf16)
       run 100 "predicted fastest, bf16" "${fastest[@]}" RUST_LOG=${RUST_LOG:-kernels::libraries::cudnn=debug}
+      run 70 "predicted fastest, bf16, the encoder's maps channels-last (NHWC, KRSC weights)" "${fastest[@]}" \
+        LEROBOT_RS_CHANNELS_LAST=1 RUST_LOG=${RUST_LOG:-kernels::libraries::cudnn=debug}
       run_args=("${train_step[@]}" --batch 64,256)
       run 80 "today's default: cuDNN's legacy search, 1-D in cuDNN, f32" LEROBOT_RS_CUDNN_GRAPH=0 LEROBOT_RS_CONV1D=cudnn
       run_args=("${train_step[@]}" --batch 256 --loop-steps "$loop_steps" --num-workers 8)

@@ -113,6 +113,74 @@ fn operands(input: [usize; 4], weight: [usize; 4], fan_in: usize) -> [Tensor<Fle
     [x, w]
 }
 
+/// A case's operands (`x`, `w` and an output gradient `dy`) and Flex's three passes of them.
+fn with_reference(
+    input: [usize; 4],
+    weight: [usize; 4],
+    options: &ConvOptions<2>,
+) -> ([Tensor<Flex, 4>; 3], [Vec<f32>; 3]) {
+    let [x, w] = operands(input, weight, weight[1] * weight[2] * weight[3]);
+    let y = conv2d(x.clone(), w.clone(), None, options.clone());
+    let dy = Tensor::<Flex, 4>::random(y.dims(), Distribution::Normal(0.0, 1.0), &Default::default());
+    let [xp, wp, dyp] = [&x, &w, &dy].map(|t| t.clone().into_primitive().tensor());
+    let reference = [
+        host::<Flex>(y.into_primitive().tensor()),
+        host::<Flex>(Flex::conv2d_x_backward(xp.clone(), wp.clone(), dyp.clone(), options.clone())),
+        host::<Flex>(Flex::conv2d_weight_backward(xp, wp, dyp, options.clone())),
+    ];
+    ([x, w, dy], reference)
+}
+
+/// `t` on cuda in `dtype`, lying channels-last in memory (a weight KRSC): the `[N, C, H, W]`
+/// view of `[N, H, W, C]` values, as the encoder's maps are held with `LEROBOT_RS_CHANNELS_LAST=1`.
+fn on_channels_last(t: Tensor<Flex, 4>, dtype: DType, device: &Device<Cuda>) -> FloatTensorOf<Cuda> {
+    let lying = t.permute([0, 2, 3, 1]).into_data();
+    Tensor::<Cuda, 4>::from_data(lying, device).cast(dtype).permute([0, 3, 1, 2]).into_primitive().tensor()
+}
+
+/// The 2-D cases' three passes through cuDNN on channels-last operands (cuDNN's NHWC and KRSC
+/// descriptors, `kernels::cudnn::ConvLayout::Nhwc`) against Flex's f32: the worst relative error
+/// of each pass.
+pub fn check_channels_last(dtype: DType, tf32: bool) -> Result<String> {
+    kernels::cudnn::status().as_ref().map_err(|why| anyhow::anyhow!("{why}"))?;
+    kernels::cudnn::allow_tf32(tf32);
+    let tolerance = if dtype == DType::F32 && !tf32 {
+        1e-5
+    } else if dtype == DType::F32 {
+        3e-3
+    } else {
+        2e-2
+    };
+    let cuda = Default::default();
+    let mut worst = [0f32; 3];
+    let two_d = cases().into_iter().filter(|(input, ..)| input[2] > 1);
+    for (input, weight, options) in two_d {
+        let ([x, w, dy], reference) = with_reference(input, weight, &options);
+        let [xc, wc, dyc] = [x, w, dy].map(|t| on_channels_last(t, dtype, &cuda));
+        let calls = kernels::cudnn::calls();
+        let ours = [
+            host::<Cuda>(Cuda::conv2d_no_bias(xc.clone(), wc.clone(), options.clone())),
+            host::<Cuda>(Cuda::conv2d_input_grad(xc.clone(), wc.clone(), dyc.clone(), options.clone())),
+            host::<Cuda>(Cuda::conv2d_weight_grad(xc, wc, dyc, options.clone())),
+        ];
+        let ran = kernels::cudnn::calls() - calls;
+        ensure!(ran == 3, "channels-last {input:?} by {weight:?}: cuDNN ran {ran} of the 3 passes (see the log)");
+        for pass in 0..3 {
+            let error = relative(&ours[pass], &reference[pass]);
+            ensure!(error <= tolerance, "channels-last {input:?} by {weight:?}, pass {pass}: {error:.2e} from Flex");
+            worst[pass] = worst[pass].max(error);
+        }
+    }
+    kernels::cudnn::allow_tf32(true);
+    Ok(format!(
+        "cuDNN channels-last {dtype:?}{}: worst relative error vs Flex {:.2e}, {:.2e}, {:.2e} (tolerance {tolerance:.0e})",
+        if tf32 { " (TF32 allowed)" } else { "" },
+        worst[0],
+        worst[1],
+        worst[2]
+    ))
+}
+
 /// What must have run the passes of [`check_convolutions`], beside any cuDNN algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expected {
@@ -142,15 +210,7 @@ pub fn check_convolutions(dtype: DType, tf32: bool, expected: Expected) -> Resul
     let ran = || kernels::cudnn::calls() + kernels::cudnn::blas_calls();
     let (mut worst, mut worst_transposed) = (Worst::default(), Worst::default());
     for (input, weight, options) in cases() {
-        let [x, w] = operands(input, weight, weight[1] * weight[2] * weight[3]);
-        let y = conv2d(x.clone(), w.clone(), None, options.clone());
-        let dy = Tensor::<Flex, 4>::random(y.dims(), Distribution::Normal(0.0, 1.0), &Default::default());
-        let [xp, wp, dyp] = [&x, &w, &dy].map(|t| t.clone().into_primitive().tensor());
-        let reference = [
-            host::<Flex>(y.into_primitive().tensor()),
-            host::<Flex>(Flex::conv2d_x_backward(xp.clone(), wp.clone(), dyp.clone(), options.clone())),
-            host::<Flex>(Flex::conv2d_weight_backward(xp, wp, dyp, options.clone())),
-        ];
+        let ([x, w, dy], reference) = with_reference(input, weight, &options);
         let [xc, wc, dyc] = [x, w, dy].map(|t| on::<Cuda>(&t.into_data(), dtype, &cuda));
         let calls = ran();
         let ours = [

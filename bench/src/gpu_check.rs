@@ -106,6 +106,11 @@ pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
             checks.run("cudnn graph tf32".into(), || on_graph(DType::F32, true));
             checks.run("cudnn graph bf16".into(), || on_graph(DType::BF16, true));
             checks.run("cudnn stream ordering".into(), || check_stream_ordering(&plain, Conv1dPath::Cudnn));
+            // The encoder's maps channels-last (LEROBOT_RS_CHANNELS_LAST=1): cuDNN's NHWC and
+            // KRSC descriptors, never yet run on a GPU.
+            use crate::cudnn_check::check_channels_last;
+            checks.run("cudnn channels-last tf32".into(), || check_channels_last(DType::F32, true));
+            checks.run("cudnn channels-last bf16".into(), || check_channels_last(DType::BF16, true));
             // The 1-D convolutions as cuBLAS's products over the unfolded input
             // (kernels/src/cube/unfold.rs, kernels/src/libraries/cudnn/blas.rs), never yet run on a GPU: last,
             // as a product that faulted would break the context for every check after it, and

@@ -8,7 +8,9 @@ use burn::prelude::*;
 use burn::tensor::DType;
 use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
-use kernels::cudnn::{ConvDataType, ConvProblem, KEPT_ALGORITHMS_FILE, KeptAlgorithm, KeptAlgorithms, ProblemError};
+use kernels::cudnn::{
+    ConvDataType, ConvLayout, ConvProblem, KEPT_ALGORITHMS_FILE, KeptAlgorithm, KeptAlgorithms, ProblemError,
+};
 
 fn options(stride: usize, padding: usize, dilation: usize, groups: usize) -> ConvOptions<2> {
     ConvOptions::new([stride; 2], [padding; 2], [dilation; 2], groups)
@@ -80,6 +82,22 @@ fn transposed_problems_are_the_convolutions_they_transpose() {
     refused([1, 4, 5, 5], [3, 4, 3, 3], ConvTransposeOptions::new([1, 1], [0, 0], [0, 0], [1, 1], 1));
     // Padding that leaves nothing.
     refused([1, 4, 1, 1], [4, 4, 1, 1], ConvTransposeOptions::new([1, 1], [1, 1], [0, 0], [1, 1], 1));
+}
+
+#[test]
+fn a_channels_last_problem_keeps_burns_shapes_and_lies_nhwc_with_krsc_weights() {
+    // The encoder's maps held channels-last (`LEROBOT_RS_CHANNELS_LAST=1`): the same shapes and
+    // work, keyed apart from the channels-first problem, every tensor's channels innermost.
+    let first = ConvProblem::new([2, 64, 21, 17], [128, 64, 3, 3], &options(2, 1, 1, 1), [DType::BF16; 2]).unwrap();
+    assert_eq!(first.layout, ConvLayout::Nchw);
+    let last = first.in_layout(ConvLayout::Nhwc);
+    assert_eq!((last.output_shape(), last.multiply_adds()), (first.output_shape(), first.multiply_adds()));
+    assert_ne!(last, first, "the algorithms found for one layout are not the other's");
+    assert_eq!(ConvLayout::Nchw.strides(first.input), [64 * 21 * 17, 21 * 17, 17, 1]);
+    assert_eq!(ConvLayout::Nhwc.strides(last.input), [21 * 17 * 64, 1, 17 * 64, 64]);
+    // The weight KRSC, [O, kh, kw, C]; the output [N, H', W', O].
+    assert_eq!(ConvLayout::Nhwc.strides(last.weight), [3 * 3 * 64, 1, 3 * 64, 64]);
+    assert_eq!(ConvLayout::Nhwc.strides(last.output), [11 * 9 * 128, 1, 9 * 128, 128]);
 }
 
 #[test]

@@ -14,7 +14,7 @@ use super::group_norm::{
     group_norm_input_grad_kernel, group_norm_kernel,
 };
 use super::launch::{UNITS_PER_CUBE, striding_cubes};
-use super::tensors::{empty_channels_last_3d, empty_f32, empty_like, into_channels_last_3d, is_channels_last_3d};
+use super::tensors::{empty_channels_last, empty_f32, empty_like, into_channels_last, is_channels_last};
 use crate::{Activation, NormKernels, RuntimeLibraries, portable};
 
 impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> NormKernels for CubeBackend<R, F, I, BT> {
@@ -37,11 +37,11 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> NormK
             crate::group_norm_shape(x.shape().as_slice(), gamma.meta.num_elements(), beta.meta.num_elements(), groups)?;
         // A channels-last input (the encoder's, for cuDNN's tensor cores) is read as it lies and
         // gives a channels-last output; any other is read channels-first.
-        let channels_last = is_channels_last_3d(&x);
+        let channels_last = is_channels_last(&x);
         let x = if channels_last { x } else { into_contiguous(x) };
         let (gamma, beta) = (into_contiguous(gamma), into_contiguous(beta));
         let y = match channels_last {
-            true => empty_channels_last_3d(&x, [samples, channels, positions], x.dtype),
+            true => empty_channels_last(&x, &[samples, channels, positions], x.dtype),
             false => empty_like(&x, x.shape(), x.dtype),
         };
         let stats = empty_f32(&x, [samples, groups, 2].into());
@@ -96,14 +96,14 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> NormK
         };
         // In the forward pass's layout: channels-last where `x` is (the output's gradient brought
         // to it), else channels-first.
-        let channels_last = is_channels_last_3d(&x);
+        let channels_last = is_channels_last(&x);
         let (x, output_grad) = match channels_last {
-            true => (x, into_channels_last_3d(output_grad)),
+            true => (x, into_channels_last(output_grad)),
             false => (into_contiguous(x), into_contiguous(output_grad)),
         };
         let [gamma, beta, stats] = [gamma, beta, stats].map(into_contiguous);
         let input_grad = match channels_last {
-            true => empty_channels_last_3d(&x, [samples, channels, positions], x.dtype),
+            true => empty_channels_last(&x, &[samples, channels, positions], x.dtype),
             false => empty_like(&x, shape, x.dtype),
         };
         let dtypes = [x.dtype.into(), DType::F32.into()];

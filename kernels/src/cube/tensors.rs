@@ -23,32 +23,50 @@ pub(crate) fn empty_like<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dty
     CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), shape, like.client.empty(bytes), dtype)
 }
 
-/// Whether `t` `[N, C, S]` is channels-last in memory: `[N, S, C]` contiguous seen through a
-/// permutation (strides `[S·C, 1, C]`), and not also channels-first (where one channel or one
-/// position makes the two layouts one).
-pub(crate) fn is_channels_last_3d<R: CubeRuntime>(t: &CubeTensor<R>) -> bool {
-    match (t.meta.shape().as_slice(), &t.meta.strides()[..]) {
-        (&[_, c, s], &[outer, channel, position]) => {
-            outer == s * c && channel == 1 && position == c && !t.is_contiguous()
-        }
-        _ => false,
-    }
+/// The axes that take a channels-first shape `[N, C, d…]` to its channels-last order `[N, d…, C]`.
+fn channels_to_last(rank: usize) -> Vec<usize> {
+    std::iter::once(0).chain(2..rank).chain(std::iter::once(1)).collect()
 }
 
-/// `t` `[N, C, S]` channels-last in memory: itself where it is, else a copy.
-pub(crate) fn into_channels_last_3d<R: CubeRuntime>(t: CubeTensor<R>) -> CubeTensor<R> {
-    if is_channels_last_3d(&t) {
+/// The axes that take a channels-last order `[N, d…, C]` back to `[N, C, d…]`.
+fn channels_to_first(rank: usize) -> Vec<usize> {
+    std::iter::once(0).chain(std::iter::once(rank - 1)).chain(1..rank - 1).collect()
+}
+
+/// Whether `t` `[N, C, d…]` (three dimensions or more) is channels-last in memory: `[N, d…, C]`
+/// contiguous seen through a permutation (a weight `[O, C, kh, kw]`: KRSC), and not also
+/// channels-first (where ones make the two layouts one).
+pub(crate) fn is_channels_last<R: CubeRuntime>(t: &CubeTensor<R>) -> bool {
+    let (shape, strides) = (t.meta.shape().as_slice(), &t.meta.strides()[..]);
+    if shape.len() < 3 || t.is_contiguous() {
+        return false;
+    }
+    let mut expected = 1;
+    for axis in channels_to_last(shape.len()).into_iter().rev() {
+        if shape[axis] != 1 && strides[axis] != expected {
+            return false;
+        }
+        expected *= shape[axis];
+    }
+    true
+}
+
+/// `t` `[N, C, d…]` channels-last in memory: itself where it is, else a copy.
+pub(crate) fn into_channels_last<R: CubeRuntime>(t: CubeTensor<R>) -> CubeTensor<R> {
+    if is_channels_last(&t) {
         return t;
     }
-    permute(into_contiguous(permute(t, &[0, 2, 1])), &[0, 2, 1])
+    let rank = t.meta.shape().len();
+    permute(into_contiguous(permute(t, &channels_to_last(rank))), &channels_to_first(rank))
 }
 
-/// A new tensor `[N, C, S]` of `dtype` on `like`'s device, channels-last in memory (`[N, S, C]`
-/// contiguous), its values unset.
-pub(crate) fn empty_channels_last_3d<R: CubeRuntime>(
+/// A new tensor of `shape` (`[N, C, d…]`) and `dtype` on `like`'s device, channels-last in memory
+/// (`[N, d…, C]` contiguous), its values unset.
+pub(crate) fn empty_channels_last<R: CubeRuntime>(
     like: &CubeTensor<R>,
-    [n, c, s]: [usize; 3],
+    shape: &[usize],
     dtype: DType,
 ) -> CubeTensor<R> {
-    permute(empty_like(like, [n, s, c].into(), dtype), &[0, 2, 1])
+    let lying: Vec<usize> = channels_to_last(shape.len()).into_iter().map(|axis| shape[axis]).collect();
+    permute(empty_like(like, Shape::from(lying), dtype), &channels_to_first(shape.len()))
 }

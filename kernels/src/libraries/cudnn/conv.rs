@@ -31,11 +31,13 @@ use super::earlier_runs::{distrust_earlier_run, earlier_runs_choice, keep};
 use super::library;
 use super::pass::Pass;
 use super::plan::Plan;
-use super::problem::{ConvDataType, ConvProblem};
+use super::problem::{ConvDataType, ConvLayout, ConvProblem};
 use super::search::{enqueue, search};
 use super::settings::{synchronising, tf32};
+use crate::cube::tensors::{into_channels_last, is_channels_last};
 
-/// Runs one pass: `inputs` (contiguous) in, a new tensor of `out_shape` out.
+/// Runs one pass: `inputs` (lying in the problem's layout) in, a new tensor of its output's
+/// shape out, lying in that layout too.
 pub(crate) fn run(
     pass: Pass,
     problem: ConvProblem,
@@ -49,7 +51,10 @@ pub(crate) fn run(
         Pass::InputGrad => problem.input.map(|d| d as usize),
         Pass::WeightGrad => problem.weight.map(|d| d as usize),
     };
-    let output = crate::cube::tensors::empty_like(inputs[0], Shape::from(out_shape.to_vec()), dtype);
+    let output = match problem.layout {
+        ConvLayout::Nchw => crate::cube::tensors::empty_like(inputs[0], Shape::from(out_shape.to_vec()), dtype),
+        ConvLayout::Nhwc => crate::cube::tensors::empty_channels_last(inputs[0], &out_shape, dtype),
+    };
     if plan.no_algorithm[pass as usize].load(Ordering::Relaxed) {
         return Err(format!("{pass:?}: no algorithm was found for this problem"));
     }
@@ -81,8 +86,9 @@ pub(crate) fn run(
         if sync {
             cudarc::driver::result::ctx::synchronize().map_err(|e| format!("synchronise: {e:?}"))?;
         }
-        // SAFETY: the pointers are live buffers of the sizes the descriptors give (contiguous,
-        // shapes checked by ConvProblem and the callers), held until the call is enqueued; the
+        // SAFETY: the pointers are live buffers of the sizes the descriptors give (each lying
+        // in the problem's layout, `attempt`'s and the output's; shapes checked by ConvProblem
+        // and the callers), held until the call is enqueued; the
         // workspace is as large as the algorithm asked.
         unsafe { enqueue(&plan, handle, &algorithm, [a, b], out, (ws, algorithm.workspace())) }
             .inspect_err(|_| distrust_earlier_run(&plan, pass, device))
@@ -96,11 +102,13 @@ pub(crate) fn run(
     Ok(output)
 }
 
-/// The problem of `x` by `w` with `options`, if cuDNN is here and takes it.
+/// The problem of `x` by `w` with `options`, if cuDNN is here and takes it: channels-last where
+/// `x` lies so (the encoder's maps, `kernels::channels_last_on`), else channels-first.
 pub(crate) fn problem(x: &CudaTensor, w: &CudaTensor, options: &ConvOptions<2>) -> Option<ConvProblem> {
     library::status().as_ref().ok()?;
     let problem = ConvProblem::new(dims(x)?, dims(w)?, options, [x.dtype, w.dtype]);
-    problem.map_err(|e| tracing::debug!("burn's convolution: {e}")).ok()
+    let layout = if is_channels_last(x) { ConvLayout::Nhwc } else { ConvLayout::Nchw };
+    problem.map(|problem| problem.in_layout(layout)).map_err(|e| tracing::debug!("burn's convolution: {e}")).ok()
 }
 
 /// The passes of problems a library failed on.
@@ -145,9 +153,16 @@ pub(crate) fn fell_back(problem: ConvProblem, pass: Pass, why: String) {
     }
 }
 
+/// Runs `pass` of `problem` on `inputs` (each brought to the problem's layout: a copy where it
+/// lies otherwise) through cuBLAS's products where asked for 1-D convolutions, else cuDNN; `None`
+/// where both fail.
 pub(crate) fn attempt(pass: Pass, problem: ConvProblem, inputs: [CudaTensor; 2], dtype: DType) -> Option<CudaTensor> {
-    let inputs = inputs.map(into_contiguous);
-    if conv1d_path() == Conv1dPath::Cublas
+    let inputs = match problem.layout {
+        ConvLayout::Nchw => inputs.map(into_contiguous),
+        ConvLayout::Nhwc => inputs.map(into_channels_last),
+    };
+    if problem.layout == ConvLayout::Nchw
+        && conv1d_path() == Conv1dPath::Cublas
         && let Some(conv) = as_conv1d(&problem)
         && super::blas::loaded()
         && !CUBLAS_FAILED.before(problem, pass)

@@ -23,7 +23,7 @@ use sys::cudnnBackendDescriptorType_t as Kind;
 
 use super::choice::Choice;
 use super::pass::Pass;
-use super::problem::{ConvDataType, ConvProblem};
+use super::problem::{ConvDataType, ConvLayout, ConvProblem};
 
 /// Plans timed per pass at most (the heuristics' first ones that build and fit).
 const CANDIDATES: usize = 8;
@@ -204,11 +204,11 @@ fn data_type(data_type: ConvDataType) -> sys::cudnnDataType_t {
     }
 }
 
-/// A contiguous NCHW tensor of `dims` (a weight is `[O, C / groups, kh, kw]`: cuDNN reads the
+/// A tensor of `dims` lying in `layout` (a weight is `[O, C / groups, kh, kw]`: cuDNN reads the
 /// groups from the channels).
-fn tensor(id: i64, dims: [i32; 4], element: ConvDataType) -> Result<Descriptor, CudnnError> {
+fn tensor(id: i64, dims: [i32; 4], element: ConvDataType, layout: ConvLayout) -> Result<Descriptor, CudnnError> {
+    let strides = layout.strides(dims);
     let dims = dims.map(i64::from);
-    let strides = [dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1];
     let tensor = Descriptor::new(Kind::CUDNN_BACKEND_TENSOR_DESCRIPTOR)?;
     tensor.set(Attribute::CUDNN_ATTR_TENSOR_DATA_TYPE, &[data_type(element)])?;
     tensor.set(Attribute::CUDNN_ATTR_TENSOR_DIMENSIONS, &dims)?;
@@ -242,9 +242,9 @@ fn operation_graph(
     pass: Pass,
 ) -> Result<[Descriptor; 6], CudnnError> {
     let [input_id, weight_id, output_id] = IDS;
-    let input = tensor(input_id, problem.input, problem.data_type)?;
-    let weight = tensor(weight_id, problem.weight, problem.data_type)?;
-    let output = tensor(output_id, problem.output, problem.data_type)?;
+    let input = tensor(input_id, problem.input, problem.data_type, problem.layout)?;
+    let weight = tensor(weight_id, problem.weight, problem.data_type, problem.layout)?;
+    let output = tensor(output_id, problem.output, problem.data_type, problem.layout)?;
     let conv = convolution(problem)?;
     use Attribute::*;
     let (kind, [alpha, beta, conv_name], names) = match pass {

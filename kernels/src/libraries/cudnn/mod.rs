@@ -37,5 +37,5 @@ pub use counters::{
 pub use graph::{GraphUse, use_graph};
 pub use kept::{KEPT_ALGORITHMS_FILE, KeptAlgorithm, KeptAlgorithms};
 pub use library::status;
-pub use problem::{ConvDataType, ConvProblem, ProblemError};
+pub use problem::{ConvDataType, ConvLayout, ConvProblem, ProblemError};
 pub use settings::{allow_tf32, deterministic, synchronise_every_call};

@@ -12,7 +12,7 @@ use cudarc::cudnn::sys;
 
 use super::algorithm::{Algorithm, data_type, math};
 use super::graph::{self, GraphUse};
-use super::problem::{ConvDataType, ConvProblem};
+use super::problem::{ConvDataType, ConvLayout, ConvProblem};
 use super::settings::{deterministic_only, tf32};
 
 /// What a plan's search may take, as the switches stood when the plan was made.
@@ -56,7 +56,11 @@ impl Plan {
     pub(crate) fn new(problem: ConvProblem, settings: Settings) -> Result<Self, CudnnError> {
         use cudarc::cudnn::result as cudnn;
         let element = data_type(problem.data_type);
-        let format = sys::cudnnTensorFormat_t::CUDNN_TENSOR_NCHW;
+        // The filter's format names its layout too: NHWC is KRSC, `[O, kh, kw, C]`.
+        let format = match problem.layout {
+            ConvLayout::Nchw => sys::cudnnTensorFormat_t::CUDNN_TENSOR_NCHW,
+            ConvLayout::Nhwc => sys::cudnnTensorFormat_t::CUDNN_TENSOR_NHWC,
+        };
         // SAFETY: each descriptor is created here, set once with sizes ConvProblem checked, and
         // destroyed in `Drop` only.
         unsafe {

@@ -59,6 +59,31 @@ pub enum ProblemError {
     TooLarge(usize),
 }
 
+/// How a problem's tensors lie in memory (their shapes are burn's either way: `[N, C, H, W]`,
+/// a weight's `[O, C / groups, kh, kw]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ConvLayout {
+    /// Channels-first: `[N, C, H, W]` activations, `[O, C, kh, kw]` weights (burn's and torch's
+    /// default).
+    #[default]
+    Nchw,
+    /// Channels-last: `[N, H, W, C]` activations, `[O, kh, kw, C]` weights (KRSC): what cuDNN's
+    /// tensor-core kernels compute in, with no transposes around them.
+    Nhwc,
+}
+
+impl ConvLayout {
+    /// The element strides of a tensor of `dims` (`[N, C, H, W]`, or a weight's `[O, C, kh,
+    /// kw]`) lying in this layout.
+    pub fn strides(self, dims: [i32; 4]) -> [i64; 4] {
+        let [_, c, h, w] = dims.map(i64::from);
+        match self {
+            Self::Nchw => [c * h * w, h * w, w, 1],
+            Self::Nhwc => [h * w * c, 1, w * c, c],
+        }
+    }
+}
+
 /// A convolution `input` `[N, C, H, W]` by `weight` `[O, C / groups, kh, kw]` giving `output`
 /// `[N, O, H', W']`, as cuDNN's descriptors take it (cross-correlation, as burn and torch
 /// compute it). Keys the algorithms found for it.
@@ -80,6 +105,9 @@ pub struct ConvProblem {
     pub groups: i32,
     /// The element type of every tensor.
     pub data_type: ConvDataType,
+    /// How every tensor lies in memory ([`ConvLayout::Nchw`] unless [`ConvProblem::in_layout`]
+    /// says otherwise).
+    pub layout: ConvLayout,
 }
 
 impl ConvProblem {
@@ -137,7 +165,13 @@ impl ConvProblem {
             dilation: two(options.dilation)?,
             groups: small(groups)?,
             data_type,
+            layout: ConvLayout::Nchw,
         })
+    }
+
+    /// The same problem with its tensors lying in `layout`.
+    pub fn in_layout(self, layout: ConvLayout) -> Self {
+        Self { layout, ..self }
     }
 
     /// The problem whose input gradient is burn's `conv_transpose2d(x, weight, options)` of an

@@ -143,6 +143,15 @@ fn on_channels_last(t: Tensor<Flex, 4>, dtype: DType, device: &Device<Cuda>) -> 
 /// of each pass.
 pub fn check_channels_last(dtype: DType, tf32: bool) -> Result<String> {
     kernels::cudnn::status().as_ref().map_err(|why| anyhow::anyhow!("{why}"))?;
+    let switched = kernels::channels_last_on();
+    kernels::use_channels_last(true);
+    let checked = channels_last_passes(dtype, tf32);
+    kernels::use_channels_last(switched);
+    checked
+}
+
+/// [`check_channels_last`]'s passes, with the switch on.
+fn channels_last_passes(dtype: DType, tf32: bool) -> Result<String> {
     kernels::cudnn::allow_tf32(tf32);
     let tolerance = if dtype == DType::F32 && !tf32 {
         1e-5
@@ -157,14 +166,17 @@ pub fn check_channels_last(dtype: DType, tf32: bool) -> Result<String> {
     for (input, weight, options) in two_d {
         let ([x, w, dy], reference) = with_reference(input, weight, &options);
         let [xc, wc, dyc] = [x, w, dy].map(|t| on_channels_last(t, dtype, &cuda));
-        let calls = kernels::cudnn::calls();
+        let calls = kernels::cudnn::channels_last_calls();
         let ours = [
             host::<Cuda>(Cuda::conv2d_no_bias(xc.clone(), wc.clone(), options.clone())),
             host::<Cuda>(Cuda::conv2d_input_grad(xc.clone(), wc.clone(), dyc.clone(), options.clone())),
             host::<Cuda>(Cuda::conv2d_weight_grad(xc, wc, dyc, options.clone())),
         ];
-        let ran = kernels::cudnn::calls() - calls;
-        ensure!(ran == 3, "channels-last {input:?} by {weight:?}: cuDNN ran {ran} of the 3 passes (see the log)");
+        let ran = kernels::cudnn::channels_last_calls() - calls;
+        ensure!(
+            ran == 3,
+            "channels-last {input:?} by {weight:?}: cuDNN ran {ran} of the 3 passes channels-last (see the log)"
+        );
         for pass in 0..3 {
             let error = relative(&ours[pass], &reference[pass]);
             ensure!(error <= tolerance, "channels-last {input:?} by {weight:?}, pass {pass}: {error:.2e} from Flex");

@@ -415,7 +415,9 @@ fn safe_version(repo_id: &RepoId, revision: &str, env: &HubEnv) -> Result<String
 fn pick_version(wanted: (u64, u64), versions: &[(u64, u64, &str)]) -> std::result::Result<String, String> {
     if versions.is_empty() {
         return Err(
-            "the dataset has no version tag (v3.0, v2.1, ...): LeRobot cannot tell which revision to read".into()
+            "the dataset has no version tag (v3.0, v2.1, ...): LeRobot cannot tell which revision to read; name a \
+             branch or commit with --dataset.revision (main, say)"
+                .into(),
         );
     }
     if let Some((_, _, name)) = versions.iter().find(|(major, minor, _)| (*major, *minor) == wanted) {

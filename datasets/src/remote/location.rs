@@ -38,7 +38,7 @@ impl RemoteRoot {
         let shown = redacted(text);
         let refuse = |why: &str| Error::request(format!("dataset root {shown:?}: {why}"));
         let (scheme, rest) = text.split_once("://").ok_or_else(|| {
-            refuse("not a URL; streaming takes s3://, gs://, az://, https://, http:// or file:// roots")
+            refuse("not a URL; streaming takes s3://, gs://, az://, https://, http:// or file:// roots (a folder: file:///its/absolute/path)")
         })?;
         let kind = match scheme.to_ascii_lowercase().as_str() {
             "s3" | "s3a" => StoreKind::S3,

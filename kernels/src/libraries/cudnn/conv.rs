@@ -26,7 +26,7 @@ use burn_cubecl::kernel::into_contiguous;
 use super::algorithm::SEARCH_WORKSPACE;
 use super::choice::Choice;
 use super::context::{CudaTensor, buffers, dims, with_handle};
-use super::counters::{BLAS_CALLS, CALLS, SEARCHES};
+use super::counters::{BLAS_CALLS, CALLS, CHANNELS_LAST_CALLS, SEARCHES};
 use super::earlier_runs::{distrust_earlier_run, earlier_runs_choice, keep};
 use super::library;
 use super::pass::Pass;
@@ -97,18 +97,24 @@ pub(crate) fn run(
             cudarc::driver::result::ctx::synchronize().map_err(|e| format!("synchronise: {e:?}"))?;
         }
         CALLS.fetch_add(1, Ordering::Relaxed);
+        if problem.layout == ConvLayout::Nhwc {
+            CHANNELS_LAST_CALLS.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(())
     })?;
     Ok(output)
 }
 
 /// The problem of `x` by `w` with `options`, if cuDNN is here and takes it: channels-last where
-/// `x` lies so (the encoder's maps, `kernels::channels_last_on`), else channels-first.
+/// the switch is on (`crate::channels_last_on`, the encoder's maps held so) and `x`, a 2-D
+/// convolution's input, lies so; else channels-first (a 1-D convolution's input may lie
+/// channels-last by accident, the U-Net's `[B, T, A]` actions seen as `[B, A, 1, T]`).
 pub(crate) fn problem(x: &CudaTensor, w: &CudaTensor, options: &ConvOptions<2>) -> Option<ConvProblem> {
     library::status().as_ref().ok()?;
     let problem = ConvProblem::new(dims(x)?, dims(w)?, options, [x.dtype, w.dtype]);
-    let layout = if is_channels_last(x) { ConvLayout::Nhwc } else { ConvLayout::Nchw };
-    problem.map(|problem| problem.in_layout(layout)).map_err(|e| tracing::debug!("burn's convolution: {e}")).ok()
+    let problem = problem.map_err(|e| tracing::debug!("burn's convolution: {e}")).ok()?;
+    let channels_last = crate::channels_last_on() && is_channels_last(x) && as_conv1d(&problem).is_none();
+    Some(problem.in_layout(if channels_last { ConvLayout::Nhwc } else { ConvLayout::Nchw }))
 }
 
 /// The passes of problems a library failed on.

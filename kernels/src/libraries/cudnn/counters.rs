@@ -9,6 +9,15 @@ pub(crate) static CALLS: AtomicU64 = AtomicU64::new(0);
 /// 1-D convolution passes run as cuBLAS's products over the unfolded input.
 pub(crate) static BLAS_CALLS: AtomicU64 = AtomicU64::new(0);
 
+/// Those of them on channels-last tensors (NHWC, KRSC filters).
+pub(crate) static CHANNELS_LAST_CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// How many convolution passes cuDNN has run on channels-last tensors in this process
+/// (`LEROBOT_RS_CHANNELS_LAST=1`).
+pub fn channels_last_calls() -> u64 {
+    CHANNELS_LAST_CALLS.load(Ordering::Relaxed)
+}
+
 /// Those of them run by a plan of the graph API (not by the legacy algorithm kept beside it).
 pub(crate) static GRAPH_CALLS: AtomicU64 = AtomicU64::new(0);
 

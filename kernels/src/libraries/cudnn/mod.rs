@@ -32,7 +32,8 @@ pub use conv::{
     use_conv1d,
 };
 pub use counters::{
-    blas_calls, calls, earlier_runs_choices, graph_calls, pointer_round_trips, searches, second_round_changes,
+    blas_calls, calls, channels_last_calls, earlier_runs_choices, graph_calls, pointer_round_trips, searches,
+    second_round_changes,
 };
 pub use graph::{GraphUse, use_graph};
 pub use kept::{KEPT_ALGORITHMS_FILE, KeptAlgorithm, KeptAlgorithms};

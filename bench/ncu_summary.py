@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Sums the GPU time of one training step's kernels from an Nsight Compute CSV.
 
-`scripts/gpu-run.sh profile` writes ncu-<precision>.csv: the kernels of a window of launches of
-`bench-fusion train-step --warmup 1 --steps 1`, each with its `gpu__time_duration.sum`. Each step
-ends with the update's `adam_kernel` launches, so the last step is the kernels after the warm-up
-step's Adam launches up to and including the last ones. Where the window holds only the first
-group, the kernels after it are summed and said to be part of the step. Prints the step's kernel
-count and GPU time, then the time by kernel, largest first.
+`scripts/gpu-run.sh profile` writes ncu-<precision>.csv: the kernels of `bench-fusion train-step
+--warmup 1 --steps 1 --profiler-range`, each with its `gpu__time_duration.sum`, profiled from the
+timed step's start (ncu's `--profile-from-start off`): the window is that one step, ending with
+the update's `adam` launches. A window of more (a profile of several steps) ends each step with
+them, and the last step is the kernels after the last Adam launches but one, up to and including
+the last ones. Prints the step's kernel count and GPU time, then the time by kernel, largest
+first.
 
     python3 bench/ncu_summary.py ncu-f32.csv [ncu-bf16.csv ...]
 """
@@ -44,9 +45,11 @@ def last_step(all_kernels):
             groups.append((i, i))
     if len(groups) >= 2:
         return all_kernels[groups[-2][1] + 1 : groups[-1][1] + 1], True
-    if len(groups) == 1 and groups[0][1] + 1 < len(all_kernels):
+    if len(groups) == 1 and groups[0][1] == len(all_kernels) - 1:
+        return all_kernels, True  # the window is one step, the profiler's range
+    if len(groups) == 1:
         return all_kernels[groups[0][1] + 1 :], False
-    sys.exit("the window holds no kernel of the last step after an update: move --launch-skip")
+    sys.exit("the window holds no update (no adam launch): it is not a whole step")
 
 
 def family(name):

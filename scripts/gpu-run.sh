@@ -354,26 +354,19 @@ case "$stage" in
     # last of two steps of fusion's build at batch 64, f32 and bf16: ncu-<precision>.csv, summed
     # by kernel with bench/ncu_summary.py, and cuDNN's chosen algorithms (RUST_LOG=kernels=debug)
     # in ncu-<precision>.log. ncu runs each profiled kernel alone (the GPU's work, none of the
-    # host's). The first launches (the model's initialisation and most of the warm-up step with
-    # cuDNN's algorithm search) run unprofiled, so cuDNN times its candidates as in a run of its
-    # own: PROFILE_SKIP_F32 and PROFILE_SKIP_BF16 launches, whose defaults fit the build of
-    # 2026-11-27 (its last step began at launch 1,797 in f32 and 2,059 in bf16, run unprofiled).
-    # A window of fixed counts is fragile: bench/ncu_summary.py says when it misses the step.
-    # The algorithms earlier stages chose are forgotten, so that the search runs as it did when
-    # those defaults were counted (kernels/src/libraries/cudnn/kept.rs).
-    rm -f "$cache"/compilation/cudnn/algorithms-*.json
+    # host's). Only the timed step is profiled: train-step marks it as CUDA's profiler range
+    # (--profiler-range) and ncu profiles from its start (--profile-from-start off), so the
+    # model's initialisation and the warm-up step with cuDNN's algorithm search run unprofiled,
+    # and cuDNN times its candidates as in a run of its own, whatever the build launches before.
     fixture=$PWD/tests/fixtures/lerobot-0.6.1/pusht_images
     ncu=$(command -v ncu || compgen -G "/opt/nvidia/nsight-compute/*/ncu" | sort -V | tail -1 || true)
     [ -n "$ncu" ] || { echo "no ncu on this machine" | tee "$out/steps.txt"; exit 1; }
     for precision in f32 bf16; do
-      default_skip=$([ "$precision" = f32 ] && echo 1700 || echo 1950)
-      skip_variable=PROFILE_SKIP_${precision^^}
-      skip=${!skip_variable:-$default_skip}
-      echo "== ncu, bench-fusion, $precision, launches from $skip" | tee -a "$out/steps.txt"
+      echo "== ncu, bench-fusion, $precision, the timed step" | tee -a "$out/steps.txt"
       (cd "$work" && RUST_LOG=kernels=debug timeout -k 10 "${PROFILE_SECONDS:-120}" "$ncu" --clock-control none \
-        --cache-control none --launch-skip "$skip" --launch-count 1000 --metrics gpu__time_duration.sum --csv \
+        --cache-control none --profile-from-start off --metrics gpu__time_duration.sum --csv \
         --log-file "$out/ncu-$precision.csv" "$bin/bench-fusion" train-step --root "$fixture" --device cuda \
-        --batch 64 --warmup 1 --steps 1 --precision "$precision") > "$out/ncu-$precision.log" 2>&1 \
+        --batch 64 --warmup 1 --steps 1 --precision "$precision" --profiler-range) > "$out/ncu-$precision.log" 2>&1 \
         || echo "ncu stopped: $precision" | tee -a "$out/steps.txt"
     done
     ;;

@@ -219,6 +219,7 @@ pub fn measure(root: &Path, cache: &Path, repeats: usize) -> Result<Vec<Ratio>> 
         num_workers: 1,
         device: kernels::DeviceKind::Cpu,
         count_launches: false,
+        profiler_range: false,
         max_launches: None,
         precision: trainer::Precision::F32,
     };

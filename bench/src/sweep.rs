@@ -185,6 +185,7 @@ pub fn run(args: &SweepArgs) -> Result<SweepReport> {
                 num_workers: args.train_workers,
                 device: args.device,
                 count_launches: false,
+                profiler_range: false,
                 max_launches: None,
                 precision,
             };

@@ -71,6 +71,10 @@ pub struct TrainStepArgs {
     /// logging costs host time, so the phase times of such a run are not the step's.
     #[arg(long)]
     pub count_launches: bool,
+    /// Marks the timed steps as CUDA's profiler range (cuda): Nsight Compute's
+    /// `--profile-from-start off` then profiles them alone, whatever launched before.
+    #[arg(long)]
+    pub profiler_range: bool,
     /// With --count-launches: fail when a step launches more kernels than this (CI's budget).
     #[arg(long, requires = "count_launches")]
     pub max_launches: Option<usize>,
@@ -264,6 +268,10 @@ impl DeviceTask for Task {
         let setup_ms = 1e3 * task_started.elapsed().as_secs_f64();
         let mut first_step_ms = 0.0;
         for step in 0..self.args.warmup + self.args.steps {
+            if self.args.profiler_range && step == self.args.warmup {
+                sync()?;
+                profiler_range(true)?;
+            }
             // Each phase timed from its start to the device's synchronisation after it; the
             // launches counted between phases, outside the times.
             let mut times = [0.0; 6];
@@ -302,6 +310,9 @@ impl DeviceTask for Task {
             if step >= self.args.warmup {
                 phases.push(times);
             }
+        }
+        if self.args.profiler_range && self.args.steps > 0 {
+            profiler_range(false)?;
         }
         let n = phases.len().max(1) as f64;
         let mean = |i: usize| phases.iter().map(|p| p[i]).sum::<f64>() / n;
@@ -477,4 +488,16 @@ pub fn render(r: &TrainStepReport) -> String {
         p.clip,
         p.optim
     )
+}
+
+/// Starts (`on`) or stops CUDA's profiler range on the first GPU ([`TrainStepArgs::profiler_range`]).
+#[cfg(feature = "cudnn")]
+fn profiler_range(on: bool) -> Result<()> {
+    kernels::cudnn::profiler_range(0, on).map_err(|why| anyhow::anyhow!("CUDA's profiler range: {why}"))
+}
+
+/// Without CUDA: the error that says so.
+#[cfg(not(feature = "cudnn"))]
+fn profiler_range(_on: bool) -> Result<()> {
+    anyhow::bail!("--profiler-range marks a CUDA profiler range: it needs the bench built with `cuda`")
 }

@@ -21,6 +21,7 @@ mod library;
 mod pass;
 mod plan;
 mod problem;
+mod profiler;
 mod search;
 mod settings;
 
@@ -39,4 +40,5 @@ pub use graph::{GraphUse, use_graph};
 pub use kept::{KEPT_ALGORITHMS_FILE, KeptAlgorithm, KeptAlgorithms};
 pub use library::status;
 pub use problem::{ConvDataType, ConvLayout, ConvProblem, ProblemError};
+pub use profiler::profiler_range;
 pub use settings::{allow_tf32, deterministic, synchronise_every_call};

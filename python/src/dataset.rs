@@ -223,9 +223,7 @@ fn open_folder(
 /// The dataset at `url`, streamed (with the Hub's token where `url` is the Hub's).
 #[cfg(feature = "stream")]
 fn open_streamed(url: &str, options: OpenOptions, episodes: Option<&[usize]>) -> datasets::Result<datasets::Dataset> {
-    let bearer_token = datasets::remote::hub_token_for(url, &datasets::HubEnv::from_env());
-    let stream = datasets::remote::StreamOptions { bearer_token, ..Default::default() };
-    datasets::remote::open_url(url, stream, options, episodes)
+    datasets::remote::open_url(url, datasets::remote::StreamOptions::default(), options, episodes)
 }
 
 #[cfg(not(feature = "stream"))]

@@ -25,12 +25,17 @@ pub use store::{FileVersion, RemoteFiles, StreamCounters, StreamOptions};
 
 /// Opens the dataset at `url` streamed ([`crate::Dataset::open_streaming`]), its metadata
 /// mirrored under [`metadata::default_mirror_dir`]; with the frames of `episodes` when given.
+/// Where `stream` names no token, a URL of the Hub's (`HF_ENDPOINT`) is read with the Hub's
+/// (`HF_TOKEN`, [`hub_token_for`]), and any other without one.
 pub fn open_url(
     url: &str,
-    stream: StreamOptions,
+    mut stream: StreamOptions,
     options: crate::OpenOptions,
     episodes: Option<&[usize]>,
 ) -> crate::Result<crate::Dataset> {
+    if stream.bearer_token.is_none() {
+        stream.bearer_token = hub_token_for(url, &crate::HubEnv::from_env());
+    }
     let files: Arc<RemoteFiles> = RemoteFiles::connect(RemoteRoot::parse(url)?, stream)?;
     crate::Dataset::open_streaming(files, &metadata::default_mirror_dir(), options, episodes)
 }

@@ -336,9 +336,9 @@ impl RemoteFiles {
     }
 
     /// Runs `work` on the stream's threads for blocking work, without waiting for it, at most
-    /// four at once. The bound is a semaphore's, not the runtime's blocking
-    /// pool's: the local store reads its files on that pool, and work waiting there on such a
-    /// read would deadlock a pool it filled.
+    /// four at once. The bound is a semaphore's, not the runtime's blocking pool's: the local
+    /// store reads its files on that pool, and work waiting there on such a read would deadlock
+    /// a pool it filled.
     pub fn spawn_blocking(&self, work: impl FnOnce() + Send + 'static) {
         let (handle, slots) = (self.handle().clone(), Arc::clone(&self.blocking_work));
         drop(self.handle().spawn(async move {

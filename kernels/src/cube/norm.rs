@@ -14,7 +14,7 @@ use super::group_norm::{
     group_norm_input_grad_kernel, group_norm_kernel,
 };
 use super::launch::{UNITS_PER_CUBE, striding_cubes};
-use super::tensors::{empty_channels_last, empty_f32, empty_like, into_channels_last, is_channels_last};
+use super::tensors::{empty_f32, empty_in_layout, empty_like, into_layout, is_channels_last};
 use crate::{Activation, NormKernels, RuntimeLibraries, portable};
 
 impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> NormKernels for CubeBackend<R, F, I, BT> {
@@ -38,12 +38,9 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> NormK
         // A channels-last input (the encoder's, for cuDNN's tensor cores) is read as it lies and
         // gives a channels-last output; any other is read channels-first.
         let channels_last = is_channels_last(&x);
-        let x = if channels_last { x } else { into_contiguous(x) };
+        let x = into_layout(x, channels_last);
         let (gamma, beta) = (into_contiguous(gamma), into_contiguous(beta));
-        let y = match channels_last {
-            true => empty_channels_last(&x, &[samples, channels, positions], x.dtype),
-            false => empty_like(&x, x.shape(), x.dtype),
-        };
+        let y = empty_in_layout(&x, &[samples, channels, positions], x.dtype, channels_last);
         let stats = empty_f32(&x, [samples, groups, 2].into());
         let channels_per_group = channels / groups;
         // SAFETY: cube `k < samples·groups` reads `x` and writes `y` at the `group_len`
@@ -97,15 +94,9 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> NormK
         // In the forward pass's layout: channels-last where `x` is (the output's gradient brought
         // to it), else channels-first.
         let channels_last = is_channels_last(&x);
-        let (x, output_grad) = match channels_last {
-            true => (x, into_channels_last(output_grad)),
-            false => (into_contiguous(x), into_contiguous(output_grad)),
-        };
+        let (x, output_grad) = (into_layout(x, channels_last), into_layout(output_grad, channels_last));
         let [gamma, beta, stats] = [gamma, beta, stats].map(into_contiguous);
-        let input_grad = match channels_last {
-            true => empty_channels_last(&x, &[samples, channels, positions], x.dtype),
-            false => empty_like(&x, shape, x.dtype),
-        };
+        let input_grad = empty_in_layout(&x, &[samples, channels, positions], x.dtype, channels_last);
         let dtypes = [x.dtype.into(), DType::F32.into()];
         let gamma_grad = empty_f32(&x, [channels].into());
         let beta_grad = empty_f32(&x, [channels].into());

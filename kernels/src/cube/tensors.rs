@@ -70,3 +70,24 @@ pub(crate) fn empty_channels_last<R: CubeRuntime>(
     let lying: Vec<usize> = channels_to_last(shape.len()).into_iter().map(|axis| shape[axis]).collect();
     permute(empty_like(like, Shape::from(lying), dtype), &channels_to_first(shape.len()))
 }
+
+/// `t` lying channels-last ([`into_channels_last`]) or else contiguous: itself where it already
+/// does, else a copy.
+pub(crate) fn into_layout<R: CubeRuntime>(t: CubeTensor<R>, channels_last: bool) -> CubeTensor<R> {
+    if channels_last { into_channels_last(t) } else { into_contiguous(t) }
+}
+
+/// A new tensor of `shape` and `dtype` on `like`'s device, lying channels-last
+/// ([`empty_channels_last`]) or else contiguous, its values unset.
+pub(crate) fn empty_in_layout<R: CubeRuntime>(
+    like: &CubeTensor<R>,
+    shape: &[usize],
+    dtype: DType,
+    channels_last: bool,
+) -> CubeTensor<R> {
+    if channels_last {
+        empty_channels_last(like, shape, dtype)
+    } else {
+        empty_like(like, Shape::from(shape.to_vec()), dtype)
+    }
+}

@@ -29,6 +29,22 @@ impl Layout {
         if B::prefers_channels_last(dtype) { Self::ChannelsLast } else { Self::ChannelsFirst }
     }
 
+    /// Feature maps `x` `[N, C, H, W]` held in this layout.
+    fn hold<B: Backend>(self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        match self {
+            Self::ChannelsFirst => x,
+            Self::ChannelsLast => x.permute([0, 2, 3, 1]),
+        }
+    }
+
+    /// The `[N, C, H, W]` view of feature maps `x` held in this layout.
+    fn release<B: Backend>(self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        match self {
+            Self::ChannelsFirst => x,
+            Self::ChannelsLast => x.permute([0, 3, 1, 2]),
+        }
+    }
+
     /// `f` of the `[N, C, H, W]` view of feature maps `x` held in this layout, its result held
     /// in this layout again.
     fn through_channels_first<B: Backend>(
@@ -36,10 +52,7 @@ impl Layout {
         x: Tensor<B, 4>,
         f: impl FnOnce(Tensor<B, 4>) -> Tensor<B, 4>,
     ) -> Tensor<B, 4> {
-        match self {
-            Self::ChannelsFirst => f(x),
-            Self::ChannelsLast => f(x.permute([0, 3, 1, 2])).permute([0, 2, 3, 1]),
-        }
+        self.hold(f(self.release(x)))
     }
 }
 
@@ -223,18 +236,9 @@ impl<B: Kernels> ResNet18<B> {
     /// and the result are `[N, C, H, W]` either way (the result a view of `[N, H, W, C]` memory
     /// with [`Layout::ChannelsLast`]).
     pub fn forward_in(&self, x: Tensor<B, 4>, layout: Layout) -> Tensor<B, 4> {
-        let stem = convolve(&self.conv1, x);
-        let x = match layout {
-            Layout::ChannelsFirst => stem,
-            Layout::ChannelsLast => stem.permute([0, 2, 3, 1]),
-        };
-        let x = self.bn1.forward_in(x, Activation::Relu, layout);
+        let x = self.bn1.forward_in(layout.hold(convolve(&self.conv1, x)), Activation::Relu, layout);
         let x = layout.through_channels_first(x, |x| max_pool(&self.maxpool, x));
-        let x = self.layers.iter().flatten().fold(x, |x, block| block.forward_in(x, layout));
-        match layout {
-            Layout::ChannelsFirst => x,
-            Layout::ChannelsLast => x.permute([0, 3, 1, 2]),
-        }
+        layout.release(self.layers.iter().flatten().fold(x, |x, block| block.forward_in(x, layout)))
     }
 
     /// The feature-map size for `(height, width)` inputs.

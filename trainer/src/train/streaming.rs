@@ -20,14 +20,12 @@ pub(crate) fn open_streamed(root: &Path, config: &DatasetConfig, options: OpenOp
     if !(buffer_gb.is_finite() && buffer_gb > 0.0) {
         return Err(Error::Config(format!("dataset.streaming_buffer_gb must be positive, not {buffer_gb}")));
     }
-    let url = root.to_string_lossy();
-    // The Hub's token goes to the Hub only, never to another store.
-    let bearer_token = datasets::remote::hub_token_for(&url, &datasets::HubEnv::from_env());
     let buffer_bytes = (buffer_gb * 1e9) as usize;
     // A buffer smaller than a few default blocks gets smaller blocks.
     let block_bytes = StreamOptions::default().block_bytes.min(buffer_bytes / 4).max(1);
-    let stream = StreamOptions { buffer_bytes, block_bytes, bearer_token, ..StreamOptions::default() };
-    Ok(datasets::remote::open_url(&url, stream, options, config.episodes.as_deref())?)
+    let stream = StreamOptions { buffer_bytes, block_bytes, ..StreamOptions::default() };
+    // The Hub's token goes to the Hub's URLs only (open_url's choice).
+    Ok(datasets::remote::open_url(&root.to_string_lossy(), stream, options, config.episodes.as_deref())?)
 }
 
 /// Without the `stream` feature: the error that says how to get it.

@@ -19,9 +19,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Mutex, OnceLock};
 
+use burn::tensor::DType;
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
-use burn::tensor::{DType, Shape};
-use burn_cubecl::kernel::into_contiguous;
 
 use super::algorithm::SEARCH_WORKSPACE;
 use super::choice::Choice;
@@ -34,7 +33,7 @@ use super::plan::Plan;
 use super::problem::{ConvDataType, ConvLayout, ConvProblem};
 use super::search::{enqueue, search};
 use super::settings::{synchronising, tf32};
-use crate::cube::tensors::{into_channels_last, is_channels_last};
+use crate::cube::tensors::{empty_in_layout, into_layout, is_channels_last};
 
 /// Runs one pass: `inputs` (lying in the problem's layout) in, a new tensor of its output's
 /// shape out, lying in that layout too.
@@ -51,10 +50,7 @@ pub(crate) fn run(
         Pass::InputGrad => problem.input.map(|d| d as usize),
         Pass::WeightGrad => problem.weight.map(|d| d as usize),
     };
-    let output = match problem.layout {
-        ConvLayout::Nchw => crate::cube::tensors::empty_like(inputs[0], Shape::from(out_shape.to_vec()), dtype),
-        ConvLayout::Nhwc => crate::cube::tensors::empty_channels_last(inputs[0], &out_shape, dtype),
-    };
+    let output = empty_in_layout(inputs[0], &out_shape, dtype, problem.layout == ConvLayout::Nhwc);
     if plan.no_algorithm[pass as usize].load(Ordering::Relaxed) {
         return Err(format!("{pass:?}: no algorithm was found for this problem"));
     }
@@ -163,10 +159,7 @@ pub(crate) fn fell_back(problem: ConvProblem, pass: Pass, why: String) {
 /// lies otherwise) through cuBLAS's products where asked for 1-D convolutions, else cuDNN; `None`
 /// where both fail.
 pub(crate) fn attempt(pass: Pass, problem: ConvProblem, inputs: [CudaTensor; 2], dtype: DType) -> Option<CudaTensor> {
-    let inputs = match problem.layout {
-        ConvLayout::Nchw => inputs.map(into_contiguous),
-        ConvLayout::Nhwc => inputs.map(into_channels_last),
-    };
+    let inputs = inputs.map(|t| into_layout(t, problem.layout == ConvLayout::Nhwc));
     if problem.layout == ConvLayout::Nchw
         && conv1d_path() == Conv1dPath::Cublas
         && let Some(conv) = as_conv1d(&problem)

@@ -76,6 +76,9 @@ fi
 #   fusion and under it (trainer/tests/weight_views.rs);
 # - a batch's inputs from the frame caches' frames gathered on the device against the same
 #   batch's frames uploaded, without fusion and under it (trainer/tests/device_frames.rs);
+# - the encoder held channels-last against channels-first (trainer/tests/channels_last.rs);
+# - what a warmed step uploads and waits for from the host: its batch and noise only, no
+#   blocking call (trainer/tests/host_traffic.rs);
 # - with cuDNN's convolutions built in (no GPU here): burn's convolutions mapped to cuDNN's
 #   descriptors, the one-line fallback where cuDNN is missing, and the file that keeps cuDNN's
 #   algorithms for later runs (kernels/tests/cudnn.rs);
@@ -92,7 +95,7 @@ light=(--config 'profile.release.package.kernels.opt-level=0' --config 'profile.
 kernel_cache=$(mktemp -d)
 LEROBOT_RS_KERNEL_CACHE="$kernel_cache" cargo test --release "${light[@]}" --locked -p datasets -p kernels -p trainer \
   --no-default-features --features datasets/cli,trainer/wgpu-untuned,kernels/nccl,kernels/gpu-fusion \
-  --test no_video --test cube --test launch_budget --test weight_views --test device_frames --test channels_last \
+  --test no_video --test cube --test launch_budget --test weight_views --test device_frames --test channels_last --test host_traffic \
   --test cudnn --test nccl
 rm -rf "$kernel_cache"
 if [[ "$(shm_caches)" != "$caches_before" ]]; then

@@ -174,6 +174,9 @@ pub struct TrainStepReport {
     pub losses: Vec<f64>,
     /// The real loop, when run.
     pub real_loop: Option<LoopFigures>,
+    /// What one more step, run whole after the timed ones, asked of the device from the host
+    /// (uploads, blocking calls; a cubecl backend's only).
+    pub host_traffic: Option<String>,
 }
 
 struct Task {
@@ -314,6 +317,19 @@ impl DeviceTask for Task {
         if self.args.profiler_range && self.args.steps > 0 {
             profiler_range(false)?;
         }
+        // One more step run whole, as training runs it (the timed ones wait for each phase):
+        // what it asks of the device from the host, before anything reads its loss.
+        sync()?;
+        let counted = kernels::HostTraffic::now().filter(|_| self.args.device != DeviceKind::Cpu);
+        let host_traffic = match counted {
+            Some(before) => {
+                let output = runner.step(&batch, self.args.warmup + self.args.steps)?;
+                let after = kernels::HostTraffic::now().unwrap_or(before);
+                let _ = output.loss.into_scalar();
+                Some(after.since(&before).to_string())
+            }
+            None => None,
+        };
         let n = phases.len().max(1) as f64;
         let mean = |i: usize| phases.iter().map(|p| p[i]).sum::<f64>() / n;
         let mut totals: Vec<f64> = phases.iter().map(|p| p[5]).collect();
@@ -382,6 +398,7 @@ impl DeviceTask for Task {
             launches,
             losses,
             real_loop,
+            host_traffic,
         })
     }
 }
@@ -422,6 +439,9 @@ pub fn run(args: &TrainStepArgs) -> Result<Vec<TrainStepReport>> {
             eprintln!("{}", render(&report));
             let StartUp { setup_ms, first_step_ms } = report.start_up;
             eprintln!("start-up: {setup_ms:.0} ms to the first step, which took {first_step_ms:.0} ms");
+            if let Some(traffic) = &report.host_traffic {
+                eprintln!("host traffic of one whole step: {traffic}");
+            }
             #[cfg(feature = "cudnn")]
             if args.device == DeviceKind::Cuda {
                 let (round_trips, pointers) = kernels::cudnn::pointer_round_trips();

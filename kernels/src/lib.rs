@@ -74,9 +74,11 @@ mod ops;
 #[cfg(test)]
 mod test_support;
 
+pub use backend::constants::device_constant;
 pub use backend::device::{DeviceError, DeviceKind, DeviceTask, run_on};
 pub use backend::launches::LaunchLog;
-pub use backend::{kernel_cache, launches};
+pub use backend::traffic::HostTraffic;
+pub use backend::{kernel_cache, launches, traffic};
 #[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
 pub use cube::unfold;
 #[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]

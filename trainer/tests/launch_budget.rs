@@ -10,9 +10,9 @@ use burn::backend::Autodiff;
 use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 use burn::prelude::*;
 use kernels::LaunchLog;
-use loader::SamplerState;
-use serde_json::json;
-use trainer::{InputPipeline, StepRunner, TrainConfig, TrainData, init_model};
+
+#[path = "support/tiny_run.rs"]
+mod tiny_run;
 
 /// The whole step of the tiny policy: 1,838 launches when the budget was set (the second step;
 /// the first, counted until then, launched 1,844 with the parameters' initialisation); 2,260 before the
@@ -45,27 +45,8 @@ fn a_tiny_step_on_wgpu_launches_no_more_kernels_than_its_budget() {
     let scratch = tempfile::tempdir().expect("a temporary folder");
     // Before the first GPU device: cubecl reads its configuration once.
     let log = LaunchLog::start(&scratch.path().join("launches.log")).expect("the launch log starts");
-    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/lerobot-0.6.1/pusht_images");
-    // The tiny policy (as `bench train-step --tiny`) on PushT's images, stored in parquet so
-    // that this build needs no FFmpeg; the batch's size changes what is launched only where a
-    // GroupNorm's channels grow wide enough to take several cubes each (one launch more).
-    let overrides = json!({
-        "dataset": {"root": fixture, "frame_cache": "off"},
-        "policy": {"preset": "classic", "pretrained_backbone_weights": null, "down_dims": [64, 128, 256], "diffusion_step_embed_dim": 64},
-        "batch_size": 2,
-        "num_workers": 1,
-    });
-    let config = TrainConfig::resolve(None, overrides).expect("the configuration resolves");
-    let policy = &config.policy.config;
-    let data = TrainData::open(&config).expect("the fixture opens");
-    let normalizer = data.normalizer(&config).expect("its statistics");
-    let pipeline =
-        InputPipeline::new(policy.clone(), data.features.clone(), normalizer, config.dataset.image_transforms.clone());
     let device = WgpuDevice::default();
-    let model = init_model::<Autodiff<Gpu>>(policy, &data.features, config.seed, &device).expect("the model");
-    let mut runner = StepRunner::new(model, policy.clone(), pipeline, config.seed, config.steps, device.clone());
-    let batch =
-        data.loader(&config, SamplerState::default()).expect("a loader").next().expect("a batch").expect("read");
+    let (mut runner, batch) = tiny_run::tiny_runner::<Autodiff<Gpu>>(&device);
 
     // Two steps, the second counted: the first also initialises burn's lazy parameters (their
     // random numbers) and allocates what the run keeps, once a run. The count after each phase

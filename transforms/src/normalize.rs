@@ -169,7 +169,7 @@ impl Normalizer {
         Ok(Self { features })
     }
 
-    /// The statistics as tensors broadcastable over `x`'s last dimensions.
+    /// The statistics as tensors broadcastable over `x`'s last dimensions, in its dtype.
     fn params<B: Backend, const D: usize>(
         &self,
         key: &str,
@@ -184,8 +184,9 @@ impl Normalizer {
         } else {
             shape[D - 1] = norm.low.len();
         }
-        let low = Tensor::<B, D>::from_data(TensorData::new(norm.low.clone(), shape), &device);
-        let spread = Tensor::<B, D>::from_data(TensorData::new(norm.spread.clone(), shape), &device);
+        // Kept on the device: a step would otherwise upload each feature's two every time.
+        let low = kernels::device_constant::<B, D>(&norm.low, shape, x.dtype(), &device);
+        let spread = kernels::device_constant::<B, D>(&norm.spread, shape, x.dtype(), &device);
         Some((norm.mode, low, spread))
     }
 

@@ -49,10 +49,8 @@ impl<B: Backend> SpatialSoftmax<B> {
         let dtype = features.dtype();
         let [n, k, h, w] = features.dims();
         let attention = softmax(features.reshape([n * k, h * w]).cast(FloatDType::F32), 1);
-        let grid = Tensor::<B, 2>::from_data(
-            TensorData::new(Self::pos_grid(h, w), [h * w, 2]),
-            (&attention.device(), attention.dtype()),
-        );
+        let grid =
+            kernels::device_constant::<B, 2>(&Self::pos_grid(h, w), [h * w, 2], attention.dtype(), &attention.device());
         attention.matmul(grid).reshape([n, k * 2]).cast(dtype)
     }
 }

@@ -25,7 +25,7 @@ pub fn sinusoidal_embedding<B: Backend>(timesteps: Tensor<B, 1>, dim: usize) -> 
     let scale = (10000f64).ln() / (half as f64 - 1.0);
     let freqs: Vec<f32> = (0..half).map(|k| ((k as f64) * -scale).exp() as f32).collect();
     let [n] = timesteps.dims();
-    let freqs = Tensor::<B, 1>::from_data(TensorData::new(freqs, [half]), (&timesteps.device(), timesteps.dtype()));
+    let freqs = kernels::device_constant::<B, 1>(&freqs, [half], timesteps.dtype(), &timesteps.device());
     let angles = timesteps.reshape([n, 1]) * freqs.reshape([1, half]);
     Tensor::cat(vec![angles.clone().sin(), angles.cos()], 1)
 }

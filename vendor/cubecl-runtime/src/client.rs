@@ -12,6 +12,8 @@ use crate::{
     },
     storage::{ComputeStorage, ManagedResource},
 };
+// Patched in this vendored copy: the clients' counts of uploads and blocking calls.
+pub use crate::traffic::{HostTraffic, host_traffic};
 use alloc::{format, sync::Arc, vec, vec::Vec};
 use cubecl_common::{
     backtrace::BackTrace,
@@ -100,6 +102,7 @@ impl<R: Runtime> ComputeClient<R> {
 
     fn do_read(&self, descriptors: Vec<CopyDescriptor>) -> DynFut<Result<Vec<Bytes>, ServerError>> {
         let stream_id = self.stream_id();
+        crate::traffic::count_blocking(); // Patched in this vendored copy.
         self.device
             .submit_blocking(move |server| server.read(descriptors, stream_id))
             .unwrap()
@@ -204,6 +207,7 @@ impl<R: Runtime> ComputeClient<R> {
         let stream_id = self.stream_id();
         let binding = handle.binding();
 
+        crate::traffic::count_blocking(); // Patched in this vendored copy.
         self.device
             .submit_blocking(move |state| state.get_resource(binding, stream_id))
             .unwrap()
@@ -225,6 +229,7 @@ impl<R: Runtime> ComputeClient<R> {
         let stream_id = self.stream_id();
         let bindings: Vec<_> = handles.into_iter().map(|handle| handle.binding()).collect();
 
+        crate::traffic::count_blocking(); // Patched in this vendored copy.
         self.device
             .submit_blocking(move |state| {
                 bindings
@@ -260,6 +265,11 @@ impl<R: Runtime> ComputeClient<R> {
             })
             .collect::<Vec<_>>();
 
+        // Patched in this vendored copy.
+        crate::traffic::count_uploads(
+            descriptors.len(),
+            descriptors.iter().map(|(_, data)| data.len()).sum(),
+        );
         let (size, memory) = (handle_base.size(), handle_base.memory);
         self.device.submit(move |server| {
             server.initialize_memory(memory, size, stream_id);
@@ -296,6 +306,11 @@ impl<R: Runtime> ComputeClient<R> {
             })
             .collect::<Vec<_>>();
 
+        // Patched in this vendored copy.
+        crate::traffic::count_uploads(
+            descriptors.len(),
+            descriptors.iter().map(|(_, data)| data.len()).sum(),
+        );
         let (size, memory) = (handle_base.size(), handle_base.memory);
         self.device.submit(move |server| {
             server.initialize_memory(memory, size, stream_id);
@@ -546,6 +561,7 @@ impl<R: Runtime> ComputeClient<R> {
 
         let stream_id = self.stream_id();
         let sizes = sizes.to_vec();
+        crate::traffic::count_blocking(); // Patched in this vendored copy.
         let stagings = self
             .device
             .submit_blocking(move |server| server.staging(&sizes, stream_id))
@@ -745,6 +761,7 @@ impl<R: Runtime> ComputeClient<R> {
                 let (result, profile) = self
                     .profile(
                         move || {
+                            crate::traffic::count_blocking(); // Patched in this vendored copy.
                             context
                                 .submit_blocking(move |state| unsafe {
                                     state.launch(kernel, count_moved, bindings, mode, stream_id)
@@ -822,6 +839,7 @@ impl<R: Runtime> ComputeClient<R> {
     pub fn flush(&self) -> Result<(), ServerError> {
         let stream_id = self.stream_id();
 
+        crate::traffic::count_blocking(); // Patched in this vendored copy.
         self.device
             .submit_blocking(move |server| server.flush(stream_id))
             .unwrap()
@@ -831,6 +849,7 @@ impl<R: Runtime> ComputeClient<R> {
     pub fn sync(&self) -> DynFut<Result<(), ServerError>> {
         let stream_id = self.stream_id();
 
+        crate::traffic::count_blocking(); // Patched in this vendored copy.
         let fut = self
             .device
             .submit_blocking(move |server| server.sync(stream_id))
@@ -861,6 +880,7 @@ impl<R: Runtime> ComputeClient<R> {
     /// Get the current memory usage of this client.
     pub fn memory_usage(&self) -> Result<MemoryUsage, ServerError> {
         let stream_id = self.stream_id();
+        crate::traffic::count_blocking(); // Patched in this vendored copy.
         self.device
             .submit_blocking(move |server| server.memory_usage(stream_id))
             .unwrap()
@@ -950,6 +970,7 @@ impl<R: Runtime> ComputeClient<R> {
             .exclusive(move || {
                 // We first get mut access to the server to create a token.
                 // Then we free to server, since it's going to be accessed in `func()`.
+                crate::traffic::count_blocking(); // Patched in this vendored copy.
                 let token =
                     match device.submit_blocking(move |server| server.start_profile(stream_id)) {
                         Ok(token) => match token {
@@ -970,6 +991,7 @@ impl<R: Runtime> ComputeClient<R> {
                 let out = func();
 
                 // Finally we get the result from the token.
+                crate::traffic::count_blocking(); // Patched in this vendored copy.
                 let result = device
                     .submit_blocking(move |server| {
                         let mut result = server.end_profile(stream_id, token);
@@ -1034,6 +1056,7 @@ impl<R: Runtime> ComputeClient<R> {
         let elem_size = src_descriptor.elem_size;
         let stream_id = self.stream_id();
 
+        crate::traffic::count_blocking(); // Patched in this vendored copy.
         let read = self
             .device
             .submit_blocking(move |server| server.read(vec![src_descriptor], stream_id))

@@ -23,6 +23,9 @@ pub mod stream;
 /// Compute client module.
 pub mod client;
 
+/// Counts of what the clients asked of their servers (patched in this vendored copy).
+pub mod traffic;
+
 /// Autotune module
 pub mod tune;
 

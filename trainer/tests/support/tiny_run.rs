@@ -1,0 +1,31 @@
+//! The tiny policy (as `bench train-step --tiny`) on PushT's images, ready to step on any
+//! backend: what the lavapipe tests that count a step's work (launches, the host's traffic)
+//! run.
+
+use loader::{Batch, SamplerState};
+use serde_json::json;
+use trainer::{InputPipeline, StepRunner, TrainConfig, TrainData, TrainingBackend, init_model};
+
+/// A runner of the tiny policy on `device` and one batch of two samples of PushT's images,
+/// stored in parquet so that the build needs no FFmpeg. The batch's size changes what is
+/// launched only where a GroupNorm's channels grow wide enough to take several cubes each.
+pub fn tiny_runner<B: TrainingBackend>(device: &B::Device) -> (StepRunner<B>, Batch) {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/lerobot-0.6.1/pusht_images");
+    let overrides = json!({
+        "dataset": {"root": fixture, "frame_cache": "off"},
+        "policy": {"preset": "classic", "pretrained_backbone_weights": null, "down_dims": [64, 128, 256], "diffusion_step_embed_dim": 64},
+        "batch_size": 2,
+        "num_workers": 1,
+    });
+    let config = TrainConfig::resolve(None, overrides).expect("the configuration resolves");
+    let policy = &config.policy.config;
+    let data = TrainData::open(&config).expect("the fixture opens");
+    let normalizer = data.normalizer(&config).expect("its statistics");
+    let pipeline =
+        InputPipeline::new(policy.clone(), data.features.clone(), normalizer, config.dataset.image_transforms.clone());
+    let model = init_model::<B>(policy, &data.features, config.seed, device).expect("the model");
+    let runner = StepRunner::new(model, policy.clone(), pipeline, config.seed, config.steps, device.clone());
+    let batch =
+        data.loader(&config, SamplerState::default()).expect("a loader").next().expect("a batch").expect("read");
+    (runner, batch)
+}

@@ -174,9 +174,10 @@ pub struct TrainStepReport {
     pub losses: Vec<f64>,
     /// The real loop, when run.
     pub real_loop: Option<LoopFigures>,
-    /// What one more step, run whole after the timed ones, asked of the device from the host
-    /// (uploads, blocking calls; a cubecl backend's only).
-    pub host_traffic: Option<String>,
+    /// What one more step, run whole after the timed ones and one untimed, asked of the device
+    /// from the host through the read of its loss (uploads, blocking calls; on a cubecl backend
+    /// only). Counters printed "so far" (cuDNN's) include these two steps.
+    pub host_traffic: Option<kernels::HostTraffic>,
 }
 
 struct Task {
@@ -317,16 +318,17 @@ impl DeviceTask for Task {
         if self.args.profiler_range && self.args.steps > 0 {
             profiler_range(false)?;
         }
-        // One more step run whole, as training runs it (the timed ones wait for each phase):
-        // what it asks of the device from the host, before anything reads its loss.
-        sync()?;
-        let counted = kernels::HostTraffic::now().filter(|_| self.args.device != DeviceKind::Cpu);
-        let host_traffic = match counted {
-            Some(before) => {
-                let output = runner.step(&batch, self.args.warmup + self.args.steps)?;
-                let after = kernels::HostTraffic::now().unwrap_or(before);
-                let _ = output.loss.into_scalar();
-                Some(after.since(&before).to_string())
+        // Two more steps run whole, as training runs them (the timed ones wait for each phase):
+        // the first settles what a whole step compiles and plans, the second's traffic is
+        // counted through the read of its loss (under fusion its queue runs by then).
+        let host_traffic = match kernels::HostTraffic::now().filter(|_| self.args.device != DeviceKind::Cpu) {
+            Some(_) => {
+                let done = self.args.warmup + self.args.steps;
+                let _ = runner.step(&batch, done)?.loss.into_scalar();
+                sync()?;
+                let before = kernels::HostTraffic::now().unwrap_or_default();
+                let _ = runner.step(&batch, done + 1)?.loss.into_scalar();
+                Some(kernels::HostTraffic::now().unwrap_or_default().since(&before))
             }
             None => None,
         };
@@ -440,7 +442,7 @@ pub fn run(args: &TrainStepArgs) -> Result<Vec<TrainStepReport>> {
             let StartUp { setup_ms, first_step_ms } = report.start_up;
             eprintln!("start-up: {setup_ms:.0} ms to the first step, which took {first_step_ms:.0} ms");
             if let Some(traffic) = &report.host_traffic {
-                eprintln!("host traffic of one whole step: {traffic}");
+                eprintln!("host traffic of one whole step and the read of its loss: {traffic}");
             }
             #[cfg(feature = "cudnn")]
             if args.device == DeviceKind::Cuda {

@@ -31,7 +31,9 @@
 //!   cuBLAS's products on burn's own stream ([`cudnn`]), NCCL's sums between processes, frames
 //!   uploaded through page-locked memory. The
 //!   crate's FFI is there and nowhere else.
-//! - `backend/`: the backend choice ([`run_on`]), the kernel cache and the launch log.
+//! - `backend/`: the backend choice ([`run_on`]), the kernel cache, the launch log, the count of
+//!   what the host asks of a device ([`HostTraffic`]) and the constants kept on it
+//!   ([`device_constant`]).
 //!
 //! The optimiser's state is flat: one contiguous buffer per quantity (gradients, Adam's two
 //! moments, the weights' moving average) in which each trainable parameter owns a range

@@ -6,8 +6,9 @@
 //!
 //! Found by content: a constant is keyed by its backend, device, dtype, shape and values' bits,
 //! so two callers with the same values share one buffer and no caller can get another's. The
-//! buffers live as long as the process, so this is for the few small tensors a model reads
-//! every step, not for data.
+//! buffers live as long as the process, never evicted (a process that loads many policies keeps
+//! each one's statistics, a few hundred bytes each), so this is for the few small tensors a
+//! model reads every step, not for data.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -21,7 +22,7 @@ use burn::tensor::DType;
 struct ConstantKey {
     backend: TypeId,
     device: String,
-    dtype: String,
+    dtype: DType,
     shape: Vec<usize>,
     bits: Vec<u32>,
 }
@@ -46,7 +47,7 @@ pub fn device_constant<B: Backend, const D: usize>(
     let key = ConstantKey {
         backend: TypeId::of::<Tensor<B, D>>(),
         device: format!("{device:?}"),
-        dtype: format!("{dtype:?}"),
+        dtype,
         shape: shape.to_vec(),
         bits: values.iter().map(|v| v.to_bits()).collect(),
     };

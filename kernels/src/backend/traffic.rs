@@ -1,18 +1,21 @@
-//! What the host asked of the GPU backends' devices: buffers uploaded from host data, and calls
-//! that blocked the caller until the device's runner thread answered (reads, synchronisations,
-//! the libraries' buffer pointers). Counted by our cubecl-runtime (vendor/README.md), every
-//! device together; a span of work is the difference of two readings. A captured CUDA graph's
+//! What the host asked of the GPU backends' devices: buffers uploaded from host data (cubecl's
+//! own uploads, and our page-locked frame uploads on CUDA), and calls of cubecl's client that
+//! blocked the caller until the device's runner thread answered (reads, synchronisations, the
+//! libraries' buffer pointers). Counted by our cubecl-runtime (vendor/README.md), every device
+//! together; a span of work is the difference of two readings. Not counted: burn-fusion's own
+//! waits for its queue to be launched (on fusion's thread, not the device's), so under fusion
+//! a span's blocking calls are only complete once its queue has run (a read of its result). A captured CUDA graph's
 //! step may do neither, so a warmed step's count says what is left to move onto the device
 //! (bench/RESULTS.md, "The host's traffic in a step").
 
 /// The host's traffic with the GPU backends' devices so far ([`HostTraffic::now`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct HostTraffic {
-    /// Buffers created from host data: each one copy from the host.
+    /// Buffers copied from host data: each one copy from the host.
     pub uploads: u64,
     /// The bytes of those buffers.
     pub upload_bytes: u64,
-    /// Calls that waited for a device's runner thread to answer.
+    /// Calls of cubecl's client that waited for a device's runner thread to answer.
     pub blocking_calls: u64,
 }
 

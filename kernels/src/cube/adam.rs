@@ -12,8 +12,9 @@ use super::launch::{grid, launch_width};
 use super::tensors::{empty_f32, empty_like, writable};
 use crate::{AdamStep, FlatBuffers, RuntimeLibraries, UpdatedWeights, portable};
 
-/// The update's scalars ([`crate::AdamConstants`], the average's weight).
-#[derive(CubeLaunch, CubeType)]
+/// The update's scalars ([`crate::AdamConstants`], the average's weight), as a kernel holds them
+/// once read from the step's scalars buffer ([`read_adam_scalars`]).
+#[derive(CubeType)]
 pub(crate) struct AdamScalars {
     pub(crate) weight_decay: f32,
     pub(crate) one_minus_beta_1: f32,
@@ -23,6 +24,27 @@ pub(crate) struct AdamScalars {
     pub(crate) epsilon: f32,
     pub(crate) step_size: f32,
     pub(crate) ema_weight: f32,
+}
+
+/// How many values a step's scalars buffer holds ([`adam_scalars`]).
+const ADAM_SCALARS: usize = 8;
+
+/// The update's scalars from `values`, the step's scalars buffer ([`adam_scalars`]), in the
+/// order of [`AdamScalars`]' fields. A buffer rather than the launch's arguments: a launch's
+/// arguments are fixed when a step is captured as a CUDA graph, a buffer is written before each
+/// replay (docs/plans/cuda-graph.md).
+#[cube]
+pub(crate) fn read_adam_scalars<F: Float>(values: &Tensor<F>) -> AdamScalars {
+    AdamScalars {
+        weight_decay: f32::cast_from(values[0]),
+        one_minus_beta_1: f32::cast_from(values[1]),
+        beta_2: f32::cast_from(values[2]),
+        one_minus_beta_2: f32::cast_from(values[3]),
+        bias_correction_2_sqrt: f32::cast_from(values[4]),
+        epsilon: f32::cast_from(values[5]),
+        step_size: f32::cast_from(values[6]),
+        ema_weight: f32::cast_from(values[7]),
+    }
 }
 
 /// Adam's update of element `j` of the flat buffers, whose weight is `w`, in [`AdamStep`]'s
@@ -81,7 +103,7 @@ pub(crate) fn adam_kernel<F: Float, H: Float>(
     moment_2: &mut Tensor<F>,
     average: &mut Tensor<F>,
     scale: &Tensor<F>,
-    scalars: &AdamScalars,
+    scalars: &Tensor<F>,
     #[comptime] has_weight_decay: bool,
     #[comptime] has_average: bool,
     #[comptime] has_copies: bool,
@@ -90,6 +112,7 @@ pub(crate) fn adam_kernel<F: Float, H: Float>(
     let count = comptime!(weights.len());
     let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
     let factor = scale[0];
+    let scalars = read_adam_scalars::<F>(scalars);
     #[unroll]
     for t in 0..count {
         if CUBE_POS_Y as usize == t {
@@ -104,7 +127,7 @@ pub(crate) fn adam_kernel<F: Float, H: Float>(
                     moment_2,
                     average,
                     factor,
-                    scalars,
+                    &scalars,
                     has_weight_decay,
                     has_average,
                 );
@@ -164,10 +187,11 @@ impl<R: CubeRuntime> AdamState<R> {
     }
 }
 
-/// The scalars of an update's launch: `step`'s constants and the average's weight.
-pub(crate) fn adam_scalars<R: Runtime>(step: &AdamStep) -> AdamScalarsLaunch<R> {
+/// The scalars buffer of an update ([`read_adam_scalars`]): `step`'s constants and the average's
+/// weight, `[8]` f32 uploaded to `like`'s device.
+pub(crate) fn adam_scalars<R: CubeRuntime>(step: &AdamStep, like: &CubeTensor<R>) -> CubeTensor<R> {
     let c = step.constants();
-    AdamScalarsLaunch::new(
+    let values: [f32; ADAM_SCALARS] = [
         c.weight_decay,
         c.one_minus_beta_1,
         c.beta_2,
@@ -176,7 +200,9 @@ pub(crate) fn adam_scalars<R: Runtime>(step: &AdamStep) -> AdamScalarsLaunch<R> 
         c.epsilon,
         c.step_size,
         step.ema_weight.unwrap_or(0.0),
-    )
+    ];
+    let handle = like.client.create(cubecl::bytes::Bytes::from_elems(values.to_vec()));
+    CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), [ADAM_SCALARS].into(), handle, DType::F32)
 }
 
 /// [`portable::adam_update`] on each parameter in turn.
@@ -248,6 +274,7 @@ pub(crate) unsafe fn update_all<R: RuntimeLibraries, F: FloatElement, I: IntElem
         None => Vec::new(),
     };
     let client = grads.client.clone();
+    let scalars = adam_scalars(step, &grads);
     let bindings_per_part = if copy.is_some() { 2 } else { 1 };
     for range in crate::gather_plan::even_runs(weights.len(), launch_width(&client, bindings_per_part)) {
         let starts = &offsets[range.clone()];
@@ -286,7 +313,7 @@ pub(crate) unsafe fn update_all<R: RuntimeLibraries, F: FloatElement, I: IntElem
                 state.moment_2.clone().into_tensor_arg(),
                 state.average.clone().into_tensor_arg(),
                 scale.clone().into_tensor_arg(),
-                adam_scalars(step),
+                scalars.clone().into_tensor_arg(),
                 step.constants().weight_decay != 0.0,
                 state.has_average,
                 copy.is_some(),

@@ -53,7 +53,8 @@ pub(crate) fn striding_cubes(n: usize) -> CubeCount {
 }
 
 /// The most parameters a launch takes: [`parts_per_launch`], fewer where the device binds fewer
-/// buffers to a kernel (`bindings_per_part` each, beside the flat buffers and cubecl's metadata).
+/// buffers to a kernel (`bindings_per_part` each, beside the flat buffers, the scale, the step's
+/// scalars and cubecl's metadata).
 pub(crate) fn launch_width<R: CubeRuntime>(client: &ComputeClient<R>, bindings_per_part: usize) -> usize {
     let bindings = client.properties().hardware.max_bindings as usize;
     (bindings.saturating_sub(8) / bindings_per_part).clamp(1, parts_per_launch())

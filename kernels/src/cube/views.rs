@@ -9,7 +9,7 @@ use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElemen
 use cubecl::CubeDim;
 use cubecl::prelude::*;
 
-use super::adam::{AdamScalars, AdamState, adam_element, adam_scalars};
+use super::adam::{AdamState, adam_element, adam_scalars, read_adam_scalars};
 use super::launch::UNITS_PER_CUBE;
 #[cfg(doc)]
 use super::sums::sum_clip_kernel;
@@ -47,7 +47,7 @@ fn adam_views_kernel<F: Float, H: Float, I: Int>(
     partials: &Tensor<F>,
     partials_len: usize,
     clip: &ClipScalars,
-    scalars: &AdamScalars,
+    scalars: &Tensor<F>,
     #[comptime] has_weight_decay: bool,
     #[comptime] has_average: bool,
     #[comptime] has_copies: bool,
@@ -66,6 +66,7 @@ fn adam_views_kernel<F: Float, H: Float, I: Int>(
     } else {
         scale[0]
     };
+    let scalars = read_adam_scalars::<F>(scalars);
     let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
     let mut j = ABSOLUTE_POS_X as usize;
     let mut part = 0;
@@ -91,7 +92,7 @@ fn adam_views_kernel<F: Float, H: Float, I: Int>(
             moment_2,
             average,
             factor,
-            scalars,
+            &scalars,
             has_weight_decay,
             has_average,
         );
@@ -221,7 +222,7 @@ pub(super) unsafe fn update_views<R: RuntimeLibraries, F: FloatElement, I: IntEl
             partials.into_tensor_arg(),
             partials_len,
             clip_scalars(max_norm, grad_scale),
-            adam_scalars(step),
+            adam_scalars(step, &weights).into_tensor_arg(),
             step.constants().weight_decay != 0.0,
             state.has_average,
             copies.is_some(),

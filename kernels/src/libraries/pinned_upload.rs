@@ -109,7 +109,11 @@ pub fn upload_u8(bytes: &[u8], shape: Shape, device: &CudaDevice) -> Result<Cube
     };
     drop(resource);
     match enqueued {
-        Ok(()) => with_pool(device.index, |pool| pool.push(staging)),
+        Ok(()) => {
+            // A host upload as cubecl's own are counted (`HostTraffic`).
+            cubecl::client::count_uploads(1, bytes.len());
+            with_pool(device.index, |pool| pool.push(staging));
+        }
         // The copy may be in flight without its event: the buffer is not reused.
         Err(e) => {
             std::mem::forget(staging);

@@ -13,7 +13,7 @@ use crate::{
     storage::{ComputeStorage, ManagedResource},
 };
 // Patched in this vendored copy: the clients' counts of uploads and blocking calls.
-pub use crate::traffic::{HostTraffic, host_traffic};
+pub use crate::traffic::{HostTraffic, count_uploads, host_traffic};
 use alloc::{format, sync::Arc, vec, vec::Vec};
 use cubecl_common::{
     backtrace::BackTrace,

@@ -12,12 +12,14 @@ static BLOCKING_CALLS: AtomicU64 = AtomicU64::new(0);
 /// stream together. Take the difference of two readings to count a span of work.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HostTraffic {
-    /// Buffers created from host data (each one copy from the host to the device).
+    /// Buffers created from host data (each one copy from the host to the device), and copies
+    /// callers made into buffers themselves ([`count_uploads`]).
     pub uploads: u64,
     /// The bytes of those buffers.
     pub upload_bytes: u64,
-    /// Calls that waited for the server's thread to answer (reads, syncs, resources, flushes,
-    /// memory usage, staging, profiles).
+    /// Calls of a client that waited for the server's thread to answer (reads, syncs,
+    /// resources, flushes, memory usage, staging, profiles); not the device handle's
+    /// `exclusive`, nor callers' own waits.
     pub blocking_calls: u64,
 }
 
@@ -41,8 +43,9 @@ pub fn host_traffic() -> HostTraffic {
     }
 }
 
-/// Counts `count` buffers of `bytes` bytes in all created from host data.
-pub(crate) fn count_uploads(count: usize, bytes: usize) {
+/// Counts `count` buffers of `bytes` bytes in all copied from host data: by the clients, and by
+/// callers that copy into a client's buffers themselves (a page-locked upload of their own).
+pub fn count_uploads(count: usize, bytes: usize) {
     UPLOADS.fetch_add(count as u64, Ordering::Relaxed);
     UPLOAD_BYTES.fetch_add(bytes as u64, Ordering::Relaxed);
 }

@@ -180,11 +180,7 @@ impl InputPipeline {
                         if shared_encoder && !self.config.crop_per_sample {
                             shared_window = Some(windows.clone());
                         }
-                        if windows.windows(2).all(|w| w[0] == w[1]) {
-                            geometry::crop(x, windows[0].0, windows[0].1, (ch, cw))
-                        } else {
-                            geometry::crop_per_sample(x, &windows, s, (ch, cw))
-                        }
+                        geometry::random_crop(x, &windows, s, (ch, cw))
                     }
                 };
             }

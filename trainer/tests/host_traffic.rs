@@ -23,6 +23,8 @@ const BATCH_UPLOADS: u64 = 4;
 /// timesteps and their two coefficients.
 const NOISE_UPLOADS: u64 = 4;
 
+/// What the random crop uploads: each image's window, read by the crop's kernel.
+const CROP_UPLOADS: u64 = 1;
 /// What the optimiser's update uploads: its scalars (Adam's step size and bias correction, the
 /// average's weight), read by the kernel from a buffer rather than fixed in its launch.
 const OPTIMISER_UPLOADS: u64 = 1;
@@ -75,7 +77,7 @@ fn a_warm_step_on_wgpu_uploads_only_what_changes_holds_no_new_memory_and_never_w
         // The constants the forward reads (the statistics, the embedding's frequencies, the
         // keypoints' grid) were uploaded once, by the first step; wgpu has no library calls, and
         // nothing in the step reads the device.
-        assert_eq!(traffic.uploads, BATCH_UPLOADS + NOISE_UPLOADS + OPTIMISER_UPLOADS, "{seen}");
+        assert_eq!(traffic.uploads, BATCH_UPLOADS + NOISE_UPLOADS + CROP_UPLOADS + OPTIMISER_UPLOADS, "{seen}");
         assert_eq!(traffic.blocking_calls, 0, "{seen}");
         // The step ends holding what it began with, in the pool it began with: nothing it keeps
         // grows from step to step, and its working set fits what the first step reserved.

@@ -1,9 +1,12 @@
 //! Geometric transforms on `[N, C, H, W]` float tensors, as torchvision computes them: resize
 //! (bilinear, with or without antialiasing), crops (center, at offsets, one window per sample
-//! in one gather, or one window shared by the batch as LeRobot's encoder does), and affine
+//! in one gather, or one window shared by the batch as LeRobot's encoder does; a training step's
+//! random crop in one launch where the backend has it), and affine
 //! warps (rotation and translation; nearest or bilinear; zero fill).
 
 use burn::prelude::*;
+use burn::tensor::TensorPrimitive;
+use kernels::Kernels;
 
 /// How an affine warp samples the source image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -105,6 +108,37 @@ pub fn crop_per_sample<B: Backend>(
     let cols =
         lefts.reshape([n, 1, 1, 1]) + Tensor::<B, 1, Int>::arange(0..size.1 as i64, &device).reshape([1, 1, 1, size.1]);
     x.gather(3, cols.expand([n, c, size.0, size.1]))
+}
+
+/// The random crop of a training step: a window per sample (`offsets[s]` the (top, left) of
+/// sample `s`, shared by its `frames_per_sample` consecutive images). Where the backend crops on
+/// the device ([`FrameKernels::crop_windows`](kernels::FrameKernels::crop_windows)), one launch
+/// reading the offsets from one upload, so that a step captured as a CUDA graph crops each
+/// replay's windows; elsewhere a view where every sample has the same window, else
+/// [`crop_per_sample`]'s gathers. The same values either way.
+pub fn random_crop<B: Kernels>(
+    x: Tensor<B, 4>,
+    offsets: &[(usize, usize)],
+    frames_per_sample: usize,
+    size: (usize, usize),
+) -> Tensor<B, 4> {
+    let [n, ..] = x.dims();
+    assert_eq!(offsets.len() * frames_per_sample, n, "one offset per sample");
+    if B::has_crop_kernel() {
+        let windows: Vec<i32> = offsets
+            .iter()
+            .flat_map(|&(top, left)| std::iter::repeat_n([top as i32, left as i32], frames_per_sample))
+            .flatten()
+            .collect();
+        let windows = Tensor::<B, 2, Int>::from_data(TensorData::new(windows, [n, 2]), &x.device());
+        if let Some(crops) = B::crop_windows(x.clone().into_primitive().tensor(), windows.into_primitive(), size) {
+            return Tensor::from_primitive(TensorPrimitive::Float(crops));
+        }
+    }
+    match offsets {
+        [(top, left), rest @ ..] if rest.iter().all(|o| o == &(*top, *left)) => crop(x, *top, *left, size),
+        _ => crop_per_sample(x, offsets, frames_per_sample, size),
+    }
 }
 
 /// What fills the pixels an affine warp brings in from outside the image.

@@ -1,9 +1,10 @@
 //! [`FrameKernels`] under autodiff: the inner backend's, their outputs outside the graph (frames
-//! need no gradient).
+//! need no gradient; a crop of images that do takes burn's operations).
 
 use burn::backend::Autodiff;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::ops::FloatTensorOps;
 use burn::tensor::ops::{FloatTensor, IntTensor};
 use burn::tensor::{FloatDType, Shape};
 
@@ -23,6 +24,22 @@ impl<B: Kernels, C: CheckpointStrategy> FrameKernels for Autodiff<B, C> {
     ) -> Option<FloatTensor<Self>> {
         // Frames are the graph's inputs: nothing flows back through them.
         B::yuv420_to_rgb(planes, frames, size, terms, dtype).map(Self::from_inner)
+    }
+
+    fn has_crop_kernel() -> bool {
+        B::has_crop_kernel()
+    }
+
+    fn crop_windows(
+        images: FloatTensor<Self>,
+        windows: IntTensor<Self>,
+        size: (usize, usize),
+    ) -> Option<FloatTensor<Self>> {
+        // Images that need a gradient take burn's operations, which carry it.
+        if Self::float_is_require_grad(&images) {
+            return None;
+        }
+        B::crop_windows(Self::inner(images), windows, size).map(Self::from_inner)
     }
 
     fn upload_u8(bytes: &[u8], shape: Shape, device: &Self::Device) -> Option<IntTensor<Self>> {

@@ -1,5 +1,5 @@
-//! [`FrameKernels`] on burn's cubecl backends: YUV → RGB as our kernel, the upload through the
-//! runtime's library ([`RuntimeLibraries`]), the memory manager's largest page.
+//! [`FrameKernels`] on burn's cubecl backends: YUV → RGB and the crop as our kernels, the upload
+//! through the runtime's library ([`RuntimeLibraries`]), the memory manager's largest page.
 #![expect(unsafe_code, reason = "cubecl launches a kernel without bounds checks only through unsafe")]
 
 use burn::tensor::ops::{FloatTensor, IntTensor};
@@ -8,6 +8,7 @@ use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::{BoolElement, CubeBackend, FloatElement, IntElement};
 use cubecl::CubeDim;
 
+use super::crop::crop_kernel;
 use super::launch::{UNITS_PER_CUBE, striding_cubes};
 use super::tensors::empty_like;
 use super::yuv::{YuvTermLaunch, yuv420_kernel};
@@ -58,6 +59,48 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Frame
             );
         }
         Some(rgb)
+    }
+
+    fn has_crop_kernel() -> bool {
+        true
+    }
+
+    fn crop_windows(
+        images: FloatTensor<Self>,
+        windows: IntTensor<Self>,
+        (height, width): (usize, usize),
+    ) -> Option<FloatTensor<Self>> {
+        let [n, channels, image_height, image_width] = images.meta.shape().as_slice().try_into().ok()?;
+        let fits = height <= image_height && width <= image_width && windows.meta.num_elements() == 2 * n;
+        if !fits {
+            return None;
+        }
+        let (images, windows) = (into_contiguous(images), into_contiguous(windows));
+        let out = empty_like(&images, Shape::new([n, channels, height, width]), images.dtype);
+        let total = out.meta.num_elements();
+        // SAFETY: unit `k < total` writes `out` (new, contiguous, `total` values) at `k`, reads
+        // `windows` at `2n` and `2n + 1` for its image `n < N` (it holds `2N` values, checked),
+        // and `images` (contiguous `[N, C, H, W]`) at row `top + row < H` and column
+        // `left + column < W` of its plane (the offsets clamped to `H − height` and
+        // `W − width`, both checked non-negative above).
+        unsafe {
+            crop_kernel::launch_unchecked::<R>(
+                &images.client,
+                striding_cubes(total),
+                CubeDim::new_1d(UNITS_PER_CUBE),
+                images.clone().into_tensor_arg(),
+                windows.clone().into_tensor_arg(),
+                out.clone().into_tensor_arg(),
+                total,
+                channels,
+                height,
+                width,
+                image_height,
+                image_width,
+                [images.dtype.into(), windows.dtype.into()],
+            );
+        }
+        Some(out)
     }
 
     fn upload_u8(bytes: &[u8], shape: Shape, device: &Self::Device) -> Option<IntTensor<Self>> {

@@ -43,6 +43,7 @@ mod adam;
 mod bias;
 mod collective;
 mod convolution;
+mod crop;
 mod film;
 mod frames;
 mod gather;

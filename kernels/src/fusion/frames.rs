@@ -1,5 +1,5 @@
-//! [`FrameKernels`] under fusion: YUV → RGB as a custom operation, the upload and the largest
-//! allocation the inner backend's.
+//! [`FrameKernels`] under fusion: YUV → RGB and the crop as custom operations, the upload and
+//! the largest allocation the inner backend's.
 
 use std::marker::PhantomData;
 
@@ -34,6 +34,25 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for Yuv420Op<B> {
     }
 }
 
+/// The crop at offsets on the device as fusion's custom operation: `[images, windows]` in,
+/// `[crops]` out.
+#[derive(Debug, Clone)]
+pub(crate) struct CropOp<B> {
+    pub(crate) desc: CustomOpIr,
+    pub(crate) size: (usize, usize),
+    pub(crate) backend: PhantomData<B>,
+}
+
+impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for CropOp<B> {
+    fn execute(&self, handles: &mut Handles<B>) {
+        let images = handles.get_float_tensor::<B>(&self.desc.inputs[0]);
+        let windows = handles.get_int_tensor::<B>(&self.desc.inputs[1]);
+        let crops =
+            B::crop_windows(images, windows, self.size).expect("the inner backend's kernel, checked when registered");
+        register_outputs::<B>(&self.desc, handles, vec![crops]);
+    }
+}
+
 impl<B: FusionBackend + Kernels> FrameKernels for Fusion<B> {
     fn largest_allocation(device: &Self::Device) -> Option<u64> {
         B::largest_allocation(device)
@@ -52,6 +71,27 @@ impl<B: FusionBackend + Kernels> FrameKernels for Fusion<B> {
         let init = InitOperationIr::create(shape, dtype, || client.register_tensor_handle(handle));
         let op = burn_fusion::NoOp::<B>::new();
         Some(client.register(OperationStreams::default(), OperationIr::Init(init), op).output())
+    }
+
+    fn has_crop_kernel() -> bool {
+        B::has_crop_kernel()
+    }
+
+    fn crop_windows(
+        images: FloatTensor<Self>,
+        windows: IntTensor<Self>,
+        (height, width): (usize, usize),
+    ) -> Option<FloatTensor<Self>> {
+        // What the inner kernel takes, checked here: its refusal would come too late, on
+        // fusion's thread.
+        let [n, channels, image_height, image_width] = images.shape.as_slice().try_into().ok()?;
+        let fits = height <= image_height && width <= image_width && windows.shape.num_elements() == 2 * n;
+        if !(fits && B::has_crop_kernel()) {
+            return None;
+        }
+        let output = (Shape::new([n, channels, height, width]), images.dtype);
+        let make = |desc| CropOp::<B> { desc, size: (height, width), backend: PhantomData };
+        Some(register_custom::<B, _>("lerobot_rs_crop_windows", vec![images, windows], vec![output], make).output())
     }
 
     fn yuv420_to_rgb(

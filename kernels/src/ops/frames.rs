@@ -1,5 +1,6 @@
 //! The frames' family of [`Kernels`](super::Kernels): camera frames uploaded as bytes and
-//! converted to RGB on the device, and how much one buffer there can hold.
+//! converted to RGB on the device, cropped at offsets on the device, and how much one buffer
+//! there can hold.
 
 use burn::prelude::*;
 use burn::tensor::FloatDType;
@@ -7,7 +8,7 @@ use burn::tensor::ops::{FloatTensor, IntTensor};
 
 use super::yuv::Yuv420Terms;
 
-/// The frames' operations, for backend `Self`: upload, colour conversion, buffer size.
+/// The frames' operations, for backend `Self`: upload, colour conversion, crop, buffer size.
 pub trait FrameKernels: Backend {
     /// The largest buffer this backend allocates on `device` in one piece, in bytes: on burn's
     /// cubecl backends, their memory manager's largest page (on CUDA a quarter of the GPU's
@@ -37,6 +38,28 @@ pub trait FrameKernels: Backend {
         dtype: FloatDType,
     ) -> Option<FloatTensor<Self>> {
         let _ = (planes, frames, size, terms, dtype);
+        None
+    }
+
+    /// Whether [`FrameKernels::crop_windows`] has a kernel here, known before it runs (fusion
+    /// registers it as its custom operation ahead of its execution).
+    fn has_crop_kernel() -> bool {
+        false
+    }
+
+    /// A window of `size` `(height, width)` cut from each image of `images` `[N, C, H, W]`, image
+    /// `n`'s `windows[n] = (top, left)` (an integer tensor `[N, 2]` on the device), as a new
+    /// contiguous `[N, C, height, width]` tensor, in one launch where the backend has a kernel
+    /// for it (offsets beyond the image are clamped to it); `None` where it has none, or the
+    /// images need a gradient (the caller slices or gathers). The offsets come from a buffer, not
+    /// from the launch or a view's address: a step captured as a CUDA graph crops anew on each
+    /// replay.
+    fn crop_windows(
+        images: FloatTensor<Self>,
+        windows: IntTensor<Self>,
+        size: (usize, usize),
+    ) -> Option<FloatTensor<Self>> {
+        let _ = (images, windows, size);
         None
     }
 

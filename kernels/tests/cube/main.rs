@@ -1,5 +1,5 @@
 //! The GPU backends' kernels (`kernels/src/cube/`: the gradients' gather with their squares, the
-//! clipping factors, the optimiser pass, GroupNorm with its activation, FiLM, YUV to RGB) against the
+//! clipping factors, the optimiser pass, GroupNorm with its activation, FiLM, YUV to RGB, the crop) against the
 //! CPU's, on burn's wgpu backend without fusion and, with `--features gpu-fusion`, with it too
 //! (then through fusion's custom operations, `kernels/src/fusion/`): each check is a test on
 //! each backend; and what our vendored cubecl-runtime adds (`runtime`). Run where a wgpu
@@ -65,4 +65,5 @@ tests_on_each_backend!(
     convolution::the_transposed_convolution_equals_the_cpus,
     convolution::the_channel_bias_gradient_in_half_precision_is_the_f32_sum_rounded_once,
     frames::the_yuv_kernel_gives_the_decoders_bytes_for_every_value,
+    frames::the_crop_kernel_cuts_each_images_window,
 );

@@ -4,7 +4,6 @@
 use burn::backend::Autodiff;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::ops::FloatTensorOps;
 use burn::tensor::ops::{FloatTensor, IntTensor};
 use burn::tensor::{FloatDType, Shape};
 
@@ -35,8 +34,9 @@ impl<B: Kernels, C: CheckpointStrategy> FrameKernels for Autodiff<B, C> {
         windows: IntTensor<Self>,
         size: (usize, usize),
     ) -> Option<FloatTensor<Self>> {
-        // Images that need a gradient take burn's operations, which carry it.
-        if Self::float_is_require_grad(&images) {
+        // Images on a gradient's path (a tracked leaf, or computed from one) take burn's
+        // operations, which carry it.
+        if !images.node.requirement.is_none() {
             return None;
         }
         B::crop_windows(Self::inner(images), windows, size).map(Self::from_inner)

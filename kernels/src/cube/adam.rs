@@ -34,16 +34,16 @@ const ADAM_SCALARS: usize = 8;
 /// arguments are fixed when a step is captured as a CUDA graph, a buffer is written before each
 /// replay (docs/plans/cuda-graph.md).
 #[cube]
-pub(crate) fn read_adam_scalars<F: Float>(values: &Tensor<F>) -> AdamScalars {
+pub(crate) fn read_adam_scalars(values: &Tensor<f32>) -> AdamScalars {
     AdamScalars {
-        weight_decay: f32::cast_from(values[0]),
-        one_minus_beta_1: f32::cast_from(values[1]),
-        beta_2: f32::cast_from(values[2]),
-        one_minus_beta_2: f32::cast_from(values[3]),
-        bias_correction_2_sqrt: f32::cast_from(values[4]),
-        epsilon: f32::cast_from(values[5]),
-        step_size: f32::cast_from(values[6]),
-        ema_weight: f32::cast_from(values[7]),
+        weight_decay: values[0],
+        one_minus_beta_1: values[1],
+        beta_2: values[2],
+        one_minus_beta_2: values[3],
+        bias_correction_2_sqrt: values[4],
+        epsilon: values[5],
+        step_size: values[6],
+        ema_weight: values[7],
     }
 }
 
@@ -103,7 +103,7 @@ pub(crate) fn adam_kernel<F: Float, H: Float>(
     moment_2: &mut Tensor<F>,
     average: &mut Tensor<F>,
     scale: &Tensor<F>,
-    scalars: &Tensor<F>,
+    scalars: &Tensor<f32>,
     #[comptime] has_weight_decay: bool,
     #[comptime] has_average: bool,
     #[comptime] has_copies: bool,
@@ -112,7 +112,7 @@ pub(crate) fn adam_kernel<F: Float, H: Float>(
     let count = comptime!(weights.len());
     let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
     let factor = scale[0];
-    let scalars = read_adam_scalars::<F>(scalars);
+    let scalars = read_adam_scalars(scalars);
     #[unroll]
     for t in 0..count {
         if CUBE_POS_Y as usize == t {
@@ -295,7 +295,8 @@ pub(crate) unsafe fn update_all<R: RuntimeLibraries, F: FloatElement, I: IntElem
         // SAFETY: the units of row `t` read and write parameter `t` below `lens[t]`, its
         // element count (`weights` and, with copies, `copies` are contiguous, of the same
         // shapes), and the flat buffers in that parameter's range, which each holds, and `scale`
-        // at 0 (the caller checked both: `kernel_updates`); `moment_2` standing in for a missing
+        // at 0 (the caller checked both: `kernel_updates`), and the step's scalars below their 8
+        // (`adam_scalars`); `moment_2` standing in for a missing
         // average is never read; the buffers written are uniquely held ([`writable`], `copies`
         // new) and contiguous, no two units write one element (the ranges are apart,
         // `kernel_updates`), and each unit reads a weight before it writes it.

@@ -7,7 +7,8 @@ use cubecl::prelude::*;
 /// The units stride over the `total` values of `out` `[N, C, height, width]`, each copying its
 /// value from `images` `[N, C, image height, image width]` (contiguous) at its image's window:
 /// `windows[2n]` rows down and `windows[2n + 1]` columns across, each clamped so that the
-/// window lies inside the image (a bad offset crops the nearest window, never reads outside).
+/// window lies inside the image (an offset past it cuts the last window; a negative one, read
+/// as a huge unsigned value, the last too: never a read outside).
 #[cube(launch_unchecked)]
 #[expect(clippy::too_many_arguments, reason = "a kernel's buffers and sizes are its arguments")]
 pub(crate) fn crop_kernel<F: Float, I: Int>(

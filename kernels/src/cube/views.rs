@@ -47,7 +47,7 @@ fn adam_views_kernel<F: Float, H: Float, I: Int>(
     partials: &Tensor<F>,
     partials_len: usize,
     clip: &ClipScalars,
-    scalars: &Tensor<F>,
+    scalars: &Tensor<f32>,
     #[comptime] has_weight_decay: bool,
     #[comptime] has_average: bool,
     #[comptime] has_copies: bool,
@@ -66,7 +66,7 @@ fn adam_views_kernel<F: Float, H: Float, I: Int>(
     } else {
         scale[0]
     };
-    let scalars = read_adam_scalars::<F>(scalars);
+    let scalars = read_adam_scalars(scalars);
     let stride = (CUBE_COUNT_X * CUBE_DIM_X) as usize;
     let mut j = ABSOLUTE_POS_X as usize;
     let mut part = 0;
@@ -193,8 +193,8 @@ pub(super) unsafe fn update_views<R: RuntimeLibraries, F: FloatElement, I: IntEl
     let copy_dtype = copies.as_ref().map_or(DType::F32, |c| c.dtype);
     let copies_arg = copies.as_ref().unwrap_or(&weights).clone().into_tensor_arg();
     let partials_len = partials.meta.num_elements();
-    // SAFETY: the units read and write the flat buffers below the table's length, which each
-    // holds, the scale at 0 (or, totalling, the partial squares below their length, and write
+    // SAFETY: the units read the step's scalars below their 8 (`adam_scalars`), read and write
+    // the flat buffers below the table's length, which each holds, the scale at 0 (or, totalling, the partial squares below their length, and write
     // the norm and the scale at 0, each new), the tables below `parts` (the last end is the
     // length, so the walk stops there), and the views' buffers at places inside the table's
     // extent, which they hold (`check_views_update`; the places are apart, `ViewPlaces::new`,

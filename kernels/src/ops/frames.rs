@@ -50,8 +50,9 @@ pub trait FrameKernels: Backend {
     /// A window of `size` `(height, width)` cut from each image of `images` `[N, C, H, W]`, image
     /// `n`'s `windows[n] = (top, left)` (an integer tensor `[N, 2]` on the device), as a new
     /// contiguous `[N, C, height, width]` tensor, in one launch where the backend has a kernel
-    /// for it (offsets beyond the image are clamped to it); `None` where it has none, or the
-    /// images need a gradient (the caller slices or gathers). The offsets come from a buffer, not
+    /// for it (an offset past the image, or negative, cuts a window inside it, never reads
+    /// outside); `None` where it has none, or the images are on a gradient's path (the caller
+    /// slices or gathers). The offsets come from a buffer, not
     /// from the launch or a view's address: a step captured as a CUDA graph crops anew on each
     /// replay.
     fn crop_windows(

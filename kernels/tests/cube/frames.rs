@@ -68,3 +68,18 @@ pub(crate) fn the_crop_kernel_cuts_each_images_window<Gpu: WgpuKernels>() {
         assert_eq!(crops.into_data().to_vec::<f32>().unwrap(), expected(&per_image), "{per_sample:?}");
     }
 }
+
+/// Under autodiff the crop's kernel takes images no gradient flows through, and leaves to burn's
+/// operations (which carry it) images that are a tracked leaf or computed from one.
+pub(crate) fn the_crop_kernel_under_autodiff_leaves_images_on_a_gradients_path<Gpu: WgpuKernels>() {
+    type Tracked<B> = burn::backend::Autodiff<B>;
+    let device = WgpuDevice::default();
+    let images = || Tensor::<Tracked<Gpu>, 4>::ones([2, 3, 8, 8], &device);
+    let crop = |images: Tensor<Tracked<Gpu>, 4>| {
+        let windows = Tensor::<Tracked<Gpu>, 2, Int>::zeros([2, 2], &device);
+        <Tracked<Gpu> as FrameKernels>::crop_windows(images.into_primitive().tensor(), windows.into_primitive(), (4, 4))
+    };
+    assert!(crop(images()).is_some(), "images no gradient flows through");
+    assert!(crop(images().require_grad()).is_none(), "a tracked leaf");
+    assert!(crop(images().require_grad() * 2.0).is_none(), "images computed from a tracked leaf");
+}

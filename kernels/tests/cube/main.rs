@@ -66,4 +66,5 @@ tests_on_each_backend!(
     convolution::the_channel_bias_gradient_in_half_precision_is_the_f32_sum_rounded_once,
     frames::the_yuv_kernel_gives_the_decoders_bytes_for_every_value,
     frames::the_crop_kernel_cuts_each_images_window,
+    frames::the_crop_kernel_under_autodiff_leaves_images_on_a_gradients_path,
 );

@@ -70,11 +70,11 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Frame
         windows: IntTensor<Self>,
         (height, width): (usize, usize),
     ) -> Option<FloatTensor<Self>> {
-        let [n, channels, image_height, image_width] = images.meta.shape().as_slice().try_into().ok()?;
-        let fits = height <= image_height && width <= image_width && windows.meta.num_elements() == 2 * n;
-        if !fits {
-            return None;
-        }
+        let [n, channels, image_height, image_width] = crate::ops::frames::crop_kernel_takes(
+            images.meta.shape().as_slice(),
+            windows.meta.num_elements(),
+            (height, width),
+        )?;
         let (images, windows) = (into_contiguous(images), into_contiguous(windows));
         let out = empty_like(&images, Shape::new([n, channels, height, width]), images.dtype);
         let total = out.meta.num_elements();
@@ -82,7 +82,7 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Frame
         // `windows` at `2n` and `2n + 1` for its image `n < N` (it holds `2N` values, checked),
         // and `images` (contiguous `[N, C, H, W]`) at row `top + row < H` and column
         // `left + column < W` of its plane (the offsets clamped to `H − height` and
-        // `W − width`, both checked non-negative above).
+        // `W − width`, both non-negative: `crop_kernel_takes`).
         unsafe {
             crop_kernel::launch_unchecked::<R>(
                 &images.client,

@@ -84,11 +84,12 @@ impl<B: FusionBackend + Kernels> FrameKernels for Fusion<B> {
     ) -> Option<FloatTensor<Self>> {
         // What the inner kernel takes, checked here: its refusal would come too late, on
         // fusion's thread.
-        let [n, channels, image_height, image_width] = images.shape.as_slice().try_into().ok()?;
-        let fits = height <= image_height && width <= image_width && windows.shape.num_elements() == 2 * n;
-        if !(fits && B::has_crop_kernel()) {
-            return None;
-        }
+        let takes = crate::ops::frames::crop_kernel_takes(
+            images.shape.as_slice(),
+            windows.shape.num_elements(),
+            (height, width),
+        );
+        let [n, channels, ..] = takes.filter(|_| B::has_crop_kernel())?;
         let output = (Shape::new([n, channels, height, width]), images.dtype);
         let make = |desc| CropOp::<B> { desc, size: (height, width), backend: PhantomData };
         Some(register_custom::<B, _>("lerobot_rs_crop_windows", vec![images, windows], vec![output], make).output())

@@ -8,6 +8,21 @@ use burn::tensor::ops::{FloatTensor, IntTensor};
 
 use super::yuv::Yuv420Terms;
 
+/// The `[N, C, H, W]` of `images` (its `shape`) where the GPU crop kernel takes it with
+/// `windows` offsets and windows of `(height, width)`: four dimensions, a window no larger than
+/// the image, two offsets an image (fusion checks this before registering the kernel, whose
+/// execution cannot fall back).
+#[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned", feature = "gpu-fusion"))]
+pub(crate) fn crop_kernel_takes(
+    shape: &[usize],
+    windows: usize,
+    (height, width): (usize, usize),
+) -> Option<[usize; 4]> {
+    let [n, channels, image_height, image_width] = shape.try_into().ok()?;
+    let fits = height <= image_height && width <= image_width && windows == 2 * n;
+    fits.then_some([n, channels, image_height, image_width])
+}
+
 /// The frames' operations, for backend `Self`: upload, colour conversion, crop, buffer size.
 pub trait FrameKernels: Backend {
     /// The largest buffer this backend allocates on `device` in one piece, in bytes: on burn's

@@ -48,8 +48,9 @@ cargo clippy --release --workspace --all-targets --locked "${gpu[@]}" --no-defau
 # trainer/tests/cpu/mpi.rs starts runs of two processes with mpirun.
 tests=(--features trainer/mpi)
 cargo test --workspace --release --locked "${tests[@]}"
-cargo test --workspace --release --locked "${tests[@]}" --test tensorboard -- --ignored
-cargo test --release --locked -p datasets --test stream -- --ignored
+# The ignored tests that need the venv's servers, in the same build (one package alone would
+# resolve other features and rebuild half the workspace: 348 s on two cores).
+cargo test --workspace --release --locked "${tests[@]}" --test tensorboard --test stream -- --ignored
 # The Python wheel (python/): built by maturin from the same release build, installed in a fresh
 # virtual environment with numpy only (and pytest), and tested there (python/tests).
 "$venv/bin/pip" install --quiet --disable-pip-version-check "maturin==1.9.4"
@@ -70,15 +71,15 @@ fi
 # - how the dataset crate refuses video (datasets/tests/no_video.rs);
 # - our cubecl kernels against the CPU's passes (kernels/tests/cube/), each on wgpu without
 #   fusion and under it, as fusion's custom operations (kernels/src/fusion/);
-# - the kernels one training step of the tiny policy launches without fusion, against budgets
-#   (trainer/tests/launch_budget.rs), compiled into a kernel cache of the test's own;
+# - one training step of the tiny policy without fusion (trainer/tests/tiny_step/): the kernels
+#   it launches, against budgets, compiled into a kernel cache of the test's own; and what a
+#   warmed step uploads and waits for from the host: its batch, noise, crop windows and Adam's
+#   scalars only, no blocking call, no memory held anew;
 # - the optimiser's update of weights kept as views of one buffer against the CPU's, without
 #   fusion and under it (trainer/tests/weight_views.rs);
 # - a batch's inputs from the frame caches' frames gathered on the device against the same
 #   batch's frames uploaded, without fusion and under it (trainer/tests/device_frames.rs);
 # - the encoder held channels-last against channels-first (trainer/tests/channels_last.rs);
-# - what a warmed step uploads and waits for from the host: its batch and noise only, no
-#   blocking call (trainer/tests/host_traffic.rs);
 # - with cuDNN's convolutions built in (no GPU here): burn's convolutions mapped to cuDNN's
 #   descriptors, the one-line fallback where cuDNN is missing, and the file that keeps cuDNN's
 #   algorithms for later runs (kernels/tests/cudnn.rs);
@@ -95,7 +96,7 @@ light=(--config 'profile.release.package.kernels.opt-level=0' --config 'profile.
 kernel_cache=$(mktemp -d)
 LEROBOT_RS_KERNEL_CACHE="$kernel_cache" cargo test --release "${light[@]}" --locked -p datasets -p kernels -p trainer \
   --no-default-features --features datasets/cli,trainer/wgpu-untuned,kernels/nccl,kernels/gpu-fusion \
-  --test no_video --test cube --test launch_budget --test weight_views --test device_frames --test channels_last --test host_traffic \
+  --test no_video --test cube --test tiny_step --test weight_views --test device_frames --test channels_last \
   --test cudnn --test nccl
 rm -rf "$kernel_cache"
 if [[ "$(shm_caches)" != "$caches_before" ]]; then

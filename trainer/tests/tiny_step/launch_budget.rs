@@ -1,18 +1,12 @@
 //! The kernels one training step launches on burn's wgpu backend without fusion, counted from
-//! cubecl's own launch log on Mesa's lavapipe (Vulkan on the CPU, which
-//! `scripts/install-debian-packages.sh` installs) against budgets: a change that launches more
-//! fails here (bench/RESULTS.md, "Kernel launches per step"). `scripts/test.sh` runs it in its
-//! lavapipe build; alone: `cargo test --release -p trainer --no-default-features --features
-//! wgpu-untuned --test launch_budget`. `bench train-step --count-launches` gives the same counts
-//! by kernel.
+//! cubecl's own launch log, against budgets: a change that launches more fails here
+//! (bench/RESULTS.md, "Kernel launches per step"). `bench train-step --count-launches` gives the
+//! same counts by kernel.
 
 use burn::backend::Autodiff;
-use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 use burn::prelude::*;
-use kernels::LaunchLog;
 
-#[path = "support/tiny_run.rs"]
-mod tiny_run;
+use super::{Direct, counted_device, tiny_run};
 
 /// The whole step of the tiny policy: 1,838 launches when the budget was set (the second step;
 /// the first, counted until then, launched 1,844 with the parameters' initialisation); 2,260 before the
@@ -32,21 +26,15 @@ const CLIP_BUDGET: usize = 10;
 /// and 212 when each parameter had its own launches.
 const OPTIM_BUDGET: usize = 1;
 
-/// burn's wgpu backend without fusion (also where the build has fusion, as `scripts/test.sh`'s
-/// has for the kernels' tests beside this one). Fusion's counts come from `bench train-step
-/// --count-launches` in a build with `kernels/gpu-fusion`.
-type Gpu = CubeBackend<WgpuRuntime, f32, i32, u32>;
-
 /// The launches of one step's phases, in order.
 const PHASES: [&str; 5] = ["prepare", "forward", "backward", "clip", "optim"];
 
 #[test]
 fn a_tiny_step_on_wgpu_launches_no_more_kernels_than_its_budget() {
-    let scratch = tempfile::tempdir().expect("a temporary folder");
-    // Before the first GPU device: cubecl reads its configuration once.
-    let log = LaunchLog::start(&scratch.path().join("launches.log")).expect("the launch log starts");
-    let device = WgpuDevice::default();
-    let (mut runner, batch) = tiny_run::tiny_runner::<Autodiff<Gpu>>(&device);
+    // Fusion's counts come from `bench train-step --count-launches` in a build with
+    // `kernels/gpu-fusion`.
+    let (_alone, log, device) = counted_device();
+    let (mut runner, batch) = tiny_run::tiny_runner::<Autodiff<Direct>>(&device);
 
     // Two steps, the second counted: the first also initialises burn's lazy parameters (their
     // random numbers) and allocates what the run keeps, once a run. The count after each phase
@@ -56,7 +44,7 @@ fn a_tiny_step_on_wgpu_launches_no_more_kernels_than_its_budget() {
     for step in 0..2 {
         counts = vec![log.settled_count()];
         let mut phase_ended = || {
-            <Gpu as Backend>::sync(&device).expect("the device synchronises");
+            <Direct as Backend>::sync(&device).expect("the device synchronises");
             counts.push(log.settled_count());
         };
         let prepared = runner.prepare(&batch, step, 0).expect("the batch is prepared");
@@ -90,5 +78,4 @@ fn a_tiny_step_on_wgpu_launches_no_more_kernels_than_its_budget() {
     assert!(step <= STEP_BUDGET, "over the budget of {STEP_BUDGET}: {seen}");
     assert!(count("clip") <= CLIP_BUDGET, "clipping over its budget of {CLIP_BUDGET}: {seen}");
     assert!(count("optim") <= OPTIM_BUDGET, "the update over its budget of {OPTIM_BUDGET}: {seen}");
-    log.remove();
 }

@@ -1,6 +1,5 @@
 //! The tiny policy (as `bench train-step --tiny`) on PushT's images, ready to step on any
-//! backend: what the lavapipe tests that count a step's work (launches, the host's traffic)
-//! run.
+//! backend: what this binary's tests count the work of.
 
 use loader::{Batch, SamplerState};
 use serde_json::json;

@@ -54,6 +54,11 @@
 #                                no shared memory, sockets on lo: correctness only), their exact
 #                                sums, the broadcast and a four-step run of the tiny policy, whose
 #                                losses the two ranks print (they must be the same)
+#   scripts/gpu-run.sh graph     a CUDA graph captured and replayed (issue 59; `bench gpu-check
+#                                --only cuda-graph`, bench-fusion): a convolution, a ReLU, a mean
+#                                and a product replayed against their eager run, to the bit,
+#                                before and after the input is written in place; a recording
+#                                that allocates refused; nodes and ms a run (about a minute)
 #   scripts/gpu-run.sh profile   each kernel's GPU time (Nsight Compute) in fusion's PushT step,
 #                                f32 and bf16 at batch 64, and cuDNN's chosen algorithms
 #   scripts/gpu-run.sh frames    real-size frames on the device against the loader's copies and
@@ -72,7 +77,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-stage=${1:?usage: scripts/gpu-run.sh checks|ours|ours-aloha|lerobot|cudnn|best|nccl|profile|frames}
+stage=${1:?usage: scripts/gpu-run.sh checks|ours|ours-aloha|lerobot|cudnn|best|nccl|graph|profile|frames}
 device=${DEVICE:-cuda}
 batches=${BATCHES:-64,256}
 steps=${STEPS:-10}
@@ -143,7 +148,7 @@ trap 'kill ${smi:-} $progress 2>/dev/null || true; cp "$work"/cubecl-*-"$stage".
 
 # Datasets with their images in parquet (this build has no FFmpeg), for the sweeps.
 for preset in pusht-like aloha-like; do
-  if [[ " cudnn best nccl profile frames " != *" $stage "* ]] && [ ! -f "$data/$preset/meta/info.json" ]; then
+  if [[ " cudnn best nccl graph profile frames " != *" $stage "* ]] && [ ! -f "$data/$preset/meta/info.json" ]; then
     "$bin/datasets" synth --preset "$preset" --codec images --out "$data/$preset"
   fi
 done
@@ -314,6 +319,10 @@ case "$stage" in
     echo
     echo "== the steps beside LeRobot 0.6.1's (bench/gpu_table.py; LeRobot's means from the third contact)"
     python3 bench/gpu_table.py "$log" "$out/smi-$stage.csv" --steps "$timed" --loop-steps "$loop_steps" | tee "$out/table.md"
+    ;;
+  graph)
+    (cd "$work" && RUST_LOG=kernels=info timeout -k 10 "${CHECK_SECONDS:-120}" "$bin/bench-fusion" gpu-check --devices cuda \
+      --work "$work/check" --only cuda-graph) 2>&1 | tee "$out/graph.txt" || echo "stopped: the CUDA graph check" | tee -a "$out/graph.txt"
     ;;
   nccl)
     # NCCL from PyTorch's wheel (nvidia-nccl-cu13), found by the trainer in python3's

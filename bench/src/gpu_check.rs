@@ -40,15 +40,15 @@ pub struct GpuCheckArgs {
     /// Where the small images-in-parquet dataset and the runs are written.
     #[arg(long, default_value = "target/bench/gpu-check")]
     pub work: PathBuf,
-    /// Only the checks whose name holds this text (`cudnn`: cuDNN's; `graph`: its graph API's);
-    /// every check where absent.
-    #[arg(long)]
-    pub only: Option<String>,
+    /// Only the checks whose name holds one of these texts, by commas (`cudnn`: cuDNN's; `cudnn
+    /// graph`: its graph API's; `cuda-graph`: a CUDA graph's capture); every check where absent.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
 }
 
 /// The checks run so far: their lines, and the names of those that failed.
 struct Checks<'a> {
-    only: Option<&'a str>,
+    only: &'a [String],
     lines: Vec<String>,
     failures: Vec<String>,
 }
@@ -56,7 +56,7 @@ struct Checks<'a> {
 impl Checks<'_> {
     /// Runs `check`, named `what`, unless `--only` leaves it out, and prints its line.
     fn run(&mut self, what: String, check: impl FnOnce() -> Result<String>) {
-        if self.only.is_some_and(|only| !what.contains(only)) {
+        if !self.only.is_empty() && !self.only.iter().any(|only| what.contains(only.as_str())) {
             return;
         }
         let line = check().unwrap_or_else(|e| {
@@ -75,7 +75,7 @@ pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
     let root = small_dataset(&args.work)?;
     let plain = inputs(&root, false)?;
     let augmented = inputs(&root, true)?;
-    let mut checks = Checks { only: args.only.as_deref(), lines: Vec::new(), failures: Vec::new() };
+    let mut checks = Checks { only: &args.only, lines: Vec::new(), failures: Vec::new() };
     for &device in &args.devices {
         checks.run(format!("{device} step"), || check_step(device, &plain, false));
         checks.run(format!("{device} half-precision copies"), || check_half_precision_copies(device, &plain));
@@ -87,6 +87,12 @@ pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
         }
         checks.run(format!("{device} to cpu"), || check_resume(device, DeviceKind::Cpu, &root, false));
         checks.run(format!("cpu to {device}"), || check_resume(DeviceKind::Cpu, device, &root, false));
+        // Work captured as one CUDA graph and replayed (kernels' GraphKernels), never yet run on
+        // a GPU.
+        #[cfg(feature = "cuda")]
+        if device == DeviceKind::Cuda {
+            checks.run("cuda-graph capture".into(), crate::graph_check::check_cuda_graph);
+        }
         #[cfg(feature = "cudnn")]
         if device == DeviceKind::Cuda {
             use crate::cudnn_check::{Expected, check_convolutions};

@@ -9,6 +9,8 @@ mod dataset_source;
 #[cfg(feature = "stream")]
 mod file_server;
 pub mod gpu_check;
+#[cfg(feature = "cuda")]
+mod graph_check;
 mod loader_bench;
 mod nccl_check;
 pub mod regress;

@@ -38,7 +38,9 @@ fn a_gpu_matches_the_cpu() {
     let dir = work("gpu");
     let devices = std::env::var("GPU_CHECK_DEVICES").unwrap_or_else(|_| "cuda".into());
     let devices = devices.split(',').map(|d| d.parse().unwrap()).collect();
-    let args = GpuCheckArgs { devices, work: dir, only: std::env::var("GPU_CHECK_ONLY").ok() };
+    let only =
+        std::env::var("GPU_CHECK_ONLY").map(|only| only.split(',').map(str::to_owned).collect()).unwrap_or_default();
+    let args = GpuCheckArgs { devices, work: dir, only };
     run(&args).unwrap();
 }
 

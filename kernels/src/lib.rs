@@ -4,14 +4,15 @@
 //! [`run_on`] runs a [`DeviceTask`] on the backend a [`DeviceKind`] names: Flex on the CPU, or
 //! burn's wgpu and CUDA backends when built with the `wgpu` or `cuda` features (their compiled
 //! kernels kept between runs: [`kernel_cache`]; their launches counted: [`LaunchLog`]).
-//! [`Kernels`] is implemented by every one of them, as five families of operations, each a
+//! [`Kernels`] is implemented by every one of them, as six families of operations, each a
 //! trait: [`OptimiserKernels`] (the gradients gathered into one flat buffer, their norm and
 //! clipping, Adam's update), [`ConvolutionKernels`] (convolutions, the channel bias, max
 //! pooling), [`NormKernels`] (GroupNorm, BatchNorm, FiLM), [`FrameKernels`] (frames uploaded
-//! as bytes and converted to RGB on the device) and [`CollectiveKernels`] (sums and broadcasts
-//! between processes' devices, through a [`DeviceGroup`]: NCCL on CUDA). Each method has a portable implementation
-//! written with burn's tensor operations ([`portable`]); each backend overrides what it does
-//! faster.
+//! as bytes and converted to RGB on the device), [`CollectiveKernels`] (sums and broadcasts
+//! between processes' devices, through a [`DeviceGroup`]: NCCL on CUDA) and [`GraphKernels`]
+//! (work captured as one CUDA graph and replayed: on CUDA). Each method has a portable
+//! implementation written with burn's tensor operations ([`portable`]); each backend overrides
+//! what it does faster.
 //!
 //! The rooms, one folder each:
 //! - `ops/`: the traits, the optimiser's types ([`AdamStep`], [`FlatBuffers`], [`ViewPlaces`]),
@@ -29,8 +30,8 @@
 //! - `libraries/`: the vendor libraries under the CUDA backend (`cudnn` and `nccl` features),
 //!   reached from `cube/` through one trait ([`RuntimeLibraries`]): cuDNN's convolutions and
 //!   cuBLAS's products on burn's own stream ([`cudnn`]), NCCL's sums between processes, frames
-//!   uploaded through page-locked memory. The
-//!   crate's FFI is there and nowhere else.
+//!   uploaded through page-locked memory, CUDA graphs captured and replayed. The crate's FFI is
+//!   there and nowhere else.
 //! - `backend/`: the backend choice ([`run_on`]), the kernel cache, the launch log, the count of
 //!   what the host asks of a device ([`HostTraffic`]) and the constants kept on it
 //!   ([`device_constant`]).
@@ -95,6 +96,7 @@ pub use ops::adam::{AdamConstants, AdamStep, FlatBuffers, PartialSquares, Update
 pub use ops::collective::{Collective, CollectiveKernels, DeviceGroup, GroupId};
 pub use ops::convolution::{ConvolutionKernels, add_channel_bias, conv_transpose2d, conv2d, max_pool2d};
 pub use ops::frames::FrameKernels;
+pub use ops::graph::{CapturedGraph, GraphKernels, GraphNodes, GraphReplay};
 pub use ops::layout::{channels_last_on, use_channels_last};
 pub use ops::norm::{
     NormKernels, batch_norm, film, film_dtypes, film_shape, group_norm, group_norm_dtypes, group_norm_shape,

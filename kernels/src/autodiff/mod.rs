@@ -7,5 +7,6 @@
 mod collective;
 mod convolution;
 mod frames;
+mod graph;
 mod norm;
 mod optimiser;

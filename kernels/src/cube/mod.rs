@@ -47,6 +47,7 @@ mod crop;
 mod film;
 mod frames;
 mod gather;
+mod graph;
 mod group_norm;
 pub(crate) mod launch;
 mod norm;

@@ -11,6 +11,7 @@ mod collective;
 mod conv;
 mod convolution;
 mod frames;
+mod graph;
 mod group_norm;
 mod im2col;
 mod norm;

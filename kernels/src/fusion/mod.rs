@@ -11,6 +11,7 @@
 mod collective;
 mod convolution;
 mod frames;
+mod graph;
 mod norm;
 mod optimiser;
 mod register;

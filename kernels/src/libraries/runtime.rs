@@ -8,7 +8,7 @@ use burn::tensor::{DType, Shape};
 use burn_cubecl::CubeRuntime;
 use burn_cubecl::tensor::CubeTensor;
 
-use crate::{Collective, DeviceGroup};
+use crate::{CapturedGraph, Collective, DeviceGroup};
 
 /// A cubecl runtime's vendor libraries. Each method returns `None` where there is none, or it
 /// does not take the problem: the caller runs burn's operation then.
@@ -74,6 +74,13 @@ pub trait RuntimeLibraries: CubeRuntime {
         None
     }
 
+    /// `work` run as a warm-up, then captured as one graph on this thread's stream
+    /// ([`crate::GraphKernels::capture_graph`]); `None` where the runtime cannot capture.
+    fn capture_graph(device: &Self::Device, work: &mut dyn FnMut()) -> Option<Result<CapturedGraph, String>> {
+        let _ = (device, work);
+        None
+    }
+
     /// The number a [`DeviceGroup`] knows `device` by, where the runtime's tensors can join one.
     fn group_device(device: &Self::Device) -> Option<usize> {
         let _ = device;
@@ -95,7 +102,11 @@ pub trait RuntimeLibraries: CubeRuntime {
 impl RuntimeLibraries for cubecl::wgpu::WgpuRuntime {}
 
 #[cfg(all(feature = "cuda-untuned", not(feature = "cudnn")))]
-impl RuntimeLibraries for cubecl::cuda::CudaRuntime {}
+impl RuntimeLibraries for cubecl::cuda::CudaRuntime {
+    fn capture_graph(device: &Self::Device, work: &mut dyn FnMut()) -> Option<Result<CapturedGraph, String>> {
+        Some(super::graph::capture(device, work))
+    }
+}
 
 #[cfg(feature = "cudnn")]
 impl RuntimeLibraries for cubecl::cuda::CudaRuntime {
@@ -139,6 +150,10 @@ impl RuntimeLibraries for cubecl::cuda::CudaRuntime {
         options: &ConvTransposeOptions<2>,
     ) -> Option<CubeTensor<Self>> {
         super::cudnn::conv_transpose2d(x, w, options)
+    }
+
+    fn capture_graph(device: &Self::Device, work: &mut dyn FnMut()) -> Option<Result<CapturedGraph, String>> {
+        Some(super::graph::capture(device, work))
     }
 
     fn upload_u8(bytes: &[u8], shape: Shape, device: &Self::Device) -> Option<CubeTensor<Self>> {

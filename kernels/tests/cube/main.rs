@@ -2,7 +2,8 @@
 //! clipping factors, the optimiser pass, GroupNorm with its activation, FiLM, YUV to RGB, the crop) against the
 //! CPU's, on burn's wgpu backend without fusion and, with `--features gpu-fusion`, with it too
 //! (then through fusion's custom operations, `kernels/src/fusion/`): each check is a test on
-//! each backend; and what our vendored cubecl-runtime adds (`runtime`). Run where a wgpu
+//! each backend; tensors written in place, and captures refused on wgpu (`graph`); and what our
+//! vendored cubecl-runtime adds (`runtime`). Run where a wgpu
 //! adapter exists (a GPU, or Mesa's lavapipe on the CPU, Debian's `mesa-vulkan-drivers`):
 //! `cargo test --release -p kernels --features wgpu-untuned,gpu-fusion --test cube`, as
 //! `scripts/test.sh` does on lavapipe.
@@ -12,6 +13,7 @@ use kernels::Kernels;
 
 mod convolution;
 mod frames;
+mod graph;
 mod norm;
 mod optimiser;
 mod runtime;
@@ -67,4 +69,6 @@ tests_on_each_backend!(
     frames::the_yuv_kernel_gives_the_decoders_bytes_for_every_value,
     frames::the_crop_kernel_cuts_each_images_window,
     frames::the_crop_kernel_under_autodiff_leaves_images_on_a_gradients_path,
+    graph::a_tensor_written_in_place_is_read_so_by_the_work_after,
+    graph::a_capture_on_wgpu_is_refused_with_its_reason,
 );

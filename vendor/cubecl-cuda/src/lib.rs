@@ -7,6 +7,8 @@ mod device;
 mod runtime;
 
 pub use device::*;
+// Patched in this vendored copy: what a graph capture gives back (vendor/README.md).
+pub use compute::{CapturedGraph, GraphId, GraphNodes};
 pub use runtime::*;
 
 #[cfg(feature = "ptx-wmma")]

@@ -213,6 +213,24 @@ impl<R: Runtime> ComputeClient<R> {
             .unwrap()
     }
 
+    /// Runs `f` on the server, on this client's stream, and returns what it returns: one blocking
+    /// round trip. For what the server's own type offers beyond [`ComputeServer`] (a backend's
+    /// inherent methods), without a trait method for each.
+    ///
+    /// Patched in this vendored copy: upstream has no way to run a closure on the server
+    /// (vendor/README.md).
+    pub fn with_server<'a, T: Send>(
+        &self,
+        f: impl FnOnce(&mut R::Server, StreamId) -> T + Send + 'a,
+    ) -> T {
+        let stream_id = self.stream_id();
+
+        crate::traffic::count_blocking();
+        self.device
+            .submit_blocking(move |server| f(server, stream_id))
+            .unwrap()
+    }
+
     /// Given several resource handles, returns their storage resources, in order, in one round
     /// trip to the server (each its own `get_resource`, one after the other, as separate calls
     /// would make them).
@@ -380,6 +398,30 @@ impl<R: Runtime> ComputeClient<R> {
         });
 
         Ok(output)
+    }
+
+    /// Writes `data` into the buffer of `handle` in place (the same device memory), on this
+    /// client's stream: after the work asked for before it, before the work asked for after. How
+    /// a captured graph's inputs change between replays (the graph reads the memory it was
+    /// recorded with). An error where `data` is not the size of the buffer's part `handle`
+    /// names.
+    ///
+    /// Patched in this vendored copy (upstream cubecl #1415 added the same, after 0.10).
+    pub fn write(&self, handle: Handle, data: Bytes) -> Result<(), IoError> {
+        let len = data.len();
+        if len as u64 != handle.size_in_used() {
+            return Err(IoError::Unknown {
+                description: format!("{len} bytes written into a buffer of {}", handle.size_in_used()),
+                backtrace: BackTrace::capture(),
+            });
+        }
+        let stream_id = self.stream_id();
+        let descriptor = CopyDescriptor::new(handle.binding(), [len].into(), [1].into(), 1);
+        crate::traffic::count_uploads(1, len);
+        self.device.submit(move |server| {
+            server.write(vec![(descriptor, data)], stream_id);
+        });
+        Ok(())
     }
 
     /// Returns a resource handle containing the given [Bytes].

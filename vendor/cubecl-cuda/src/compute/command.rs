@@ -483,7 +483,9 @@ impl<'a> Command<'a> {
             const_info,
         );
 
-        if stream.drop_queue.should_flush() {
+        // Patched in this vendored copy (upstream cubecl #1469): a fenced flush waits on the host,
+        // which ends a recording capture; the capture's end flushes instead.
+        if !stream.capture.is_recording() && stream.drop_queue.should_flush() {
             stream.drop_queue.flush(|| Fence::new(stream.sys));
         }
 

@@ -1,3 +1,8 @@
+// Patched in this vendored copy: a stream's work captured as a CUDA graph (vendor/README.md).
+mod capture;
+pub(crate) mod graph;
+pub use graph::{CapturedGraph, GraphId, GraphNodes};
+
 pub(crate) mod command;
 pub(crate) mod communication;
 pub(crate) mod context;

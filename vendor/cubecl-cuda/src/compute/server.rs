@@ -5,6 +5,7 @@ use crate::{
         command::Command,
         communication::{get_nccl_comm_id, get_nccl_dtype_count, to_nccl_op},
         context::CudaContext,
+        graph::{CudaGraph, GraphId},
         stream::CudaStreamBackend,
         sync::Fence,
     },
@@ -55,6 +56,12 @@ pub struct CudaServer {
     utilities: Arc<ServerUtilities<Self>>,
     comm_stream: *mut CUstream_st,
     communicators: HashMap<CommunicationId, *mut cudarc::nccl::sys::ncclComm>,
+    /// The graphs captured on this server's streams, by number, and the next number (patched in
+    /// this vendored copy: `capture.rs`).
+    pub(super) graphs: HashMap<GraphId, CudaGraph>,
+    pub(super) next_graph: u64,
+    /// The graphs dropped while their stream recorded another, destroyed once it has ended.
+    pub(super) destroy_after_recording: Vec<GraphId>,
 }
 
 // SAFETY: `CudaServer` is only accessed from one thread at a time via the `DeviceHandle`,
@@ -96,6 +103,10 @@ impl ComputeServer for CudaServer {
         descriptors: Vec<CopyDescriptor>,
         stream_id: StreamId,
     ) -> DynFut<Result<Vec<Bytes>, ServerError>> {
+        // Patched in this vendored copy: a read waits on the host, which ends a recording.
+        if let Err(err) = self.refuse_while_recording(stream_id, "a read") {
+            return Box::pin(async move { Err(err) });
+        }
         match self.command(
             stream_id,
             descriptors.iter().map(|d| &d.handle),
@@ -138,6 +149,16 @@ impl ComputeServer for CudaServer {
             Err(err) => unreachable!("{err:?}"),
         };
 
+        // Patched in this vendored copy: a copy from the host's memory while recording would
+        // replay stale bytes (or, from pageable memory, end the capture); the capture is refused
+        // by name instead.
+        if command.streams.current().capture.is_recording() {
+            command.error(ServerError::Generic {
+                reason: "a write from the host while a CUDA graph is being recorded on this stream".into(),
+                backtrace: BackTrace::capture(),
+            });
+            return;
+        }
         for (descriptor, data) in descriptors {
             if let Err(err) = command.write_to_gpu(descriptor, data) {
                 command.error(err.into());
@@ -164,6 +185,8 @@ impl ComputeServer for CudaServer {
     }
 
     fn flush(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
+        // Patched in this vendored copy: a flush waits on the host and frees memory.
+        self.refuse_while_recording(stream_id, "a flush")?;
         let mut command = self.command_no_inputs(
             stream_id,
             StreamErrorMode {
@@ -180,6 +203,10 @@ impl ComputeServer for CudaServer {
     }
 
     fn sync(&mut self, stream_id: StreamId) -> DynFut<Result<(), ServerError>> {
+        // Patched in this vendored copy: a synchronisation waits on the host.
+        if let Err(err) = self.refuse_while_recording(stream_id, "a synchronisation") {
+            return Box::pin(async move { Err(err) });
+        }
         let command = self.command_no_inputs(
             stream_id,
             StreamErrorMode {
@@ -571,10 +598,13 @@ impl CudaServer {
             utilities: Arc::new(utilities),
             comm_stream,
             communicators: HashMap::default(),
+            graphs: HashMap::new(),
+            next_graph: 0,
+            destroy_after_recording: Vec::new(),
         }
     }
 
-    fn command_no_inputs(
+    pub(super) fn command_no_inputs(
         &mut self,
         stream_id: StreamId,
         mode: StreamErrorMode,

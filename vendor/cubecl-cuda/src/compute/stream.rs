@@ -26,6 +26,31 @@ pub struct Stream {
     pub memory_management_cpu: MemoryManagement<PinnedMemoryStorage>,
     pub errors: Vec<ServerError>,
     pub drop_queue: drop_queue::PendingDropQueue<Fence>,
+    /// Where the stream is in a graph capture (patched in this vendored copy: `capture.rs`).
+    pub capture: StreamCapture,
+}
+
+/// Where a stream is in a graph capture: `graph_prepare` moves it from `Off` to `Prepared`,
+/// `graph_begin_capture` to `Recording`, `graph_end_capture` back to `Off`; a call out of that
+/// order is an error. Patched in this vendored copy (upstream cubecl #1469's
+/// `StreamCaptureState`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StreamCapture {
+    /// No capture is prepared or recording.
+    #[default]
+    Off,
+    /// The pools are armed, and the warm-up runs: what it allocates stays in the pool.
+    Prepared,
+    /// `cuStreamBeginCapture` records the stream's work: nothing may wait on the host, so the
+    /// drop queue's fenced flushes wait for the capture's end.
+    Recording,
+}
+
+impl StreamCapture {
+    /// Whether the stream's work is being recorded into a graph now.
+    pub fn is_recording(self) -> bool {
+        self == Self::Recording
+    }
 }
 
 impl drop_queue::Fence for Fence {
@@ -79,6 +104,7 @@ impl EventStreamBackend for CudaStreamBackend {
             memory_management_cpu,
             errors: Vec::new(),
             drop_queue: Default::default(),
+            capture: StreamCapture::Off,
         }
     }
 

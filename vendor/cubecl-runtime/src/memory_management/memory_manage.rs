@@ -10,7 +10,7 @@ use crate::{
     logging::ServerLogger,
     memory_management::{BytesFormat, memory_pool::Slice},
     server::IoError,
-    storage::{ComputeStorage, StorageHandle},
+    storage::{ComputeStorage, StorageHandle, StorageId},
 };
 
 use alloc::format;
@@ -20,6 +20,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use cubecl_common::{backtrace::BackTrace, stub::Arc};
 use cubecl_ir::MemoryDeviceProperties;
+use hashbrown::HashSet;
 
 pub use super::memory_pool::{ManagedMemoryBinding, handle::*};
 
@@ -123,6 +124,39 @@ pub struct MemoryManagement<Storage> {
     mode: MemoryAllocationMode,
     config: PersistentMemory,
     logger: Arc<ServerLogger>,
+    /// The graph capture under way, if any. Patched in this vendored copy (`capture_begin`).
+    capture: Option<CaptureState>,
+    /// The pages a recording allocated (each the recorded graph's, its address dead once the
+    /// graph is gone), held for good so that no later allocation is given one. Patched in this
+    /// vendored copy (`capture_end`).
+    quarantined: Vec<ManagedMemoryHandle>,
+}
+
+/// A graph capture's memory, from [`MemoryManagement::capture_begin`] to
+/// [`MemoryManagement::capture_end`]: every allocation goes to the persistent pool (exact-fit
+/// slices, reusable within the window), and the slices the window hands out are recorded, so that
+/// the graph can hold exactly those for its life.
+///
+/// Patched in this vendored copy: backported from upstream cubecl (#1415, #1469, after 0.10), with
+/// [`CaptureState::recorded_pages`] added (vendor/README.md).
+struct CaptureState {
+    /// The mode to restore at `capture_end`; a `mode` change asked for meanwhile lands here, so
+    /// that it cannot route the window's allocations away from the persistent pool.
+    restore_mode: MemoryAllocationMode,
+    /// Every persistent slice handed out (reserved, or allocated) since priming ended (since
+    /// `capture_begin` where it never did): what the graph's recorded work may read or write at
+    /// each replay.
+    touched: HashSet<ManagedMemoryId>,
+    /// Whether the warm-up before the recorded run is still going (until `capture_priming_end`).
+    priming: bool,
+    /// The slices handed out while priming, held so that the warm-up cannot recycle them: the pool
+    /// grows to the warm-up's whole working set, not its transient peak (which depends on how far
+    /// the host runs ahead of the device), and the recorded run then finds every slice it asks for
+    /// free. Released by `capture_priming_end`.
+    primed: Vec<ManagedMemoryHandle>,
+    /// The pages allocated after priming ended: each is a memory node in a recorded graph (which
+    /// CUDA runs once and refuses to relaunch), its address the graph's.
+    recorded_pages: Vec<StorageId>,
 }
 
 fn generate_bucket_sizes(
@@ -353,6 +387,84 @@ impl<Storage: ComputeStorage> MemoryManagement<Storage> {
             mode,
             config,
             logger,
+            capture: None,
+            quarantined: Vec::new(),
+        }
+    }
+
+    /// Begins a graph capture's memory ([`CaptureState`]): every allocation from now on goes to
+    /// the persistent pool, whatever the configuration says, and every slice handed out is held
+    /// until [`Self::capture_priming_end`] and recorded for [`Self::capture_end`]. Called again
+    /// during a capture, it only forces the mode again.
+    ///
+    /// Patched in this vendored copy (upstream cubecl #1415, #1469).
+    pub fn capture_begin(&mut self) {
+        if self.capture.is_none() {
+            self.capture = Some(CaptureState {
+                restore_mode: self.mode,
+                touched: HashSet::new(),
+                priming: true,
+                primed: Vec::new(),
+                recorded_pages: Vec::new(),
+            });
+        }
+        self.mode = MemoryAllocationMode::Persistent;
+    }
+
+    /// Ends the warm-up of a graph capture, right before its recording opens: the slices the
+    /// warm-up held are free again, and stay in the pool for the recorded run to reuse; the record
+    /// of slices handed out starts anew, so that the graph holds what the recorded run uses, not
+    /// what the warm-up alone did. Does nothing outside a capture or once priming has ended.
+    ///
+    /// Patched in this vendored copy (upstream cubecl #1469; the record started anew is ours).
+    pub fn capture_priming_end(&mut self) {
+        if let Some(capture) = self.capture.as_mut().filter(|capture| capture.priming) {
+            capture.priming = false;
+            capture.primed.clear();
+            capture.touched.clear();
+        }
+    }
+
+    /// The pages allocated since the capture's priming ended (each a memory node in the recorded
+    /// graph, which CUDA refuses to relaunch), or `None` outside a capture.
+    ///
+    /// Patched in this vendored copy (not upstream: a graph with memory nodes is caught there by
+    /// reading the graph's nodes after the recording).
+    pub fn capture_recorded_allocations(&self) -> Option<u64> {
+        self.capture.as_ref().map(|capture| capture.recorded_pages.len() as u64)
+    }
+
+    /// Ends a graph capture: the mode before it comes back, and a handle to every persistent slice
+    /// the capture handed out is returned, for the graph to hold for its life (a slice reused by
+    /// another allocation would be overwritten by a replay). Slices it never handed out, buffers
+    /// alive before it among them, are left alone and keep their in-place writes (`can_mut`).
+    /// Pages the recording allocated are held by the manager for good (a refused graph's memory
+    /// nodes: their addresses die with it). Empty outside a capture.
+    ///
+    /// Patched in this vendored copy (upstream cubecl #1415; the pages held for good are ours).
+    pub fn capture_end(&mut self) -> Vec<ManagedMemoryHandle> {
+        match self.capture.take() {
+            Some(capture) => {
+                self.mode = capture.restore_mode;
+                let recorded = self.persistent.handles_on(&capture.recorded_pages);
+                self.quarantined.extend(recorded);
+                self.persistent.retain_touched(&capture.touched)
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// Records a persistent slice as handed out by the capture under way, with its final
+    /// identity (from `reserve`, or from `bind` for a buffer whose reserved handle is replaced),
+    /// and holds it while priming. Nothing outside a capture.
+    ///
+    /// Patched in this vendored copy (upstream cubecl #1415, #1469).
+    fn capture_touch(&mut self, handle: &ManagedMemoryHandle) {
+        if let Some(capture) = &mut self.capture {
+            capture.touched.insert(handle.descriptor().id);
+            if capture.priming {
+                capture.primed.push(handle.clone());
+            }
         }
     }
 
@@ -373,7 +485,12 @@ impl<Storage: ComputeStorage> MemoryManagement<Storage> {
                 )
             },
         );
-        self.mode = mode;
+        // Patched in this vendored copy (upstream cubecl #1415): a capture keeps the persistent
+        // mode until it ends, and the mode asked for now follows it.
+        match &mut self.capture {
+            Some(capture) => capture.restore_mode = mode,
+            None => self.mode = mode,
+        }
     }
 
     /// Cleanup allocations in pools that are deemed unnecessary.
@@ -383,6 +500,12 @@ impl<Storage: ComputeStorage> MemoryManagement<Storage> {
             || "Manual memory cleanup ...".to_string(),
         );
 
+        // Patched in this vendored copy (upstream cubecl #1415, and its later form): during a
+        // capture the persistent pool's free slices are what the recorded run reuses, and a
+        // page freed while recording would be a memory node: nothing is deallocated.
+        if self.capture.is_some() {
+            return;
+        }
         self.persistent
             .cleanup(&mut self.storage, self.alloc_reserve_count, explicit);
 
@@ -463,11 +586,21 @@ impl<Storage: ComputeStorage> MemoryManagement<Storage> {
                     )
                 },
             );
+            self.capture_touch(&val); // Patched in this vendored copy.
             return Ok(val);
         }
 
         if matches!(self.mode, MemoryAllocationMode::Persistent) || self.persistent.has_size(size) {
             let allocated = self.persistent.alloc(&mut self.storage, size);
+            // Patched in this vendored copy (upstream cubecl #1415, and the count of pages
+            // allocated while recording).
+            if let Ok(handle) = &allocated {
+                self.capture_touch(handle);
+                let page = self.persistent.storage_of(handle);
+                if let Some(capture) = self.capture.as_mut().filter(|capture| !capture.priming) {
+                    capture.recorded_pages.extend(page);
+                }
+            }
 
             self.logger.log_memory(
                 |level| !matches!(level, MemoryLogLevel::Disabled),
@@ -573,6 +706,9 @@ impl<Storage: ComputeStorage> MemoryManagement<Storage> {
 
         let pool_index = descriptor.location().pool as usize;
         if pool_index >= self.pools.len() {
+            // Patched in this vendored copy (upstream cubecl #1415): `assigned` is the slice's
+            // final identity, the one a capture holds.
+            self.capture_touch(&assigned);
             return self.persistent.bind(reserved, assigned, cursor);
         }
 

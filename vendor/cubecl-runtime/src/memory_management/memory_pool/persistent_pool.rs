@@ -1,11 +1,11 @@
-use super::{ManagedMemoryHandle, MemoryPool, Slice, calculate_padding};
+use super::{ManagedMemoryHandle, ManagedMemoryId, MemoryPool, Slice, calculate_padding};
 use crate::memory_management::{BytesFormat, MemoryLocation};
-use crate::storage::StorageUtilization;
+use crate::storage::{StorageId, StorageUtilization};
 use crate::{memory_management::MemoryUsage, server::IoError};
 use alloc::vec;
 use alloc::vec::Vec;
 use cubecl_common::backtrace::BackTrace;
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 
 pub struct PersistentPool {
     slices: Vec<Slice>,
@@ -61,6 +61,38 @@ impl PersistentPool {
         let padding = calculate_padding(size, self.alignment);
         let effective_size = size + padding;
         self.sizes.contains_key(&effective_size)
+    }
+
+    /// A handle to every slice whose id is in `touched` (what a graph capture handed out), so
+    /// that none of them is reported free, and reused, while the handles live.
+    ///
+    /// Patched in this vendored copy (upstream cubecl #1415).
+    pub fn retain_touched(&self, touched: &HashSet<ManagedMemoryId>) -> Vec<ManagedMemoryHandle> {
+        self.slices
+            .iter()
+            .filter(|slice| touched.contains(&slice.descriptor().id))
+            .map(|slice| slice.handle.clone())
+            .collect()
+    }
+
+    /// The page under `handle`'s slice.
+    ///
+    /// Patched in this vendored copy.
+    pub fn storage_of(&self, handle: &ManagedMemoryHandle) -> Option<StorageId> {
+        self.slices
+            .get(handle.descriptor().slice())
+            .map(|slice| slice.storage.id)
+    }
+
+    /// A handle to every slice on one of `pages`.
+    ///
+    /// Patched in this vendored copy.
+    pub fn handles_on(&self, pages: &[StorageId]) -> Vec<ManagedMemoryHandle> {
+        self.slices
+            .iter()
+            .filter(|slice| pages.contains(&slice.storage.id))
+            .map(|slice| slice.handle.clone())
+            .collect()
     }
 }
 

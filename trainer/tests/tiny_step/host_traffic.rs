@@ -38,14 +38,16 @@ fn held_memory(device: &WgpuDevice) -> (u64, u64) {
     (usage.bytes_reserved, usage.number_allocs)
 }
 
-/// What step `WARM_STEPS` of the tiny policy asks of `device` from the host, its loss, and the
-/// memory held before and after it.
-fn warm_step<B: TrainingBackend<Device = WgpuDevice>>(device: &WgpuDevice) -> (HostTraffic, f32, [(u64, u64); 2]) {
+/// What step `WARM_STEPS` of the tiny policy asks of `device` from the host, its loss, the
+/// memory held before and after it, and the most bytes a warm-up step left reserved.
+fn warm_step<B: TrainingBackend<Device = WgpuDevice>>(device: &WgpuDevice) -> (HostTraffic, f32, [(u64, u64); 2], u64) {
     let (mut runner, batch) = tiny_run::tiny_runner::<B>(device);
+    let mut warm_reserved = 0;
     for step in 0..WARM_STEPS {
         runner.step(&batch, step).expect("a warm-up step");
+        B::sync(device).expect("the device synchronises");
+        warm_reserved = warm_reserved.max(held_memory(device).0);
     }
-    B::sync(device).expect("the device synchronises");
     let held_before = held_memory(device);
     let before = HostTraffic::now().expect("a cubecl backend counts");
     let output = runner.step(&batch, WARM_STEPS).expect("the counted step");
@@ -54,7 +56,7 @@ fn warm_step<B: TrainingBackend<Device = WgpuDevice>>(device: &WgpuDevice) -> (H
     let loss = output.loss.clone().into_scalar().elem();
     drop(output);
     B::sync(device).expect("the device synchronises");
-    (traffic, loss, [held_before, held_memory(device)])
+    (traffic, loss, [held_before, held_memory(device)], warm_reserved)
 }
 
 #[test]
@@ -69,17 +71,24 @@ fn a_warm_step_on_wgpu_uploads_only_what_changes_holds_no_new_memory_and_never_w
     let steps = [direct];
     #[cfg(feature = "wgpu")]
     let steps = [direct, ("fused", warm_step::<Autodiff<burn::backend::Wgpu>>(&device))];
-    let seen = format!("a warm step (traffic, loss, [(bytes reserved, buffers held) before, after]): {steps:?}");
+    let seen = format!(
+        "a warm step (traffic, loss, [(bytes reserved, buffers held) before, after], the warm-up's most bytes reserved): \
+         {steps:?}"
+    );
     eprintln!("{seen}");
-    for (_, (traffic, loss, [held_before, held_after])) in steps {
+    for (_, (traffic, loss, [held_before, held_after], warm_reserved)) in steps {
         assert!(loss.is_finite(), "the step's loss is a number: {seen}");
         // The constants the forward reads (the statistics, the embedding's frequencies, the
         // keypoints' grid) were uploaded once, by the first step; wgpu has no library calls, and
         // nothing in the step reads the device.
         assert_eq!(traffic.uploads, BATCH_UPLOADS + NOISE_UPLOADS + CROP_UPLOADS + OPTIMISER_UPLOADS, "{seen}");
         assert_eq!(traffic.blocking_calls, 0, "{seen}");
-        // The step ends holding what it began with, in the pool it began with: nothing it keeps
-        // grows from step to step, and its working set fits what the first step reserved.
-        assert_eq!(held_after, held_before, "{seen}");
+        // The step ends holding the buffers it began with: nothing it keeps grows from step to
+        // step. Its working set fits what the warm-up reserved: the pool may free an idle page
+        // between steps (its periodic cleanup, timed by the process's count of reservations,
+        // which the launch budget's run beside this one moves) and the step take it again, but
+        // never reserve beyond the warm-up.
+        assert_eq!(held_after.1, held_before.1, "{seen}");
+        assert!(held_after.0 <= warm_reserved, "{seen}");
     }
 }

@@ -19,7 +19,7 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Graph
         });
         match captured {
             Some(graph) => Ok((graph?, output.expect("the recorded run returned"))),
-            None => Err(format!("{}: CUDA graphs are captured on burn's cuda backend only", Self::name(device))),
+            None => Err(crate::ops::graph::no_graphs_on(&Self::name(device))),
         }
     }
 

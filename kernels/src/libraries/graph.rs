@@ -76,7 +76,8 @@ impl Drop for Underway<'_> {
 /// its recorded run returned.
 pub(crate) fn capture(device: &CudaDevice, work: &mut dyn FnMut()) -> Result<CapturedGraph, String> {
     let client = CudaRuntime::client(device);
-    let stream = client.with_server(|_, stream| stream);
+    // The stream `with_server` runs on for this thread's client (one never moved by `set_stream`).
+    let stream = StreamId::current();
     client.with_server(Server::graph_prepare).map_err(said("preparing a CUDA graph"))?;
     let underway = Underway { client: &client, done: false };
     work();

@@ -61,6 +61,11 @@ impl CapturedGraph {
     }
 }
 
+/// Why a backend other than burn's cuda one cannot capture: `backend` is its name.
+pub(crate) fn no_graphs_on(backend: &str) -> String {
+    format!("{backend}: CUDA graphs are captured on burn's cuda backend only")
+}
+
 /// Captures work as one graph, where the backend can.
 pub trait GraphKernels: Backend {
     /// `work` captured on `device`'s stream for this thread: `work` runs once as a warm-up (it
@@ -75,7 +80,7 @@ pub trait GraphKernels: Backend {
     /// allocated, or asked for something a capture does not allow, which the error names).
     fn capture_graph<T>(device: &Self::Device, work: impl FnMut() -> T) -> Result<(CapturedGraph, T), String> {
         let _ = (device, work);
-        Err(format!("{}: CUDA graphs are captured on burn's cuda backend only", Self::name(device)))
+        Err(no_graphs_on(&Self::name(device)))
     }
 
     /// `data` written into `tensor`'s memory in place, on this thread's stream: after the work

@@ -58,7 +58,10 @@
 #                                --only cuda-graph`, bench-fusion): a convolution, a ReLU, a mean
 #                                and a product replayed against their eager run, to the bit,
 #                                before and after the input is written in place; a recording
-#                                that allocates refused; nodes and ms a run (about a minute)
+#                                that allocates refused; nodes and ms a run; then the tiny
+#                                policy's training step (`cuda-graph-step`) ten steps eager, fed
+#                                from kept buffers and captured after three, in f32 and bf16, the
+#                                same bits three ways, nodes and ms a step (about two minutes)
 #   scripts/gpu-run.sh profile   each kernel's GPU time (Nsight Compute) in fusion's PushT step,
 #                                f32 and bf16 at batch 64, and cuDNN's chosen algorithms
 #   scripts/gpu-run.sh frames    real-size frames on the device against the loader's copies and
@@ -305,6 +308,11 @@ case "$stage" in
       run 100 "predicted fastest, bf16" "${fastest[@]}" RUST_LOG=${RUST_LOG:-kernels::libraries::cudnn=debug}
       run 70 "predicted fastest, bf16, the encoder's maps channels-last (NHWC, KRSC weights)" "${fastest[@]}" \
         LEROBOT_RS_CHANNELS_LAST=1 RUST_LOG=${RUST_LOG:-kernels::libraries::cudnn=debug}
+      # The step captured as a CUDA graph after three fed steps (trainer/src/step/graph.rs),
+      # never yet run: the host's share of a step at 64, where it sets the pace.
+      run_args=(train-step --root "$fixture" --device cuda --warmup 5 --steps "$timed" --batch 64)
+      run 60 "predicted fastest, f32, the step captured as a CUDA graph" "${fastest[@]}" LEROBOT_RS_CUDA_GRAPH=1 \
+        RUST_LOG=${RUST_LOG:-trainer=info}
       run_args=("${train_step[@]}" --batch 64,256)
       run 80 "today's default: cuDNN's legacy search, 1-D in cuDNN, f32" LEROBOT_RS_CUDNN_GRAPH=0 LEROBOT_RS_CONV1D=cudnn
       run_args=("${train_step[@]}" --batch 256 --loop-steps "$loop_steps" --num-workers 8)
@@ -321,7 +329,7 @@ case "$stage" in
     python3 bench/gpu_table.py "$log" "$out/smi-$stage.csv" --steps "$timed" --loop-steps "$loop_steps" | tee "$out/table.md"
     ;;
   graph)
-    (cd "$work" && RUST_LOG=kernels=info timeout -k 10 "${CHECK_SECONDS:-120}" "$bin/bench-fusion" gpu-check --devices cuda \
+    (cd "$work" && RUST_LOG=kernels=info,trainer=info timeout -k 10 "${CHECK_SECONDS:-240}" "$bin/bench-fusion" gpu-check --devices cuda \
       --work "$work/check" --only cuda-graph) 2>&1 | tee "$out/graph.txt" || echo "stopped: the CUDA graph check" | tee -a "$out/graph.txt"
     ;;
   nccl)

@@ -41,7 +41,8 @@ pub struct GpuCheckArgs {
     #[arg(long, default_value = "target/bench/gpu-check")]
     pub work: PathBuf,
     /// Only the checks whose name holds one of these texts, by commas (`cudnn`: cuDNN's; `cudnn
-    /// graph`: its graph API's; `cuda-graph`: a CUDA graph's capture); every check where absent.
+    /// graph`: its graph API's; `cuda-graph`: a CUDA graph's capture, `cuda-graph-step` the training
+    /// step's); every check where absent.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
 }
@@ -92,6 +93,15 @@ pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
         #[cfg(feature = "cuda")]
         if device == DeviceKind::Cuda {
             checks.run("cuda-graph capture".into(), crate::graph_check::check_cuda_graph);
+            checks.run("cuda-graph-step".into(), || {
+                use crate::graph_step_check::{Cuda, TinyPolicy, check_cuda_graph_step};
+                let runner = |precision| plain.runner::<Cuda>(Default::default(), precision);
+                check_cuda_graph_step(&TinyPolicy {
+                    runner: &runner,
+                    batch: &plain.batch,
+                    first_step: plain.first_full_step(),
+                })
+            });
         }
         #[cfg(feature = "cudnn")]
         if device == DeviceKind::Cuda {
@@ -241,6 +251,21 @@ impl DeviceTask for OneStep<'_> {
         let mut runner = runner_for(i, model, device, self.precision)?;
         let output = runner.step(&i.batch, i.config.scheduler_warmup_steps)?;
         Ok(step_result(output, &runner, &i.config))
+    }
+}
+
+impl Inputs {
+    /// A runner of the tiny policy from these inputs' weights on `device`, computing in
+    /// `precision`.
+    pub fn runner<B: Kernels>(&self, device: B::Device, precision: Precision) -> Result<StepRunner<Autodiff<B>>> {
+        let fresh = DiffusionModel::<Autodiff<B>>::skeleton(&self.config, &self.features, &device);
+        let model = load_lerobot_weights(fresh, &self.config, &self.weights, Path::new("host weights"))?;
+        runner_for(self, model, device, precision)
+    }
+
+    /// The first step at the full learning rate (after the scheduler's warm-up).
+    pub fn first_full_step(&self) -> usize {
+        self.config.scheduler_warmup_steps
     }
 }
 

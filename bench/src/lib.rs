@@ -11,6 +11,8 @@ mod file_server;
 pub mod gpu_check;
 #[cfg(feature = "cuda")]
 mod graph_check;
+#[cfg(feature = "cuda")]
+mod graph_step_check;
 mod loader_bench;
 mod nccl_check;
 pub mod regress;

@@ -15,7 +15,7 @@ use kernels::{DeviceKind, DeviceTask, Kernels, LaunchLog, run_on};
 use loader::SamplerState;
 use serde::Serialize;
 use serde_json::json;
-use trainer::{Precision, Preset, Progress, TrainConfig, TrainData, init_model, step_runner};
+use trainer::{Precision, Preset, Progress, StepMode, TrainConfig, TrainData, init_model, step_runner};
 
 use crate::dataset_source::DatasetSource;
 
@@ -271,10 +271,27 @@ impl DeviceTask for Task {
         let mut launches = None;
         let setup_ms = 1e3 * task_started.elapsed().as_secs_f64();
         let mut first_step_ms = 0.0;
+        // Fed from kept buffers or captured as a CUDA graph (`LEROBOT_RS_CUDA_GRAPH`), a step is
+        // one piece, timed whole (its phases are not the host's to run apart when replayed).
+        let whole_steps = runner.graph_status().mode != StepMode::Eager;
         for step in 0..self.args.warmup + self.args.steps {
             if self.args.profiler_range && step == self.args.warmup {
                 sync()?;
                 profiler_range(true)?;
+            }
+            if whole_steps {
+                let started = Instant::now();
+                let output = runner.step(&batch, step)?;
+                sync()?;
+                let total = 1e3 * started.elapsed().as_secs_f64();
+                if step == 0 {
+                    first_step_ms = total;
+                }
+                losses.push(f64::from(output.loss.into_scalar().elem::<f32>()));
+                if step >= self.args.warmup {
+                    phases.push([0.0, 0.0, 0.0, 0.0, 0.0, total]);
+                }
+                continue;
             }
             // Each phase timed from its start to the device's synchronisation after it; the
             // launches counted between phases, outside the times.
@@ -317,6 +334,9 @@ impl DeviceTask for Task {
         }
         if self.args.profiler_range && self.args.steps > 0 {
             profiler_range(false)?;
+        }
+        if whole_steps {
+            println!("step mode: {:?}", runner.graph_status());
         }
         // Two more steps run whole, as training runs them (the timed ones wait for each phase):
         // the first settles what a whole step compiles and plans, the second's traffic is

@@ -92,7 +92,7 @@ pub use libraries::RuntimeLibraries;
 pub use libraries::cudnn;
 pub use ops::Kernels;
 pub use ops::activation::Activation;
-pub use ops::adam::{AdamConstants, AdamStep, FlatBuffers, PartialSquares, UpdatedWeights, ViewsUpdate};
+pub use ops::adam::{ADAM_SCALARS, AdamConstants, AdamStep, FlatBuffers, PartialSquares, UpdatedWeights, ViewsUpdate};
 pub use ops::collective::{Collective, CollectiveKernels, DeviceGroup, GroupId};
 pub use ops::convolution::{ConvolutionKernels, add_channel_bias, conv_transpose2d, conv2d, max_pool2d};
 pub use ops::frames::FrameKernels;

@@ -83,10 +83,14 @@ impl<B: Backend> Ema<B> {
         &self.average
     }
 
-    /// The average to blend after optimiser step `step` (1-based) and its weight, `1 − decay`.
-    pub(crate) fn for_update(&mut self, step: usize) -> (&mut Tensor<B, 1>, f32) {
-        let weight = (1.0 - self.config.decay(step)) as f32;
-        (&mut self.average, weight)
+    /// The weight of the average's blend after optimiser step `step` (1-based), `1 − decay`.
+    pub(crate) fn weight(&self, step: usize) -> f32 {
+        (1.0 - self.config.decay(step)) as f32
+    }
+
+    /// The averaged weights, flat, for the update to blend in place.
+    pub(crate) fn average_mut(&mut self) -> &mut Tensor<B, 1> {
+        &mut self.average
     }
 }
 

@@ -33,6 +33,9 @@ pub enum Error {
     /// A data-parallel run failed between its replicas (a drift, a collective call).
     #[error("data-parallel training: {0}")]
     Replicas(String),
+    /// A step captured as a CUDA graph failed to replay.
+    #[error("the training step captured as a CUDA graph: {0}")]
+    Graph(String),
     /// A replica of a data-parallel run stopped because another failed (whose error is the
     /// cause).
     #[error("data-parallel training: rank {rank}: stopped because another rank failed")]

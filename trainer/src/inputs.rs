@@ -10,13 +10,14 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use transforms::geometry;
 use transforms::{
-    ImageTransformsConfig, Normalizer, apply_plan, frames_to_int, int_frames_to_float, yuv420_planes_to_rgb,
+    AugmentationPlan, ImageTransformsConfig, Normalizer, apply_plan, int_frames_to_float, yuv420_planes_to_rgb,
 };
 
 use crate::device_frames::DeviceFrames;
 use crate::error::{Error, Result};
 use crate::model::Observation;
 use crate::policy_config::{DiffusionConfig, PolicyFeatures};
+use crate::uploads::{Fresh, Uploads};
 
 /// Whether inputs are prepared for training (random crop, augmentation) or evaluation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +40,96 @@ pub struct TrainInputs<B: Backend> {
     pub actions: Tensor<B, 3>,
     /// `action_is_pad`, `[B, horizon]`.
     pub action_is_pad: Tensor<B, 2, Bool>,
+}
+
+/// Floats of a batch on the host, with their shape.
+#[derive(Debug, Clone, Copy)]
+struct HostFloats<'a> {
+    values: &'a [f32],
+    shape: [usize; 3],
+}
+
+impl HostFloats<'_> {
+    fn data(&self) -> TensorData {
+        TensorData::new(self.values.to_vec(), self.shape)
+    }
+}
+
+/// A camera's crop, as drawn.
+#[derive(Debug, Clone)]
+enum CropDraw {
+    /// The centre (evaluation, or a crop that is not random).
+    Centre,
+    /// Each sample's window (top, left).
+    Random(Vec<(usize, usize)>),
+}
+
+/// A camera's frames and what was drawn for them.
+#[derive(Debug, Clone)]
+struct DrawnCamera<'a> {
+    key: String,
+    input: CameraInput<'a>,
+    frame: datasets::FrameShape,
+    plan: Option<AugmentationPlan>,
+    crop: Option<CropDraw>,
+}
+
+/// Observations checked and their random draws made ([`InputPipeline::draw`]).
+#[derive(Debug, Clone)]
+struct DrawnObservation<'a> {
+    batch: usize,
+    state: HostFloats<'a>,
+    env_state: Option<HostFloats<'a>>,
+    cameras: Vec<DrawnCamera<'a>>,
+    encoding: FrameEncoding,
+}
+
+/// A training batch as the host prepares it, borrowed from the loader's batch: checked, its
+/// random crops and augmentation drawn, nothing on the device yet ([`InputPipeline::draw`]).
+#[derive(Debug, Clone)]
+pub(crate) struct DrawnInputs<'a> {
+    obs: DrawnObservation<'a>,
+    actions: HostFloats<'a>,
+    action_is_pad: &'a [bool],
+}
+
+impl DrawnInputs<'_> {
+    /// The actions' shape, `[B, horizon, A]`.
+    pub(crate) fn action_shape(&self) -> [usize; 3] {
+        self.actions.shape
+    }
+}
+
+/// A camera's frames on the device: their levels, or their rows in the frames kept there.
+#[derive(Clone)]
+enum Levels<B: Backend> {
+    Frames(Tensor<B, 4, Int>),
+    Rows(Tensor<B, 1, Int>),
+}
+
+/// What went to the device for a camera.
+#[derive(Clone)]
+struct UploadedCamera<B: Backend> {
+    levels: Levels<B>,
+    /// The random crop's windows, where the crop's kernel reads them.
+    windows: Option<Tensor<B, 2, Int>>,
+}
+
+/// What went to the device for the observations.
+#[derive(Clone)]
+struct UploadedObservation<B: Backend> {
+    state: Tensor<B, 3>,
+    env_state: Option<Tensor<B, 3>>,
+    cameras: Vec<UploadedCamera<B>>,
+}
+
+/// What went to the device for a training batch ([`InputPipeline::upload`]), before the
+/// device's work on it ([`InputPipeline::transform`]).
+#[derive(Clone)]
+pub(crate) struct UploadedInputs<B: Backend> {
+    obs: UploadedObservation<B>,
+    actions: Tensor<B, 3>,
+    action_is_pad: Tensor<B, 2, Bool>,
 }
 
 /// Turns batches into model inputs.
@@ -88,26 +179,51 @@ impl InputPipeline {
         frames: Option<&DeviceFrames<B>>,
         device: &B::Device,
     ) -> Result<Observation<B>> {
+        let drawn = self.draw_observation(host, mode, frames)?;
+        let uploaded = self.upload_observation(&drawn, &mut Fresh::new(device))?;
+        Ok(self.transform_observation(&drawn, uploaded, frames))
+    }
+
+    /// Whether a training step's inputs are prepared by the same device work whatever the batch
+    /// holds, reading only values uploaded for it ([`InputPipeline::upload`]): not where
+    /// augmentation draws its operations step by step, nor where random crops are taken by the
+    /// host's windows (a backend without the crop's kernel). `Err` says why not.
+    pub(crate) fn same_work_each_step<B: Kernels>(&self) -> std::result::Result<(), String> {
+        if self.augment.is_active() {
+            return Err("image augmentation draws other operations for each step".into());
+        }
+        if self.config.crop_shape.is_some() && self.config.crop_is_random && !B::has_crop_kernel() {
+            return Err("random crops are taken by the host's windows on this backend".into());
+        }
+        Ok(())
+    }
+
+    /// The observations of `host` checked, and their random crops and augmentation drawn: what
+    /// the host does for them before anything goes to the device.
+    fn draw_observation<'a, B: Kernels>(
+        &self,
+        host: &HostObservation<'a>,
+        mode: Mode,
+        frames: Option<&DeviceFrames<B>>,
+    ) -> Result<DrawnObservation<'a>> {
         let b = host.batch;
         let s = self.config.n_obs_steps;
         let mut rng = match mode {
             Mode::Train { seed } => Some(ChaCha8Rng::seed_from_u64(seed)),
             Mode::Eval => None,
         };
-        let tensor3 = |key: &str, values: &[f32], dim: usize| -> Result<Tensor<B, 3>> {
+        let floats = |key: &str, values: &'a [f32], dim: usize| -> Result<HostFloats<'a>> {
             if values.len() != b * s * dim {
                 return Err(Error::Config(format!(
                     "`{key}` holds {} values, expected {b} samples × {s} steps × {dim}",
                     values.len()
                 )));
             }
-            Ok(self
-                .normalizer
-                .normalize(key, Tensor::<B, 3>::from_data(TensorData::new(values.to_vec(), [b, s, dim]), device)))
+            Ok(HostFloats { values, shape: [b, s, dim] })
         };
-        let state = tensor3("observation.state", host.state, self.features.state_dim)?;
+        let state = floats("observation.state", host.state, self.features.state_dim)?;
         let env_state = match (self.features.env_state_dim, host.env_state) {
-            (Some(e), Some(values)) => Some(tensor3("observation.environment_state", values, e)?),
+            (Some(e), Some(values)) => Some(floats("observation.environment_state", values, e)?),
             (Some(_), None) => {
                 return Err(Error::Config("the observation lacks `observation.environment_state`".into()));
             }
@@ -116,13 +232,11 @@ impl InputPipeline {
         // One crop window per encoder call, as LeRobot's RandomCrop draws it (or one per sample).
         let shared_encoder = !self.config.use_separate_rgb_encoder_per_camera;
         let mut shared_window: Option<Vec<(usize, usize)>> = None;
-        let mut images = Vec::with_capacity(self.features.cameras.len());
+        let mut cameras = Vec::with_capacity(host.cameras.len());
         for (key, input, frame) in &host.cameras {
             let (h, w) = (frame.height, frame.width);
-            // Each camera's frames as the device's integers, `[B·S, 1, 1, frame length]`:
-            // uploaded, or gathered from the frames kept there; then converted alike.
             let (n, len) = (b * s, frame.encoded_len(host.encoding));
-            let levels = match *input {
+            match *input {
                 CameraInput::Frames(bytes) => {
                     if bytes.len() != n * len {
                         return Err(Error::Config(format!(
@@ -131,7 +245,6 @@ impl InputPipeline {
                             host.encoding
                         )));
                     }
-                    frames_to_int::<B>(bytes, [n, 1, 1, len], device)
                 }
                 CameraInput::CacheRows(rows) => {
                     if rows.len() != n {
@@ -145,29 +258,20 @@ impl InputPipeline {
                             "camera `{key}` comes as frame cache rows, but no frames are on the device"
                         ))
                     })?;
-                    frames.gather(key, rows, (*frame, host.encoding))?.reshape([n, 1, 1, len])
+                    frames.check_rows(key, rows, (*frame, host.encoding))?;
                 }
-            };
-            let mut x = match host.encoding {
-                FrameEncoding::Rgb => int_frames_to_float(levels.reshape([n, 3, h, w])),
-                FrameEncoding::Yuv420 => yuv420_planes_to_rgb(levels, (h, w)),
-            };
-            if let Some(rng) = rng.as_mut()
-                && self.augment.is_active()
-            {
-                let plan = self.augment.sample_plan(b, (h, w), rng.random());
-                x = apply_plan(x, &plan, s);
             }
-            x = self.normalizer.normalize(key, x);
-            if let Some([rh, rw]) = self.config.resize_shape
-                && (rh, rw) != (h, w)
-            {
-                x = geometry::resize(x, (rh, rw), true);
-            }
-            if let Some([ch, cw]) = self.config.crop_shape {
-                let [_, _, hh, ww] = x.dims();
-                x = match rng.as_mut().filter(|_| self.config.crop_is_random) {
-                    None => geometry::center_crop(x, (ch, cw)),
+            let plan = match rng.as_mut() {
+                Some(rng) if self.augment.is_active() => Some(self.augment.sample_plan(b, (h, w), rng.random())),
+                _ => None,
+            };
+            let (hh, ww) = match self.config.resize_shape {
+                Some([rh, rw]) => (rh, rw),
+                None => (h, w),
+            };
+            let crop =
+                self.config.crop_shape.map(|[ch, cw]| match rng.as_mut().filter(|_| self.config.crop_is_random) {
+                    None => CropDraw::Centre,
                     Some(rng) => {
                         let mut draw = || (rng.random_range(0..=hh - ch), rng.random_range(0..=ww - cw));
                         let windows: Vec<(usize, usize)> = if self.config.crop_per_sample {
@@ -180,13 +284,94 @@ impl InputPipeline {
                         if shared_encoder && !self.config.crop_per_sample {
                             shared_window = Some(windows.clone());
                         }
-                        geometry::random_crop(x, &windows, s, (ch, cw))
+                        CropDraw::Random(windows)
                     }
+                });
+            cameras.push(DrawnCamera { key: key.clone(), input: *input, frame: *frame, plan, crop });
+        }
+        Ok(DrawnObservation { batch: b, state, env_state, cameras, encoding: host.encoding })
+    }
+
+    /// What `drawn` puts on the device, through `uploads`, in a fixed order: the state, the
+    /// environment's state, then each camera's frames (or their rows in the frame caches) and
+    /// crop windows.
+    fn upload_observation<B: Kernels>(
+        &self,
+        drawn: &DrawnObservation<'_>,
+        uploads: &mut impl Uploads<B>,
+    ) -> Result<UploadedObservation<B>> {
+        let state = uploads.float(drawn.state.data())?;
+        let env_state = drawn.env_state.as_ref().map(|e| uploads.float(e.data())).transpose()?;
+        let s = self.config.n_obs_steps;
+        let mut cameras = Vec::with_capacity(drawn.cameras.len());
+        for camera in &drawn.cameras {
+            let n = drawn.batch * s;
+            let levels = match camera.input {
+                CameraInput::Frames(bytes) => {
+                    let len = camera.frame.encoded_len(drawn.encoding);
+                    Levels::Frames(uploads.frames(bytes, [n, 1, 1, len])?)
+                }
+                CameraInput::CacheRows(rows) => Levels::Rows(uploads.int(TensorData::new(rows.to_vec(), [n]))?),
+            };
+            let windows = match &camera.crop {
+                Some(CropDraw::Random(offsets)) if B::has_crop_kernel() => {
+                    Some(uploads.int(geometry::crop_windows_data(offsets, s))?)
+                }
+                _ => None,
+            };
+            cameras.push(UploadedCamera { levels, windows });
+        }
+        Ok(UploadedObservation { state, env_state, cameras })
+    }
+
+    /// The observations from what was drawn and uploaded for them: the device's work, the same
+    /// each step where [`InputPipeline::same_work_each_step`].
+    fn transform_observation<B: Kernels>(
+        &self,
+        drawn: &DrawnObservation<'_>,
+        uploaded: UploadedObservation<B>,
+        frames: Option<&DeviceFrames<B>>,
+    ) -> Observation<B> {
+        let s = self.config.n_obs_steps;
+        let state = self.normalizer.normalize("observation.state", uploaded.state);
+        let env_state = uploaded.env_state.map(|e| self.normalizer.normalize("observation.environment_state", e));
+        let mut images = Vec::with_capacity(drawn.cameras.len());
+        for (camera, on_device) in drawn.cameras.iter().zip(uploaded.cameras) {
+            let (h, w) = (camera.frame.height, camera.frame.width);
+            let (n, len) = (drawn.batch * s, camera.frame.encoded_len(drawn.encoding));
+            // Each camera's frames as the device's integers, `[B·S, 1, 1, frame length]`:
+            // uploaded, or gathered from the frames kept there; then converted alike.
+            let levels = match on_device.levels {
+                Levels::Frames(levels) => levels,
+                Levels::Rows(rows) => frames
+                    .expect("rows are drawn only where frames are on the device")
+                    .gather_rows(&camera.key, rows)
+                    .reshape([n, 1, 1, len]),
+            };
+            let mut x = match drawn.encoding {
+                FrameEncoding::Rgb => int_frames_to_float(levels.reshape([n, 3, h, w])),
+                FrameEncoding::Yuv420 => yuv420_planes_to_rgb(levels, (h, w)),
+            };
+            if let Some(plan) = &camera.plan {
+                x = apply_plan(x, plan, s);
+            }
+            x = self.normalizer.normalize(&camera.key, x);
+            if let Some([rh, rw]) = self.config.resize_shape
+                && (rh, rw) != (h, w)
+            {
+                x = geometry::resize(x, (rh, rw), true);
+            }
+            if let Some([ch, cw]) = self.config.crop_shape {
+                x = match &camera.crop {
+                    Some(CropDraw::Random(offsets)) => {
+                        geometry::random_crop_from(x, on_device.windows, offsets, s, (ch, cw))
+                    }
+                    _ => geometry::center_crop(x, (ch, cw)),
                 };
             }
             images.push(x);
         }
-        Ok(Observation { state, images, env_state })
+        Observation { state, images, env_state }
     }
 
     /// Observations, normalised actions and the padding mask of `batch`, its frames gathered
@@ -198,13 +383,59 @@ impl InputPipeline {
         frames: Option<&DeviceFrames<B>>,
         device: &B::Device,
     ) -> Result<TrainInputs<B>> {
+        let drawn = self.draw(batch, mode, frames)?;
+        let uploaded = self.upload(&drawn, &mut Fresh::new(device))?;
+        Ok(self.transform(&drawn, uploaded, frames))
+    }
+
+    /// `batch` checked, and its random crops and augmentation drawn: a training step's inputs
+    /// as the host prepares them, nothing on the device yet.
+    pub(crate) fn draw<'a, B: Kernels>(
+        &self,
+        batch: &'a Batch,
+        mode: Mode,
+        frames: Option<&DeviceFrames<B>>,
+    ) -> Result<DrawnInputs<'a>> {
         let b = batch.len();
         let h = self.config.horizon;
-        let obs = self.observation(batch, mode, frames, device)?;
-        let actions = self.vector::<B>(batch, "action", [b, h, self.features.action_dim], device)?;
+        let host = HostObservation::from_loader(batch, &self.features)?;
+        let obs = self.draw_observation(&host, mode, frames)?;
+        let shape = [b, h, self.features.action_dim];
+        let values = batch.f32("action").ok_or_else(|| Error::Config("the batch has no float `action`".into()))?;
+        if values.len() != shape.iter().product::<usize>() {
+            return Err(Error::Config(format!(
+                "`action` holds {} values, expected {shape:?} (check the windows)",
+                values.len()
+            )));
+        }
         let pads = batch.pad("action").ok_or_else(|| Error::Config("the batch has no `action` window".into()))?;
-        let action_is_pad = Tensor::<B, 2, Bool>::from_data(TensorData::new(pads.to_vec(), [b, h]), device);
-        Ok(TrainInputs { obs, actions, action_is_pad })
+        Ok(DrawnInputs { obs, actions: HostFloats { values, shape }, action_is_pad: pads })
+    }
+
+    /// What `drawn` puts on the device, through `uploads`: the observations', then the actions
+    /// and their padding mask.
+    pub(crate) fn upload<B: Kernels>(
+        &self,
+        drawn: &DrawnInputs<'_>,
+        uploads: &mut impl Uploads<B>,
+    ) -> Result<UploadedInputs<B>> {
+        let obs = self.upload_observation(&drawn.obs, uploads)?;
+        let actions = uploads.float(drawn.actions.data())?;
+        let [b, h, _] = drawn.actions.shape;
+        let action_is_pad = uploads.bool(TensorData::new(drawn.action_is_pad.to_vec(), [b, h]))?;
+        Ok(UploadedInputs { obs, actions, action_is_pad })
+    }
+
+    /// A training step's inputs from what was drawn and uploaded for them: the device's work.
+    pub(crate) fn transform<B: Kernels>(
+        &self,
+        drawn: &DrawnInputs<'_>,
+        uploaded: UploadedInputs<B>,
+        frames: Option<&DeviceFrames<B>>,
+    ) -> TrainInputs<B> {
+        let obs = self.transform_observation(&drawn.obs, uploaded.obs, frames);
+        let actions = self.normalizer.normalize("action", uploaded.actions);
+        TrainInputs { obs, actions, action_is_pad: uploaded.action_is_pad }
     }
 
     /// A normalised float feature of the batch as `shape`.

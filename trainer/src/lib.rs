@@ -48,6 +48,7 @@ mod seeds;
 mod step;
 mod train;
 mod train_config;
+mod uploads;
 
 pub use device_frames::{DeviceFrames, FramesOnDevice};
 pub use ema::{Ema, EmaConfig};
@@ -61,6 +62,6 @@ pub use noise::{BetaSchedule, NoiseSchedule, PredictionType, SchedulerKind};
 pub use policy_config::{DiffusionConfig, PolicyFeatures, Preset};
 pub use precision::{LossScaler, Precision};
 pub use seeds::{Purpose, step_seed};
-pub use step::{Prepared, StepOutput, StepRunner, TrainingBackend};
+pub use step::{GraphStatus, Prepared, StepMode, StepOutput, StepRunner, TrainingBackend};
 pub use train::{Progress, Sampled, TrainData, TrainOutcome, init_model, step_runner, train, train_on};
 pub use train_config::{DatasetConfig, DatasetRoots, PolicySection, TrainConfig, parse_episode_list};

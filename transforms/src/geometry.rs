@@ -113,24 +113,46 @@ pub fn crop_per_sample<B: Backend>(
 /// The random crop of a training step: a window per sample (`offsets[s]` the (top, left) of
 /// sample `s`, shared by its `frames_per_sample` consecutive images). Where the backend crops on
 /// the device ([`FrameKernels::crop_windows`](kernels::FrameKernels::crop_windows)), one launch
-/// reading the offsets from one upload, so that a step captured as a CUDA graph crops each
-/// replay's windows; elsewhere a view where every sample has the same window, else
-/// [`crop_per_sample`]'s gathers. The same values either way.
+/// reading the offsets from one upload ([`crop_windows_data`]), so that a step captured as a CUDA
+/// graph crops each replay's windows; elsewhere a view where every sample has the same window,
+/// else [`crop_per_sample`]'s gathers. The same values either way.
 pub fn random_crop<B: Kernels>(
     x: Tensor<B, 4>,
     offsets: &[(usize, usize)],
     frames_per_sample: usize,
     size: (usize, usize),
 ) -> Tensor<B, 4> {
+    let windows = B::has_crop_kernel()
+        .then(|| Tensor::<B, 2, Int>::from_data(crop_windows_data(offsets, frames_per_sample), &x.device()));
+    random_crop_from(x, windows, offsets, frames_per_sample, size)
+}
+
+/// The windows of a random crop as the device reads them ([`random_crop_from`]): `[n, 2]`
+/// int32, the (top, left) of each image, each sample's repeated for its `frames_per_sample`
+/// images.
+pub fn crop_windows_data(offsets: &[(usize, usize)], frames_per_sample: usize) -> TensorData {
+    let windows: Vec<i32> = offsets
+        .iter()
+        .flat_map(|&(top, left)| std::iter::repeat_n([top as i32, left as i32], frames_per_sample))
+        .flatten()
+        .collect();
+    TensorData::new(windows, [offsets.len() * frames_per_sample, 2])
+}
+
+/// [`random_crop`] with its windows already on the device: `windows`, [`crop_windows_data`] of
+/// `offsets`, where the backend crops from them; else (or without `windows`) by the host's
+/// `offsets`.
+pub fn random_crop_from<B: Kernels>(
+    x: Tensor<B, 4>,
+    windows: Option<Tensor<B, 2, Int>>,
+    offsets: &[(usize, usize)],
+    frames_per_sample: usize,
+    size: (usize, usize),
+) -> Tensor<B, 4> {
     let [n, ..] = x.dims();
     assert_eq!(offsets.len() * frames_per_sample, n, "one offset per sample");
-    if B::has_crop_kernel() {
-        let windows: Vec<i32> = offsets
-            .iter()
-            .flat_map(|&(top, left)| std::iter::repeat_n([top as i32, left as i32], frames_per_sample))
-            .flatten()
-            .collect();
-        let windows = Tensor::<B, 2, Int>::from_data(TensorData::new(windows, [n, 2]), &x.device());
+    if let Some(windows) = windows.filter(|_| B::has_crop_kernel()) {
+        assert_eq!(windows.dims(), [n, 2], "one window per image");
         if let Some(crops) = B::crop_windows(x.clone().into_primitive().tensor(), windows.into_primitive(), size) {
             return Tensor::from_primitive(TensorPrimitive::Float(crops));
         }

@@ -5,7 +5,7 @@ use burn::backend::Autodiff;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::ops::FloatTensor;
+use burn::tensor::ops::{BoolTensor, FloatTensor, IntTensor};
 
 use crate::{CapturedGraph, GraphKernels, Kernels};
 
@@ -16,5 +16,17 @@ impl<B: Kernels, C: CheckpointStrategy> GraphKernels for Autodiff<B, C> {
 
     fn write_in_place(tensor: &FloatTensor<Self>, data: &TensorData) -> Result<(), String> {
         B::write_in_place(&Self::inner(tensor.clone()), data)
+    }
+
+    fn write_int_in_place(tensor: &IntTensor<Self>, data: &TensorData) -> Result<(), String> {
+        B::write_int_in_place(tensor, data)
+    }
+
+    fn write_bool_in_place(tensor: &BoolTensor<Self>, data: &TensorData) -> Result<(), String> {
+        B::write_bool_in_place(tensor, data)
+    }
+
+    fn writes_in_place() -> bool {
+        B::writes_in_place()
     }
 }

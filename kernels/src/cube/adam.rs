@@ -10,7 +10,7 @@ use cubecl::prelude::*;
 
 use super::launch::{grid, launch_width};
 use super::tensors::{empty_f32, empty_like, writable};
-use crate::{AdamStep, FlatBuffers, RuntimeLibraries, UpdatedWeights, portable};
+use crate::{ADAM_SCALARS, AdamStep, FlatBuffers, RuntimeLibraries, UpdatedWeights, portable};
 
 /// The update's scalars ([`crate::AdamConstants`], the average's weight), as a kernel holds them
 /// once read from the step's scalars buffer ([`read_adam_scalars`]).
@@ -25,9 +25,6 @@ pub(crate) struct AdamScalars {
     pub(crate) step_size: f32,
     pub(crate) ema_weight: f32,
 }
-
-/// How many values a step's scalars buffer holds ([`adam_scalars`]).
-const ADAM_SCALARS: usize = 8;
 
 /// The update's scalars from `values`, the step's scalars buffer ([`adam_scalars`]), in the
 /// order of [`AdamScalars`]' fields. A buffer rather than the launch's arguments: a launch's
@@ -187,21 +184,22 @@ impl<R: CubeRuntime> AdamState<R> {
     }
 }
 
-/// The scalars buffer of an update ([`read_adam_scalars`]): `step`'s constants and the average's
-/// weight, `[8]` f32 uploaded to `like`'s device.
-pub(crate) fn adam_scalars<R: CubeRuntime>(step: &AdamStep, like: &CubeTensor<R>) -> CubeTensor<R> {
-    let c = step.constants();
-    let values: [f32; ADAM_SCALARS] = [
-        c.weight_decay,
-        c.one_minus_beta_1,
-        c.beta_2,
-        c.one_minus_beta_2,
-        c.bias_correction_2_sqrt,
-        c.epsilon,
-        c.step_size,
-        step.ema_weight.unwrap_or(0.0),
-    ];
-    let handle = like.client.create(cubecl::bytes::Bytes::from_elems(values.to_vec()));
+/// The scalars buffer of an update ([`read_adam_scalars`]): the one `flat` carries
+/// ([`FlatBuffers::scalars`]), else `step`'s ([`AdamStep::scalars`]) uploaded to `like`'s device.
+///
+/// # Panics
+///
+/// When `flat` carries a buffer that is not `[ADAM_SCALARS]` f32 (the kernels read all of them).
+pub(crate) fn adam_scalars<R: CubeRuntime, F: FloatElement, I: IntElement, BT: BoolElement>(
+    step: &AdamStep,
+    flat: &FlatBuffers<CubeBackend<R, F, I, BT>>,
+    like: &CubeTensor<R>,
+) -> CubeTensor<R> {
+    crate::ops::adam::check_scalars(flat);
+    if let Some(scalars) = &flat.scalars {
+        return into_contiguous(scalars.clone());
+    }
+    let handle = like.client.create(cubecl::bytes::Bytes::from_elems(step.scalars().to_vec()));
     CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), [ADAM_SCALARS].into(), handle, DType::F32)
 }
 
@@ -274,7 +272,7 @@ pub(crate) unsafe fn update_all<R: RuntimeLibraries, F: FloatElement, I: IntElem
         None => Vec::new(),
     };
     let client = grads.client.clone();
-    let scalars = adam_scalars(step, &grads);
+    let scalars = adam_scalars(step, flat, &grads);
     let bindings_per_part = if copy.is_some() { 2 } else { 1 };
     for range in crate::gather_plan::even_runs(weights.len(), launch_width(&client, bindings_per_part)) {
         let starts = &offsets[range.clone()];

@@ -193,6 +193,7 @@ pub(super) unsafe fn update_views<R: RuntimeLibraries, F: FloatElement, I: IntEl
     let copy_dtype = copies.as_ref().map_or(DType::F32, |c| c.dtype);
     let copies_arg = copies.as_ref().unwrap_or(&weights).clone().into_tensor_arg();
     let partials_len = partials.meta.num_elements();
+    let scalars = adam_scalars(step, flat, &weights);
     // SAFETY: the units read the step's scalars below their 8 (`adam_scalars`), read and write
     // the flat buffers below the table's length, which each holds, the scale at 0 (or, totalling, the partial squares below their length, and write
     // the norm and the scale at 0, each new), the tables below `parts` (the last end is the
@@ -222,7 +223,7 @@ pub(super) unsafe fn update_views<R: RuntimeLibraries, F: FloatElement, I: IntEl
             partials.into_tensor_arg(),
             partials_len,
             clip_scalars(max_norm, grad_scale),
-            adam_scalars(step, &weights).into_tensor_arg(),
+            scalars.into_tensor_arg(),
             step.constants().weight_decay != 0.0,
             state.has_average,
             copies.is_some(),

@@ -254,6 +254,7 @@ mod tests {
             moment_1: flex(values(len, 2.0).iter().map(|v| v * 1e-2).collect()),
             moment_2: flex(values(len, 3.0).iter().map(|v| v * v * 1e-3).collect()),
             average: Some(flex(values(len, 4.0))),
+            scalars: None,
         };
         let (mut fused, mut portable) = (buffers(), buffers());
         let scale = flex(vec![0.37]);

@@ -3,7 +3,7 @@
 //! backend within the run that records it.
 
 use burn::prelude::*;
-use burn::tensor::ops::FloatTensor;
+use burn::tensor::ops::{BoolTensor, FloatTensor, IntTensor};
 use burn_fusion::{Fusion, FusionBackend};
 
 use crate::{CapturedGraph, GraphKernels, GraphReplay, Kernels};
@@ -41,5 +41,19 @@ impl<B: FusionBackend + Kernels> GraphKernels for Fusion<B> {
         // Resolving runs what fusion queued first, and gives the inner tensor on the same memory.
         let inner = tensor.client.resolve_tensor_float::<B>(tensor.clone());
         B::write_in_place(&inner, data)
+    }
+
+    fn write_int_in_place(tensor: &IntTensor<Self>, data: &TensorData) -> Result<(), String> {
+        let inner = tensor.client.resolve_tensor_int::<B>(tensor.clone());
+        B::write_int_in_place(&inner, data)
+    }
+
+    fn write_bool_in_place(tensor: &BoolTensor<Self>, data: &TensorData) -> Result<(), String> {
+        let inner = tensor.client.resolve_tensor_bool::<B>(tensor.clone());
+        B::write_bool_in_place(&inner, data)
+    }
+
+    fn writes_in_place() -> bool {
+        B::writes_in_place()
     }
 }

@@ -104,7 +104,7 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for ClipPartialsOp<
 }
 
 /// The fused update as fusion's custom operation: in, the weights, the gradients, the two
-/// moments, the average where one is kept, and the scale; out, the new weights, moments and
+/// moments, the average where one is kept, the update's scalars where given, and the scale; out, the new weights, moments and
 /// average, then the new weights' copies in `copy` where one is asked for.
 #[derive(Debug, Clone)]
 pub(crate) struct AdamOp<B> {
@@ -112,6 +112,8 @@ pub(crate) struct AdamOp<B> {
     pub(crate) offsets: Vec<usize>,
     pub(crate) step: AdamStep,
     pub(crate) copy: Option<FloatDType>,
+    /// Whether the update's scalars come as the input before the scale ([`FlatBuffers::scalars`]).
+    pub(crate) has_scalars: bool,
     pub(crate) backend: PhantomData<B>,
 }
 
@@ -120,11 +122,12 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for AdamOp<B> {
         let count = self.offsets.len();
         let mut inputs = inputs_of::<B>(&self.desc, handles);
         let scale = inputs.pop().expect("the scale is the last input");
+        let scalars = if self.has_scalars { inputs.pop() } else { None };
         let mut rest = inputs.split_off(count).into_iter();
         let weights = inputs;
         let (grads, moment_1, moment_2) =
             (rest.next().expect("grads"), rest.next().expect("moment 1"), rest.next().expect("moment 2"));
-        let mut flat = FlatBuffers::<B> { grads, moment_1, moment_2, average: rest.next() };
+        let mut flat = FlatBuffers::<B> { grads, moment_1, moment_2, average: rest.next(), scalars };
         let UpdatedWeights { weights, copies } =
             crate::adam_update_all_copying::<B>(weights, &self.offsets, &mut flat, &scale, &self.step, self.copy);
         let outputs = weights.into_iter().chain([flat.moment_1, flat.moment_2]).chain(flat.average).chain(copies);
@@ -142,6 +145,7 @@ pub(crate) fn register_adam<B: FusionBackend + Kernels>(
     copy: Option<FloatDType>,
 ) -> UpdatedWeights<Fusion<B>> {
     assert_eq!(weights.len(), offsets.len(), "one offset per parameter");
+    crate::ops::adam::check_scalars::<Fusion<B>>(flat);
     if weights.is_empty() {
         return UpdatedWeights { weights, copies: Vec::new() };
     }
@@ -154,8 +158,11 @@ pub(crate) fn register_adam<B: FusionBackend + Kernels>(
     let mut inputs = weights;
     inputs.push(flat.grads.clone());
     inputs.extend(state);
+    let has_scalars = flat.scalars.is_some();
+    inputs.extend(flat.scalars.clone());
     inputs.push(scale.clone());
-    let make = |desc| AdamOp::<B> { desc, offsets: offsets.to_vec(), step: *step, copy, backend: PhantomData };
+    let make =
+        |desc| AdamOp::<B> { desc, offsets: offsets.to_vec(), step: *step, copy, has_scalars, backend: PhantomData };
     let mut results = register_custom::<B, _>("lerobot_rs_adam", inputs, outputs, make).into_iter();
     let weights = results.by_ref().take(count).collect();
     put_state::<B>(flat, &mut results);

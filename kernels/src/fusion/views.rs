@@ -32,7 +32,8 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for WeightViewsOp<B
 
 /// The update of weights kept as views as fusion's custom operation: in, the views' buffer, the
 /// copies' where one is kept, the table's ends and shifts, the gradients, the two moments, the
-/// average where one is kept, and the scale (or, with `clip`, the partial squares); out, the
+/// average where one is kept, the scale (or, with `clip`, the partial squares), and the
+/// update's scalars where given; out, the
 /// views' buffer, the copies', the moments and the average, each written in place (and, with
 /// `clip`, the norm and the scale). Registered between two drains of fusion's queue
 /// ([`register_adam_views`]).
@@ -41,6 +42,8 @@ struct AdamViewsOp<B> {
     desc: CustomOpIr,
     has_copies: bool,
     has_average: bool,
+    /// Whether the update's scalars come as its last input ([`FlatBuffers::scalars`]).
+    has_scalars: bool,
     /// The clipping (`max_norm`, `grad_scale`) of partial squares, computed by the update.
     clip: Option<(f64, f64)>,
     places: ViewPlaces,
@@ -62,7 +65,8 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for AdamViewsOp<B> 
         let (grads, moment_1, moment_2) = (next("the gradients"), next("moment 1"), next("moment 2"));
         let average = self.has_average.then(|| next("the average"));
         let scaling = next("the scale or the partial squares");
-        let mut flat = FlatBuffers::<B> { grads, moment_1, moment_2, average };
+        let scalars = self.has_scalars.then(|| next("the scalars"));
+        let mut flat = FlatBuffers::<B> { grads, moment_1, moment_2, average, scalars };
         let (weights, copies, factors) = match self.clip {
             None => {
                 let (weights, copies) = B::adam_update_views(weights, copies, &table, &mut flat, &scaling, &self.step);
@@ -121,6 +125,7 @@ pub(super) fn register_adam_views<B: FusionBackend + Kernels>(
     // Checked here too, before the operation is queued (the inner update checks again before
     // its launch), so that a caller's mistake panics on the caller's thread, not on fusion's.
     table.check_update(&weights, copies.as_ref(), flat, &scaling);
+    crate::ops::adam::check_scalars::<Fusion<B>>(flat);
     let has_copies = copies.is_some();
     let has_average = flat.average.is_some();
     // The moments and the average leave `flat` for the operation (held once, the inner update
@@ -136,9 +141,19 @@ pub(super) fn register_adam_views<B: FusionBackend + Kernels>(
     inputs.extend(state);
     let client = scaling.client.clone();
     inputs.push(scaling);
+    let has_scalars = flat.scalars.is_some();
+    inputs.extend(flat.scalars.clone());
     let places = table.places().clone();
-    let make =
-        |desc| AdamViewsOp::<B> { desc, has_copies, has_average, clip, places, step: *step, backend: PhantomData };
+    let make = |desc| AdamViewsOp::<B> {
+        desc,
+        has_copies,
+        has_average,
+        has_scalars,
+        clip,
+        places,
+        step: *step,
+        backend: PhantomData,
+    };
     // Fusion orders operations by the tensors they name, and the model reads the weights through
     // views, tensors this operation does not name: every operation this thread asked for so far
     // (the reads of the weights as they were among them) goes to the inner backend before the

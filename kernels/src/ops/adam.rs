@@ -52,7 +52,27 @@ pub struct AdamConstants {
     pub step_size: f32,
 }
 
+/// How many f32 scalars an update reads from the device ([`AdamStep::scalars`]).
+pub const ADAM_SCALARS: usize = 8;
+
 impl AdamStep {
+    /// The scalars the cubecl backends' updates read from the device, in their order: the
+    /// [`AdamConstants`] (`weight_decay`, `1 − β₁`, `β₂`, `1 − β₂`, `√(1 − β₂ᵗ)`, `ε`,
+    /// `lr / (1 − β₁ᵗ)`) and the average's weight (0 where none moves).
+    pub fn scalars(&self) -> [f32; ADAM_SCALARS] {
+        let c = self.constants();
+        [
+            c.weight_decay,
+            c.one_minus_beta_1,
+            c.beta_2,
+            c.one_minus_beta_2,
+            c.bias_correction_2_sqrt,
+            c.epsilon,
+            c.step_size,
+            self.ema_weight.unwrap_or(0.0),
+        ]
+    }
+
     /// The constants the elementwise pass applies.
     pub fn constants(&self) -> AdamConstants {
         AdamConstants {
@@ -79,13 +99,34 @@ pub struct FlatBuffers<B: Backend> {
     pub moment_2: FloatTensor<B>,
     /// The moving average of the weights, when one is kept.
     pub average: Option<FloatTensor<B>>,
+    /// The update's scalars already on the device, `[ADAM_SCALARS]` f32 as
+    /// [`AdamStep::scalars`] gives them: the cubecl backends' updates read them where they
+    /// would upload the step's own (a captured step's update reads a buffer written before each
+    /// replay); the CPU's update reads the step's.
+    pub scalars: Option<FloatTensor<B>>,
 }
 
 impl<B: Backend> FlatBuffers<B> {
     /// Buffers of `len` zeros (with an average of zeros when `average`).
     pub fn zeros(len: usize, average: bool, device: &B::Device) -> Self {
         let zeros = || Tensor::<B, 1>::zeros([len], device).into_primitive().tensor();
-        Self { grads: zeros(), moment_1: zeros(), moment_2: zeros(), average: average.then(zeros) }
+        Self { grads: zeros(), moment_1: zeros(), moment_2: zeros(), average: average.then(zeros), scalars: None }
+    }
+}
+
+/// Checks that `flat`'s scalars, where given, are what the updates read: `[ADAM_SCALARS]` f32.
+///
+/// # Panics
+///
+/// When they are not (a caller's mistake, named on the caller's thread rather than fusion's).
+pub(crate) fn check_scalars<B: Backend>(flat: &FlatBuffers<B>) {
+    use burn::tensor::TensorMetadata;
+    if let Some(scalars) = &flat.scalars {
+        let (shape, dtype) = (scalars.shape(), scalars.dtype());
+        assert!(
+            shape.num_elements() == ADAM_SCALARS && dtype == burn::tensor::DType::F32,
+            "an update's scalars are [{ADAM_SCALARS}] f32, not {shape:?} {dtype:?}"
+        );
     }
 }
 

@@ -6,7 +6,7 @@
 //! ([`GraphKernels::write_in_place`]), which every cubecl backend can.
 
 use burn::prelude::*;
-use burn::tensor::ops::FloatTensor;
+use burn::tensor::ops::{BoolTensor, FloatTensor, IntTensor};
 
 /// A captured graph's nodes, by what they do.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -66,6 +66,11 @@ pub(crate) fn no_graphs_on(backend: &str) -> String {
     format!("{backend}: CUDA graphs are captured on burn's cuda backend only")
 }
 
+/// Why a backend cannot write a tensor in place.
+fn no_writes() -> String {
+    "tensors are written in place on burn's cubecl backends (wgpu, cuda) only".into()
+}
+
 /// Captures work as one graph, where the backend can.
 pub trait GraphKernels: Backend {
     /// `work` captured on `device`'s stream for this thread: `work` runs once as a warm-up (it
@@ -90,6 +95,25 @@ pub trait GraphKernels: Backend {
     /// cannot (all but burn's cubecl backends).
     fn write_in_place(tensor: &FloatTensor<Self>, data: &TensorData) -> Result<(), String> {
         let _ = (tensor, data);
-        Err("tensors are written in place on burn's cubecl backends (wgpu, cuda) only".into())
+        Err(no_writes())
+    }
+
+    /// [`GraphKernels::write_in_place`] for an integer tensor: `data` of its dtype.
+    fn write_int_in_place(tensor: &IntTensor<Self>, data: &TensorData) -> Result<(), String> {
+        let _ = (tensor, data);
+        Err(no_writes())
+    }
+
+    /// [`GraphKernels::write_in_place`] for a boolean tensor: `data` as burn's bools
+    /// (`DType::Bool(BoolStore::Native)`), or as the tensor holds them.
+    fn write_bool_in_place(tensor: &BoolTensor<Self>, data: &TensorData) -> Result<(), String> {
+        let _ = (tensor, data);
+        Err(no_writes())
+    }
+
+    /// Whether this backend writes tensors in place ([`GraphKernels::write_in_place`]): burn's
+    /// cubecl backends do, directly and under fusion and autodiff.
+    fn writes_in_place() -> bool {
+        false
     }
 }

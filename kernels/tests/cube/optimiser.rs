@@ -237,7 +237,8 @@ pub(crate) fn the_update_writes_the_half_copies_burns_cast_would<Gpu: WgpuKernel
 /// every view, made before the updates, reads the same weights (and copies) as the update of each
 /// weight gives, to the bit, and a read of a view asked for before an update (still queued under
 /// fusion) sees the weights before it, one asked for after, after; the moments and the average
-/// are the same; the padding is left as it was.
+/// are the same; the padding is left as it was; an update reading its scalars from a buffer
+/// given ([`kernels::FlatBuffers::scalars`]) gives what one uploading its own gives.
 pub(crate) fn the_update_of_weights_kept_as_views_equals_the_update_of_each<Gpu: WgpuKernels>() {
     let gpu = WgpuDevice::default();
     let alignment = Gpu::weight_view_alignment(&gpu).expect("cubecl's backends keep weight views");
@@ -292,6 +293,11 @@ pub(crate) fn the_update_of_weights_kept_as_views_equals_the_update_of_each<Gpu:
             each.grads = primitive::<Gpu>(grads.clone(), &gpu);
             all.grads = primitive::<Gpu>(grads, &gpu);
             let step = step_of(time);
+            // The update's scalars from a buffer the caller wrote (as a captured step's update
+            // reads them), at odd times for the views' update and at times 2 and 5 for each
+            // weight's: the same bits as the scalars the update uploads itself.
+            all.scalars = (time % 2 == 1).then(|| primitive::<Gpu>(step.scalars().to_vec(), &gpu));
+            each.scalars = matches!(time, 2 | 5).then(|| primitive::<Gpu>(step.scalars().to_vec(), &gpu));
             if time < 3 {
                 let updated = kernels::adam_update_all_copying(separate, &offsets, &mut each, &scale, &step, copy);
                 (separate, separate_copies) = (updated.weights, updated.copies);

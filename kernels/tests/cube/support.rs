@@ -35,6 +35,7 @@ pub(crate) fn buffers<B: Backend>(len: usize, device: &B::Device) -> FlatBuffers
         moment_1: primitive::<B>(values(len, 2.0).iter().map(|v| v * 1e-2).collect(), device),
         moment_2: primitive::<B>(values(len, 3.0).iter().map(|v| v * v * 1e-3).collect(), device),
         average: Some(primitive::<B>(values(len, 4.0), device)),
+        scalars: None,
     }
 }
 

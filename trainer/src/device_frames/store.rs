@@ -93,6 +93,15 @@ impl<B: Kernels> DeviceFrames<B> {
     /// `[rows, frame length]`, gathered on the device; an error where the device holds that
     /// camera's frames otherwise than `stored` (their shape and encoding), or not at all.
     pub fn gather(&self, key: &str, rows: &[i64], stored: (FrameShape, FrameEncoding)) -> Result<Tensor<B, 2, Int>> {
+        self.check_rows(key, rows, stored)?;
+        let device = self.cameras[key].frames.device();
+        let rows = Tensor::<B, 1, Int>::from_data(TensorData::new(rows.to_vec(), [rows.len()]), &device);
+        Ok(self.gather_rows(key, rows))
+    }
+
+    /// Checks that camera `key`'s frames are on the device, stored as `stored` says, and that
+    /// each of `rows` is one of them: what [`DeviceFrames::gather`] checks before it gathers.
+    pub fn check_rows(&self, key: &str, rows: &[i64], stored: (FrameShape, FrameEncoding)) -> Result<()> {
         let camera = self
             .cameras
             .get(key)
@@ -107,9 +116,17 @@ impl<B: Kernels> DeviceFrames<B> {
         if let Some(&row) = rows.iter().find(|&&row| usize::try_from(row).map_or(true, |row| row >= count)) {
             return Err(Error::Config(format!("camera `{key}`: row {row} of frames that has {count} rows")));
         }
-        let device = camera.frames.device();
-        let rows = Tensor::<B, 1, Int>::from_data(TensorData::new(rows.to_vec(), [rows.len()]), &device);
-        Ok(camera.frames.clone().select(0, rows))
+        Ok(())
+    }
+
+    /// Camera `key`'s frames at `rows`, already on the device and checked
+    /// ([`DeviceFrames::check_rows`]), `[rows, frame length]`.
+    ///
+    /// # Panics
+    ///
+    /// When camera `key`'s frames are not on the device.
+    pub fn gather_rows(&self, key: &str, rows: Tensor<B, 1, Int>) -> Tensor<B, 2, Int> {
+        self.cameras[key].frames.clone().select(0, rows)
     }
 
     /// The bytes the frames take on the device.

@@ -82,16 +82,52 @@ impl<B: Backend> TrainingNoise<B> {
         timesteps: &[usize],
         device: &B::Device,
     ) -> Self {
-        let b = timesteps.len();
-        assert_eq!(b, shape[0], "one timestep per sample");
-        let (signal, noise): (Vec<f32>, Vec<f32>) = timesteps.iter().map(|&t| schedule.noise_coefficients(t)).unzip();
-        let steps: Vec<f32> = timesteps.iter().map(|&t| t as f32).collect();
+        let [eps, timesteps, signal, noise] = HostNoise::new(schedule, eps, shape, timesteps).data();
         Self {
-            eps: Tensor::from_data(TensorData::new(eps, shape), device),
-            timesteps: Tensor::from_data(TensorData::new(steps, [b]), device),
-            signal: Tensor::from_data(TensorData::new(signal, [b, 1, 1]), device),
-            noise: Tensor::from_data(TensorData::new(noise, [b, 1, 1]), device),
+            eps: Tensor::from_data(eps, device),
+            timesteps: Tensor::from_data(timesteps, device),
+            signal: Tensor::from_data(signal, device),
+            noise: Tensor::from_data(noise, device),
         }
+    }
+}
+
+/// The diffusion noise of one training batch on the host, before it goes to the device as
+/// [`TrainingNoise`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostNoise {
+    eps: Vec<f32>,
+    shape: [usize; 3],
+    timesteps: Vec<f32>,
+    signal: Vec<f32>,
+    noise: Vec<f32>,
+}
+
+impl HostNoise {
+    /// ε `[B, T, A]` (row-major) and each sample's timestep, with their `add_noise`
+    /// coefficients from `schedule`.
+    ///
+    /// # Panics
+    ///
+    /// When `eps` does not hold `shape`'s values, or `timesteps` is not one per sample.
+    pub fn new(schedule: &NoiseSchedule, eps: Vec<f32>, shape: [usize; 3], timesteps: &[usize]) -> Self {
+        assert_eq!(timesteps.len(), shape[0], "one timestep per sample");
+        assert_eq!(eps.len(), shape.iter().product::<usize>(), "ε of shape {shape:?}");
+        let (signal, noise) = timesteps.iter().map(|&t| schedule.noise_coefficients(t)).unzip();
+        let timesteps = timesteps.iter().map(|&t| t as f32).collect();
+        Self { eps, shape, timesteps, signal, noise }
+    }
+
+    /// ε, the timesteps as floats, `√ᾱₜ` and `√(1 − ᾱₜ)`, as the device holds them
+    /// ([`TrainingNoise`]'s fields in order).
+    pub fn data(&self) -> [TensorData; 4] {
+        let b = self.shape[0];
+        [
+            TensorData::new(self.eps.clone(), self.shape),
+            TensorData::new(self.timesteps.clone(), [b]),
+            TensorData::new(self.signal.clone(), [b, 1, 1]),
+            TensorData::new(self.noise.clone(), [b, 1, 1]),
+        ]
     }
 }
 

@@ -97,20 +97,46 @@ impl<B: Kernels> FlatAdam<B> {
         average: Option<(&mut Tensor<B, 1>, f32)>,
         copy: Option<FloatDType>,
     ) -> (M, WeightCopies<B>, ClipFactors<B>) {
-        self.time += 1;
-        let (mut average, ema_weight) = match average {
-            Some((flat, weight)) => (Some(flat), Some(weight)),
-            None => (None, None),
-        };
-        let step = AdamStep {
+        let step = self.next_step(lr, average.as_ref().map(|(_, weight)| *weight));
+        self.advance();
+        self.apply(model, grads, clipping, &step, None, average.map(|(flat, _)| flat), copy)
+    }
+
+    /// The numbers of the next update at learning rate `lr` (blending an average by
+    /// `ema_weight` where one is kept): the one [`FlatAdam::step`] would make.
+    pub fn next_step(&self, lr: f64, ema_weight: Option<f32>) -> AdamStep {
+        AdamStep {
             lr,
             beta_1: self.beta_1,
             beta_2: self.beta_2,
             epsilon: self.epsilon,
             weight_decay: self.weight_decay,
-            time: i32::try_from(self.time).unwrap_or(i32::MAX),
+            time: i32::try_from(self.time + 1).unwrap_or(i32::MAX),
             ema_weight,
-        };
+        }
+    }
+
+    /// Counts an update made by [`FlatAdam::apply`] (its bias correction's `t`).
+    pub fn advance(&mut self) {
+        self.time += 1;
+    }
+
+    /// [`FlatAdam::step`] with its numbers given, `step` (from [`FlatAdam::next_step`]), and
+    /// without counting it ([`FlatAdam::advance`]): what a step captured as a CUDA graph runs,
+    /// twice as it is captured and counted once. With `scalars`, the cubecl backends' update
+    /// reads `step`'s scalars from that `[8]` buffer ([`kernels::FlatBuffers::scalars`]), which
+    /// the caller wrote, rather than uploading them.
+    #[expect(clippy::too_many_arguments, reason = "FlatAdam::step's arguments, with the step's numbers given")]
+    pub fn apply<AB: AutodiffBackend<InnerBackend = B>, M: Module<AB>>(
+        &mut self,
+        model: M,
+        grads: Tensor<B, 1>,
+        clipping: Clipping<B>,
+        step: &AdamStep,
+        scalars: Option<Tensor<B, 1>>,
+        mut average: Option<&mut Tensor<B, 1>>,
+        copy: Option<FloatDType>,
+    ) -> (M, WeightCopies<B>, ClipFactors<B>) {
         // The buffers move into the kernels' hands (so that the CPU's can write them in place)
         // and come back afterwards.
         let device = self.moment_1.device();
@@ -122,19 +148,20 @@ impl<B: Kernels> FlatAdam<B> {
             moment_1: take(&mut self.moment_1),
             moment_2: take(&mut self.moment_2),
             average: average.as_mut().map(|slot| take(slot)),
+            scalars: scalars.map(|scalars| scalars.into_primitive().tensor()),
         };
         let (model, copies, factors) = match self.view_alignment {
             Some(alignment) if !self.layout.is_empty() => {
-                self.update_views(model, alignment, &mut flat, clipping, &step, copy)
+                self.update_views(model, alignment, &mut flat, clipping, step, copy)
             }
             _ => {
                 let factors = clipping.factors();
                 let scale = factors.scale.clone().into_primitive().tensor();
-                let (model, copies) = self.update_each(model, &mut flat, &scale, &step, copy);
+                let (model, copies) = self.update_each(model, &mut flat, &scale, step, copy);
                 (model, copies, factors)
             }
         };
-        let FlatBuffers { grads, moment_1, moment_2, average: updated_average } = flat;
+        let FlatBuffers { grads, moment_1, moment_2, average: updated_average, .. } = flat;
         self.moment_1 = float(moment_1);
         self.moment_2 = float(moment_2);
         self.spare = Some(float(grads));

@@ -19,7 +19,7 @@ use crate::lerobot::{TorchHub, backbone_weights_file, check_features, load_pretr
 use crate::model::{DiffusionModel, materialize, with_seeded_generator};
 use crate::policy_config::{DiffusionConfig, PolicyFeatures};
 use crate::precision::LossScaler;
-use crate::step::{StepRunner, TrainingBackend};
+use crate::step::{StepMode, StepRunner, TrainingBackend};
 use crate::train_config::TrainConfig;
 
 /// The model for `features`, seeded so that two runs start from the same weights, with the
@@ -288,7 +288,8 @@ pub fn step_runner<B: TrainingBackend>(
     }
     let mut runner = StepRunner::new(model, policy.clone(), pipeline, config.seed, config.steps, device)
         .with_precision(config.precision)?
-        .with_grad_accum(config.grad_accum);
+        .with_grad_accum(config.grad_accum)
+        .with_step_mode(StepMode::from_env()?);
     if let Some(frames) = frames {
         runner = runner.with_device_frames(frames);
     }

@@ -125,18 +125,28 @@ fn optimiser_step<B: TrainingBackend>(
     grad_accum: usize,
 ) -> Result<StepDone<B::InnerBackend>> {
     let (mut data_s, mut compute_s, mut samples) = (0.0, 0.0, 0);
+    let mut output = None;
     for micro in 0..grad_accum {
         let waited = Instant::now();
         let batch = loader.next().ok_or(Error::LoaderEnded { step: state.step })??;
         data_s += waited.elapsed().as_secs_f64();
         let computed = Instant::now();
-        runner.accumulate(&batch, state.step, micro)?;
+        if grad_accum == 1 {
+            // The whole step at once: fed from kept buffers, or replayed as a CUDA graph, where
+            // the run asks (`StepMode`).
+            output = Some(runner.step(&batch, state.step)?);
+        } else {
+            runner.accumulate(&batch, state.step, micro)?;
+        }
         compute_s += computed.elapsed().as_secs_f64();
         samples += batch.len();
         state.sampler = batch.state();
     }
     let computed = Instant::now();
-    let output = runner.finish(state.step)?;
+    let output = match output {
+        Some(output) => output,
+        None => runner.finish(state.step)?,
+    };
     compute_s += computed.elapsed().as_secs_f64();
     state.step += 1;
     // Every replica's batches are as long as this one's (the shards are equally long).

@@ -1,10 +1,11 @@
 //! One training step of the tiny policy on burn's wgpu backend without fusion, over Mesa's
 //! lavapipe (Vulkan on the CPU, which `scripts/install-debian-packages.sh` installs): the kernels
-//! it launches, against budgets ([`launch_budget`]), and what a warmed step asks of the device
-//! from the host ([`host_traffic`]).
+//! it launches, against budgets ([`launch_budget`]), what a warmed step asks of the device
+//! from the host ([`host_traffic`]), and the step fed from kept buffers against the eager one
+//! ([`fed_step`]).
 //!
-//! One test binary for both: instantiating the whole step for a backend is most of a test
-//! binary's build, and lavapipe compiling its kernels most of a run, so the two share them. Each
+//! One test binary for all three: instantiating the whole step for a backend is most of a test
+//! binary's build, and lavapipe compiling its kernels most of a run, so they share them. Each
 //! counts what the whole process does (its launches, its uploads), so they run one at a time
 //! ([`counted_device`]). `scripts/test.sh` runs them in its lavapipe build; alone: `cargo test
 //! --release -p trainer --no-default-features --features wgpu-untuned --test tiny_step --
@@ -17,6 +18,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 use kernels::LaunchLog;
 
+mod fed_step;
 mod host_traffic;
 mod launch_budget;
 mod tiny_run;

@@ -76,13 +76,14 @@ impl Product<CudaRuntime> for Cublas {
         };
         let gemm = ColumnMajorGemm::of_row_major(stored(&a)?, a_transposed, stored(&b)?, b_transposed)?;
         let c = empty_like(&a, Shape::new(gemm.product_shape()), a.dtype);
-        let held = buffers(&[&a, &b, &c], None)?;
-        let [a_ptr, b_ptr, c_ptr] = held.pointers[..] else { unreachable!("three buffers") };
+        let workspace = kept_workspace(&a);
+        let held = buffers(&[&a, &b, &c], Some(&workspace))?;
+        let [a_ptr, b_ptr, c_ptr, workspace_ptr] = held.pointers[..] else { unreachable!("four buffers") };
         let op = |transposed: bool| {
             if transposed { sys::cublasOperation_t::CUBLAS_OP_T } else { sys::cublasOperation_t::CUBLAS_OP_N }
         };
         let (alpha, beta) = (1.0f32, 0.0f32);
-        with_handle(a.device.index, held.stream, |handle| {
+        with_handle(a.device.index, held.stream, (workspace_ptr, CUBLAS_WORKSPACE), |handle| {
             let sync = super::settings::synchronising();
             if sync {
                 cudarc::driver::result::ctx::synchronize().map_err(|e| format!("synchronise: {e:?}"))?;
@@ -181,13 +182,33 @@ impl ColumnMajorGemm {
     }
 }
 
-/// Runs `f` with this thread's cuBLAS handle for `device`, on `stream`, the device's primary
-/// context (cubecl's) current. The handle is never destroyed, as cuDNN's are not: a thread that
-/// ends leaves it behind, with the workspace cuBLAS keeps for it (a few MiB; the trainer's
-/// threads, a replica's among them, last as long as its run).
+/// The workspace each thread's cuBLAS handle is given, per device: 32 MiB, what NVIDIA
+/// recommends on Hopper (cuBLAS's own pool is 4 MiB elsewhere).
+const CUBLAS_WORKSPACE: usize = 32 << 20;
+
+/// This thread's cuBLAS workspace on `like`'s device, [`CUBLAS_WORKSPACE`] bytes of cubecl's
+/// pool made at its first product and kept for the thread's life (as its handle is). Given
+/// rather than left to cuBLAS, which since 12.2 takes its workspace with `cudaMallocAsync` on
+/// the stream it is set to: a memory node in a captured CUDA graph, which may not hold one
+/// (docs/plans/cuda-graph.md).
+fn kept_workspace(like: &CudaTensor) -> cubecl::server::Handle {
+    thread_local! {
+        static KEPT: std::cell::RefCell<std::collections::HashMap<usize, cubecl::server::Handle>> =
+            std::cell::RefCell::default();
+    }
+    KEPT.with(|kept| {
+        kept.borrow_mut().entry(like.device.index).or_insert_with(|| like.client.empty(CUBLAS_WORKSPACE)).clone()
+    })
+}
+
+/// Runs `f` with this thread's cuBLAS handle for `device`, on `stream`, with `workspace` (its
+/// device pointer and bytes: [`kept_workspace`]), the device's primary context (cubecl's)
+/// current. The handle is never destroyed, as cuDNN's are not: a thread that ends leaves it
+/// behind (the trainer's threads, a replica's among them, last as long as its run).
 fn with_handle<T>(
     device: usize,
     stream: cudarc::driver::sys::CUstream,
+    workspace: (u64, usize),
     f: impl FnOnce(sys::cublasHandle_t) -> Result<T, String>,
 ) -> Result<T, String> {
     primary_context_current(device)?;
@@ -202,7 +223,14 @@ fn with_handle<T>(
     let handle: sys::cublasHandle_t = thread_handle("cublas", device, create)?.cast();
     // SAFETY: the handle is live; the stream is cubecl's, live while its tensors are.
     match unsafe { sys::cublasSetStream_v2(handle, stream as sys::cudaStream_t) } {
+        sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS => {}
+        failed => return Err(format!("cublasSetStream: {failed:?}")),
+    }
+    // After the stream: setting one puts the handle back on cuBLAS's own workspace. SAFETY: the
+    // workspace is a buffer of that many bytes on `device`, kept for the thread's life, and
+    // used only in the order of the stream the handle is on, cubecl's.
+    match unsafe { sys::cublasSetWorkspace_v2(handle, super::context::ptr(workspace.0), workspace.1) } {
         sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS => f(handle),
-        failed => Err(format!("cublasSetStream: {failed:?}")),
+        failed => Err(format!("cublasSetWorkspace: {failed:?}")),
     }
 }

@@ -9,7 +9,7 @@ use burn::module::AutodiffModule;
 use burn::optim::GradientsParams;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
-use kernels::Kernels;
+use kernels::{AdamStep, Kernels};
 use loader::Batch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -18,14 +18,20 @@ use rand_distr::{Distribution, StandardNormal};
 use crate::device_frames::DeviceFrames;
 use crate::ema::Ema;
 use crate::error::{Error, Result};
-use crate::inputs::{InputPipeline, Mode, TrainInputs};
-use crate::model::{DiffusionModel, TrainingNoise};
+use crate::inputs::{DrawnInputs, InputPipeline, Mode, TrainInputs, UploadedInputs};
+use crate::model::{DiffusionModel, HostNoise, TrainingNoise};
 use crate::noise::NoiseSchedule;
 use crate::optim::{ClipFactors, Clipping, FlatAdam, FlatAdamRecord, FlatLayout, clip_grad_norm, learning_rate};
 use crate::parallel::Replica;
 use crate::policy_config::DiffusionConfig;
 use crate::precision::{LossScaler, Precision, ScaleUpdate};
 use crate::seeds::{Purpose, step_seed};
+use crate::uploads::{Fresh, Uploads};
+
+mod graph;
+mod modes;
+
+pub use modes::{GraphStatus, StepMode};
 
 /// A backend a [`StepRunner`] trains on: burn's autodiff over a backend that has our fused
 /// kernels (Flex, and wgpu or CUDA when built with them).
@@ -98,6 +104,9 @@ pub struct StepRunner<B: TrainingBackend> {
     /// The frame caches' frames on the device, where the loader gives their rows
     /// ([`StepRunner::with_device_frames`]).
     frames: Option<DeviceFrames<B>>,
+    /// The step fed from kept buffers and captured as a CUDA graph, where asked
+    /// ([`StepRunner::with_step_mode`]).
+    fed: modes::FedSteps<B>,
 }
 
 impl<B: TrainingBackend> StepRunner<B> {
@@ -134,6 +143,7 @@ impl<B: TrainingBackend> StepRunner<B> {
             pending: None,
             replica: Replica::single(),
             frames: None,
+            fed: modes::FedSteps::new(StepMode::Eager),
         }
     }
 
@@ -281,24 +291,44 @@ impl<B: TrainingBackend> StepRunner<B> {
     /// micro-batch `k` is number `(k·B + i)·N + r`); its crops and augmentation from the seed,
     /// the step, `micro` and the rank.
     pub fn prepare(&self, batch: &Batch, step: usize, micro: usize) -> Result<Prepared<B>> {
+        let drawn = self.draw(batch, step, micro)?;
+        let uploaded = self.upload(&drawn, &mut Fresh::new(&self.device))?;
+        Ok(self.transform(&drawn, uploaded))
+    }
+
+    /// [`StepRunner::prepare`]'s work on the host: `batch` checked, its crops, augmentation and
+    /// noise drawn.
+    fn draw<'a>(&self, batch: &'a Batch, step: usize, micro: usize) -> Result<DrawnStep<'a>> {
         let (rank, world) = (self.replica.rank(), self.replica.world_size());
         let draw = (micro * world + rank) as u64;
         let augment = step_seed(self.seed, step, Purpose::Augment) ^ draw.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let inputs = self.pipeline.train_inputs::<B>(
-            batch,
-            Mode::Train { seed: augment },
-            self.frames.as_ref(),
-            &self.device,
-        )?;
-        let [_, horizon, actions] = inputs.actions.dims();
-        let noise = draw_noise::<B>(
+        let inputs = self.pipeline.draw::<B>(batch, Mode::Train { seed: augment }, self.frames.as_ref())?;
+        let noise = host_noise(
             &self.schedule,
-            [batch.len(), horizon, actions],
+            inputs.action_shape(),
             step_seed(self.seed, step, Purpose::Noise),
             SamplePositions { first: micro * batch.len(), stride: world, offset: rank },
-            &self.device,
         );
-        Ok(Prepared { inputs, noise, samples: batch.len() })
+        Ok(DrawnStep { inputs, noise, samples: batch.len() })
+    }
+
+    /// What `drawn` puts on the device, through `uploads`: the batch's values, then the noise's.
+    fn upload(&self, drawn: &DrawnStep<'_>, uploads: &mut impl Uploads<B>) -> Result<UploadedStep<B>> {
+        let inputs = self.pipeline.upload(&drawn.inputs, uploads)?;
+        let [eps, timesteps, signal, noise] = drawn.noise.data();
+        let noise = TrainingNoise {
+            eps: uploads.float(eps)?,
+            timesteps: uploads.float(timesteps)?,
+            signal: uploads.float(signal)?,
+            noise: uploads.float(noise)?,
+        };
+        Ok(UploadedStep { inputs, noise })
+    }
+
+    /// [`StepRunner::prepare`]'s work on the device, from what was drawn and uploaded.
+    fn transform(&self, drawn: &DrawnStep<'_>, uploaded: UploadedStep<B>) -> Prepared<B> {
+        let inputs = self.pipeline.transform(&drawn.inputs, uploaded.inputs, self.frames.as_ref());
+        Prepared { inputs, noise: uploaded.noise, samples: drawn.samples }
     }
 
     /// The loss of a prepared batch (f32), computed through a copy of the model in the compute
@@ -343,6 +373,7 @@ impl<B: TrainingBackend> StepRunner<B> {
 
     /// `grads` gathered into one flat buffer, in the optimiser's layout.
     pub fn flatten(&mut self, mut grads: GradientsParams) -> Tensor<B::InnerBackend, 1> {
+        self.fed.drop_graph();
         let reuse = self.optim.take_spare();
         let model = self.model.as_ref().expect("the model is only taken during an update");
         self.optim.layout().gather_grads(model, &mut grads, reuse, &self.device)
@@ -382,6 +413,7 @@ impl<B: TrainingBackend> StepRunner<B> {
         &mut self,
         grads: GradientsParams,
     ) -> (Tensor<B::InnerBackend, 1>, Clipping<B::InnerBackend>) {
+        self.fed.drop_graph();
         let (grads, clipping) = self.flatten_with_clipping(grads);
         let clipping = clipping.unwrap_or_else(|| self.clip(&grads));
         (grads, clipping)
@@ -412,29 +444,54 @@ impl<B: TrainingBackend> StepRunner<B> {
         clipping: Clipping<B::InnerBackend>,
         step: usize,
     ) -> (f64, ClipFactors<B::InnerBackend>) {
+        self.fed.drop_graph();
         let lr = self.learning_rate(step);
+        let adam = self.next_update(step);
+        self.optim.advance();
+        (lr, self.apply_update(grads, clipping, &adam, None))
+    }
+
+    /// The numbers of the update of optimiser step `step`, the next one: its learning rate, and
+    /// the average's weight where an EMA is kept.
+    fn next_update(&self, step: usize) -> AdamStep {
+        let ema_weight = self.ema.as_ref().map(|ema| ema.weight(step + 1));
+        self.optim.next_step(self.learning_rate(step), ema_weight)
+    }
+
+    /// Applies the flat `grads`, clipped by `clipping`, as the update `adam` says (not counted:
+    /// [`FlatAdam::advance`]), and moves the EMA in the same pass; with `scalars`, the update
+    /// reads `adam`'s scalars from that buffer ([`FlatAdam::apply`]). Returns the clipping's
+    /// factors.
+    fn apply_update(
+        &mut self,
+        grads: Tensor<B::InnerBackend, 1>,
+        clipping: Clipping<B::InnerBackend>,
+        adam: &AdamStep,
+        scalars: Option<Tensor<B::InnerBackend, 1>>,
+    ) -> ClipFactors<B::InnerBackend> {
         // The last update's half-precision model goes first: it shares the norm layers' weights,
         // which the CPU's update writes in place only where it holds them alone, and its copies
         // are freed before the update allocates the next ones (on the GPU backends the copies
         // are views of a buffer the update writes in place, kept between steps).
         self.compute = None;
         let model = self.model.take().expect("the model is only taken during an update");
-        let average = self.ema.as_mut().map(|ema| ema.for_update(step + 1));
+        let average = self.ema.as_mut().map(Ema::average_mut);
         // In half precision the update writes the weights' copies too: the next forward reads
         // them instead of casting every weight again (and its backward casting every gradient
         // back).
         let copy = (self.precision != Precision::F32).then(|| self.precision.dtype());
-        let (model, copies, factors) = self.optim.step(model, grads, clipping, lr, average, copy);
+        let (model, copies, factors) = self.optim.apply(model, grads, clipping, adam, scalars, average, copy);
         if copy.is_some() {
             self.compute = Some(self.precision.model_from_copies(&model, &copies));
         }
         self.model = Some(model);
-        (lr, factors)
+        factors
     }
 
     /// Forward and backward of micro-batch `micro` of optimiser step `step`; its gradients wait
     /// for [`StepRunner::finish`].
     pub fn accumulate(&mut self, batch: &Batch, step: usize, micro: usize) -> Result<()> {
+        self.fed.drop_graph();
         let prepared = self.prepare(batch, step, micro)?;
         let loss = self.loss(&prepared);
         let (grads, clipping) = self.flatten_with_clipping(self.gradients(&loss));
@@ -480,12 +537,6 @@ impl<B: TrainingBackend> StepRunner<B> {
             loss_scale: self.scaler.map(|s| s.scale),
         })
     }
-
-    /// A whole step of one micro-batch, `batch`, as optimiser step `step`.
-    pub fn step(&mut self, batch: &Batch, step: usize) -> Result<StepOutput<B::InnerBackend>> {
-        self.accumulate(batch, step, 0)?;
-        self.finish(step)
-    }
 }
 
 /// Where a micro-batch's samples stand in the optimiser step's global batch: sample `i` is
@@ -517,6 +568,17 @@ pub(crate) fn draw_noise<B: Backend>(
     positions: SamplePositions,
     device: &B::Device,
 ) -> TrainingNoise<B> {
+    let [eps, timesteps, signal, noise] = host_noise(schedule, shape, seed, positions).data();
+    TrainingNoise {
+        eps: Tensor::from_data(eps, device),
+        timesteps: Tensor::from_data(timesteps, device),
+        signal: Tensor::from_data(signal, device),
+        noise: Tensor::from_data(noise, device),
+    }
+}
+
+/// [`draw_noise`]'s values on the host.
+fn host_noise(schedule: &NoiseSchedule, shape: [usize; 3], seed: u64, positions: SamplePositions) -> HostNoise {
     let [b, t, a] = shape;
     let mut eps = Vec::with_capacity(b * t * a);
     let mut steps = Vec::with_capacity(b);
@@ -526,5 +588,20 @@ pub(crate) fn draw_noise<B: Backend>(
         eps.extend((0..t * a).map(|_| -> f32 { StandardNormal.sample(&mut rng) }));
         steps.push((rng.next_u64() % schedule.steps() as u64) as usize);
     }
-    TrainingNoise::new(schedule, eps, shape, &steps, device)
+    HostNoise::new(schedule, eps, shape, &steps)
+}
+
+/// A micro-batch as the host prepares it ([`StepRunner::prepare`]'s first part): its inputs and
+/// noise drawn, nothing on the device yet.
+struct DrawnStep<'a> {
+    inputs: DrawnInputs<'a>,
+    noise: HostNoise,
+    samples: usize,
+}
+
+/// What went to the device for a micro-batch, before the device's work on it.
+#[derive(Clone)]
+struct UploadedStep<B: Backend> {
+    inputs: UploadedInputs<B>,
+    noise: TrainingNoise<B>,
 }

@@ -119,6 +119,7 @@ impl<B: Backend> FlatBuffers<B> {
 /// # Panics
 ///
 /// When they are not (a caller's mistake, named on the caller's thread rather than fusion's).
+#[cfg(any(feature = "wgpu-untuned", feature = "cuda-untuned"))]
 pub(crate) fn check_scalars<B: Backend>(flat: &FlatBuffers<B>) {
     use burn::tensor::TensorMetadata;
     if let Some(scalars) = &flat.scalars {

@@ -1,7 +1,8 @@
 //! The training step fed from buffers kept between steps (`StepMode::DeviceFed`, what a step
 //! captured as a CUDA graph replays): on lavapipe it gives the eager step's numbers to the bit,
-//! step after step and across a batch of another size, and its work asks nothing of the device
-//! from the host once its values are written. A capture asked for on wgpu is refused, saying
+//! step after step, across a batch of another size and with its frames gathered from those
+//! kept on the device, and its work asks nothing of the device from the host once its values
+//! are written. A capture asked for on wgpu is refused, saying
 //! why, and the steps run fed. (The capture itself needs burn's cuda backend: `bench gpu-check
 //! --only cuda-graph-step`.)
 
@@ -27,14 +28,29 @@ fn bits<B: Backend>(tensor: Tensor<B, 1>) -> Vec<u32> {
 /// moments and the average, flat, as bits.
 type Trace = (Vec<(u32, u32)>, [Vec<u32>; 4]);
 
+/// Where a run's frames come from.
+enum Frames<'a> {
+    /// Copied by the loader and uploaded with each batch.
+    Uploaded,
+    /// Kept on the device, from a frame cache written into this folder, and gathered there by
+    /// the rows the loader gives.
+    OnDevice(&'a std::path::Path),
+}
+
 /// Runs the tiny policy, with an EMA, through `batches` (sizes) in `mode` on `device`.
 fn run<B: TrainingBackend<Device = WgpuDevice>>(
     device: &WgpuDevice,
     mode: StepMode,
+    frames: Frames<'_>,
     batches: &[usize],
 ) -> (Trace, StepRunner<B>) {
-    let (runner, two) = tiny_run::tiny_runner::<B>(device);
-    let one = tiny_run::tiny_batch_of(1);
+    let (runner, two, one) = match frames {
+        Frames::Uploaded => {
+            let (runner, two) = tiny_run::tiny_runner::<B>(device);
+            (runner, two, tiny_run::tiny_batch_of(1))
+        }
+        Frames::OnDevice(cache) => tiny_run::tiny_rows_runner::<B>(device, cache),
+    };
     let ema = Ema::new(&runner.model().valid(), EmaConfig::default());
     let mut runner = runner.with_ema(ema).expect("the EMA").with_step_mode(mode);
     let mut steps = Vec::new();
@@ -66,20 +82,23 @@ fn first_difference(a: &Trace, b: &Trace) -> String {
 
 /// Fed, and asked to capture, against eager, on `B`.
 fn fed_steps_equal_eager<B: TrainingBackend<Device = WgpuDevice>>(device: &WgpuDevice, name: &str) {
-    let (eager, _) = run::<B>(device, StepMode::Eager, &BATCHES);
-    let (fed, runner) = run::<B>(device, StepMode::DeviceFed, &BATCHES);
+    let (eager, _) = run::<B>(device, StepMode::Eager, Frames::Uploaded, &BATCHES);
+    // Fed with the frames kept on the device: the rows are written where the frames were, and
+    // the frames gathered there are the ones the loader copies (`device_frames`' test).
+    let cache = tempfile::tempdir().expect("a temporary folder");
+    let (fed, runner) = run::<B>(device, StepMode::DeviceFed, Frames::OnDevice(cache.path()), &BATCHES);
     let status = runner.graph_status().clone();
     assert!(eager == fed, "{name}: fed differs from eager at {}", first_difference(&eager, &fed));
     assert_eq!(status.refused, None, "{name}: {status:?}");
     assert_eq!((status.fed_steps, status.odd_batches, status.replays), (2, 1, 0), "{name}: {status:?}");
-    // The state, the frames, the crop's windows, the actions, their padding mask, ε, the
+    // The state, the frames' rows, the crop's windows, the actions, their padding mask, ε, the
     // timesteps, their two coefficients and the update's scalars.
     assert_eq!(status.slots, 10, "{name}: {status:?}");
     let traffic = status.work_traffic.expect("a cubecl backend counts");
     assert_eq!((traffic.uploads, traffic.blocking_calls), (0, 0), "{name}: the fed work's traffic, {status:?}");
 
     // Asked to capture at once: refused on wgpu, and the step runs fed.
-    let (captured, runner) = run::<B>(device, StepMode::Captured { warmup: 0 }, &BATCHES[..1]);
+    let (captured, runner) = run::<B>(device, StepMode::Captured { warmup: 0 }, Frames::Uploaded, &BATCHES[..1]);
     let status = runner.graph_status().clone();
     assert_eq!(captured.0, eager.0[..1], "{name}: the captured mode's step differs from the eager one");
     let why = status.capture_refused.as_deref().unwrap_or_default();

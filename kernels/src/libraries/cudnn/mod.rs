@@ -27,7 +27,9 @@ mod settings;
 
 pub use blas::ColumnMajorGemm;
 pub use context::CudaTensor;
-pub(crate) use context::{buffers, driver, primary_context_current, ptr};
+#[cfg(feature = "nccl")]
+pub(crate) use context::{buffers, ptr};
+pub(crate) use context::{driver, primary_context_current};
 pub use conv::{
     Conv1dPath, conv_transpose2d, conv1d_path, conv2d, conv2d_input_grad, conv2d_weight_grad, takes, takes_conv1d,
     use_conv1d,

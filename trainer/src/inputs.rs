@@ -55,6 +55,18 @@ impl HostFloats<'_> {
     }
 }
 
+/// The float feature `key` of `batch`, checked to hold `shape`'s values.
+fn host_floats<'a>(batch: &'a Batch, key: &str, shape: [usize; 3]) -> Result<HostFloats<'a>> {
+    let values = batch.f32(key).ok_or_else(|| Error::Config(format!("the batch has no float `{key}`")))?;
+    if values.len() != shape.iter().product::<usize>() {
+        return Err(Error::Config(format!(
+            "`{key}` holds {} values, expected {shape:?} (check the windows)",
+            values.len()
+        )));
+    }
+    Ok(HostFloats { values, shape })
+}
+
 /// A camera's crop, as drawn.
 #[derive(Debug, Clone)]
 enum CropDraw {
@@ -400,16 +412,9 @@ impl InputPipeline {
         let h = self.config.horizon;
         let host = HostObservation::from_loader(batch, &self.features)?;
         let obs = self.draw_observation(&host, mode, frames)?;
-        let shape = [b, h, self.features.action_dim];
-        let values = batch.f32("action").ok_or_else(|| Error::Config("the batch has no float `action`".into()))?;
-        if values.len() != shape.iter().product::<usize>() {
-            return Err(Error::Config(format!(
-                "`action` holds {} values, expected {shape:?} (check the windows)",
-                values.len()
-            )));
-        }
+        let actions = host_floats(batch, "action", [b, h, self.features.action_dim])?;
         let pads = batch.pad("action").ok_or_else(|| Error::Config("the batch has no `action` window".into()))?;
-        Ok(DrawnInputs { obs, actions: HostFloats { values, shape }, action_is_pad: pads })
+        Ok(DrawnInputs { obs, actions, action_is_pad: pads })
     }
 
     /// What `drawn` puts on the device, through `uploads`: the observations', then the actions
@@ -436,25 +441,6 @@ impl InputPipeline {
         let obs = self.transform_observation(&drawn.obs, uploaded.obs, frames);
         let actions = self.normalizer.normalize("action", uploaded.actions);
         TrainInputs { obs, actions, action_is_pad: uploaded.action_is_pad }
-    }
-
-    /// A normalised float feature of the batch as `shape`.
-    pub fn vector<B: Backend>(
-        &self,
-        batch: &Batch,
-        key: &str,
-        shape: [usize; 3],
-        device: &B::Device,
-    ) -> Result<Tensor<B, 3>> {
-        let values = batch.f32(key).ok_or_else(|| Error::Config(format!("the batch has no float `{key}`")))?;
-        if values.len() != shape.iter().product::<usize>() {
-            return Err(Error::Config(format!(
-                "`{key}` holds {} values, expected {shape:?} (check the windows)",
-                values.len()
-            )));
-        }
-        let x = Tensor::<B, 3>::from_data(TensorData::new(values.to_vec(), shape), device);
-        Ok(self.normalizer.normalize(key, x))
     }
 }
 

@@ -65,20 +65,17 @@ enum Slot<B: Backend> {
 /// each time. Only where the backend writes in place (burn's cubecl backends).
 pub(crate) struct Slots<B: Backend> {
     slots: Vec<Slot<B>>,
-    /// The slot the next value goes to.
-    next: usize,
 }
 
 impl<B: Kernels> Slots<B> {
     /// No buffers yet: the first step's values make them.
     pub(crate) fn new() -> Self {
-        Self { slots: Vec::new(), next: 0 }
+        Self { slots: Vec::new() }
     }
 
     /// Starts a step: its values go to the slots from the first.
     pub(crate) fn writer<'a>(&'a mut self, device: &'a B::Device) -> SlotWriter<'a, B> {
-        self.next = 0;
-        SlotWriter { slots: self, device }
+        SlotWriter { slots: &mut self.slots, next: 0, device }
     }
 
     /// How many buffers the slots hold.
@@ -89,16 +86,17 @@ impl<B: Kernels> Slots<B> {
 
 /// One step's values going into [`Slots`] ([`Slots::writer`]).
 pub(crate) struct SlotWriter<'a, B: Backend> {
-    slots: &'a mut Slots<B>,
+    slots: &'a mut Vec<Slot<B>>,
+    /// The slot the next value goes to.
+    next: usize,
     device: &'a B::Device,
 }
 
 impl<B: Kernels> SlotWriter<'_, B> {
     /// The slot this value goes to, if the slots already hold it; the next after.
     fn existing(&mut self) -> Option<&Slot<B>> {
-        let at = self.slots.next;
-        self.slots.next += 1;
-        self.slots.slots.get(at)
+        self.next += 1;
+        self.slots.get(self.next - 1)
     }
 
     /// Where a value does not fit its slot: the step asked for other values than the step
@@ -106,7 +104,7 @@ impl<B: Kernels> SlotWriter<'_, B> {
     fn mismatch(&self, kind: &str, why: String) -> Error {
         Error::Config(format!(
             "a step's {kind} value {} does not fit the buffer the first step made for it: {why}",
-            self.slots.next - 1
+            self.next - 1
         ))
     }
 }
@@ -116,7 +114,7 @@ impl<B: Kernels> Uploads<B> for SlotWriter<'_, B> {
         let tensor = match self.existing() {
             None => {
                 let tensor = Fresh::new(self.device).float::<D>(data)?;
-                self.slots.slots.push(Slot::Float(tensor.clone().into_primitive().tensor()));
+                self.slots.push(Slot::Float(tensor.clone().into_primitive().tensor()));
                 return Ok(tensor);
             }
             Some(Slot::Float(tensor)) => tensor.clone(),
@@ -131,7 +129,7 @@ impl<B: Kernels> Uploads<B> for SlotWriter<'_, B> {
         let tensor = match self.existing() {
             None => {
                 let tensor = Fresh::new(self.device).int::<D>(data)?;
-                self.slots.slots.push(Slot::Int(tensor.clone().into_primitive()));
+                self.slots.push(Slot::Int(tensor.clone().into_primitive()));
                 return Ok(tensor);
             }
             Some(Slot::Int(tensor)) => tensor.clone(),
@@ -146,7 +144,7 @@ impl<B: Kernels> Uploads<B> for SlotWriter<'_, B> {
         let tensor = match self.existing() {
             None => {
                 let tensor = Fresh::new(self.device).bool::<D>(data)?;
-                self.slots.slots.push(Slot::Bool(tensor.clone().into_primitive()));
+                self.slots.push(Slot::Bool(tensor.clone().into_primitive()));
                 return Ok(tensor);
             }
             Some(Slot::Bool(tensor)) => tensor.clone(),
@@ -157,19 +155,14 @@ impl<B: Kernels> Uploads<B> for SlotWriter<'_, B> {
     }
 
     fn frames(&mut self, bytes: &[u8], shape: [usize; 4]) -> Result<Tensor<B, 4, Int>> {
-        let tensor = match self.existing() {
-            None => {
-                let tensor = Fresh::new(self.device).frames(bytes, shape)?;
-                self.slots.slots.push(Slot::Int(tensor.clone().into_primitive()));
-                return Ok(tensor);
-            }
-            Some(Slot::Int(tensor)) => tensor.clone(),
-            Some(_) => return Err(self.mismatch("frames'", "the buffer holds another kind".into())),
-        };
-        // The levels as the first step's upload holds them (uint8, or the device's integers).
-        let dtype = burn::tensor::TensorMetadata::dtype(&tensor);
-        let data = TensorData::new(bytes.to_vec(), shape).convert_dtype(dtype);
-        B::write_int_in_place(&tensor, &data).map_err(|why| self.mismatch("frames'", why))?;
-        Ok(Tensor::from_primitive(tensor))
+        if self.next < self.slots.len() {
+            // Written as the integers they are, converted to the dtype of the first step's
+            // upload (uint8, or the device's integers).
+            return self.int(TensorData::new(bytes.to_vec(), shape));
+        }
+        let tensor = Fresh::new(self.device).frames(bytes, shape)?;
+        self.next += 1;
+        self.slots.push(Slot::Int(tensor.clone().into_primitive()));
+        Ok(tensor)
     }
 }

@@ -104,8 +104,9 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for ClipPartialsOp<
 }
 
 /// The fused update as fusion's custom operation: in, the weights, the gradients, the two
-/// moments, the average where one is kept, the update's scalars where given, and the scale; out, the new weights, moments and
-/// average, then the new weights' copies in `copy` where one is asked for.
+/// moments, the average where one is kept, the update's scalars where given, and the scale;
+/// out, the new weights, moments and average, then the new weights' copies in `copy` where one
+/// is asked for.
 #[derive(Debug, Clone)]
 pub(crate) struct AdamOp<B> {
     pub(crate) desc: CustomOpIr,

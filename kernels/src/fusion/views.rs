@@ -33,10 +33,9 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for WeightViewsOp<B
 /// The update of weights kept as views as fusion's custom operation: in, the views' buffer, the
 /// copies' where one is kept, the table's ends and shifts, the gradients, the two moments, the
 /// average where one is kept, the scale (or, with `clip`, the partial squares), and the
-/// update's scalars where given; out, the
-/// views' buffer, the copies', the moments and the average, each written in place (and, with
-/// `clip`, the norm and the scale). Registered between two drains of fusion's queue
-/// ([`register_adam_views`]).
+/// update's scalars where given; out, the views' buffer, the copies', the moments and the
+/// average, each written in place (and, with `clip`, the norm and the scale). Registered
+/// between two drains of fusion's queue ([`register_adam_views`]).
 #[derive(Debug, Clone)]
 struct AdamViewsOp<B> {
     desc: CustomOpIr,

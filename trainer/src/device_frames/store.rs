@@ -89,18 +89,9 @@ impl<B: Kernels> DeviceFrames<B> {
         Ok(Self { cameras })
     }
 
-    /// The frames of camera `key` at `rows` (the loader's [`loader::Batch::frame_rows`]),
-    /// `[rows, frame length]`, gathered on the device; an error where the device holds that
-    /// camera's frames otherwise than `stored` (their shape and encoding), or not at all.
-    pub fn gather(&self, key: &str, rows: &[i64], stored: (FrameShape, FrameEncoding)) -> Result<Tensor<B, 2, Int>> {
-        self.check_rows(key, rows, stored)?;
-        let device = self.cameras[key].frames.device();
-        let rows = Tensor::<B, 1, Int>::from_data(TensorData::new(rows.to_vec(), [rows.len()]), &device);
-        Ok(self.gather_rows(key, rows))
-    }
-
-    /// Checks that camera `key`'s frames are on the device, stored as `stored` says, and that
-    /// each of `rows` is one of them: what [`DeviceFrames::gather`] checks before it gathers.
+    /// Checks that camera `key`'s frames are on the device, stored as `stored` says (their shape
+    /// and encoding), and that each of `rows` (the loader's [`loader::Batch::frame_rows`]) is one
+    /// of them: what [`DeviceFrames::gather_rows`] takes for granted.
     pub fn check_rows(&self, key: &str, rows: &[i64], stored: (FrameShape, FrameEncoding)) -> Result<()> {
         let camera = self
             .cameras
@@ -120,7 +111,7 @@ impl<B: Kernels> DeviceFrames<B> {
     }
 
     /// Camera `key`'s frames at `rows`, already on the device and checked
-    /// ([`DeviceFrames::check_rows`]), `[rows, frame length]`.
+    /// ([`DeviceFrames::check_rows`]), `[rows, frame length]`, gathered on the device.
     ///
     /// # Panics
     ///

@@ -12,8 +12,10 @@ pub mod unet;
 use burn::prelude::*;
 use kernels::Kernels;
 
+use crate::error::Result;
 use crate::noise::{NoiseSchedule, PredictionType, SchedulerKind};
 use crate::policy_config::{DiffusionConfig, PolicyFeatures};
+use crate::uploads::{Fresh, Uploads};
 use encoder::RgbEncoder;
 pub use generator::{materialize, with_seeded_generator};
 use unet::{ConditionalUnet1d, UnetShape};
@@ -68,7 +70,7 @@ pub struct TrainingNoise<B: Backend> {
     pub noise: Tensor<B, 3>,
 }
 
-impl<B: Backend> TrainingNoise<B> {
+impl<B: Kernels> TrainingNoise<B> {
     /// The noise of a batch from host values: ε `[B, T, A]` (row-major) and each sample's
     /// timestep, with their `add_noise` coefficients from `schedule`.
     ///
@@ -82,13 +84,9 @@ impl<B: Backend> TrainingNoise<B> {
         timesteps: &[usize],
         device: &B::Device,
     ) -> Self {
-        let [eps, timesteps, signal, noise] = HostNoise::new(schedule, eps, shape, timesteps).data();
-        Self {
-            eps: Tensor::from_data(eps, device),
-            timesteps: Tensor::from_data(timesteps, device),
-            signal: Tensor::from_data(signal, device),
-            noise: Tensor::from_data(noise, device),
-        }
+        HostNoise::new(schedule, eps, shape, timesteps)
+            .upload(&mut Fresh::new(device))
+            .unwrap_or_else(|_| unreachable!("new buffers take any values"))
     }
 }
 
@@ -118,16 +116,16 @@ impl HostNoise {
         Self { eps, shape, timesteps, signal, noise }
     }
 
-    /// ε, the timesteps as floats, `√ᾱₜ` and `√(1 − ᾱₜ)`, as the device holds them
-    /// ([`TrainingNoise`]'s fields in order).
-    pub fn data(&self) -> [TensorData; 4] {
+    /// The noise on the device, through `uploads`: ε, the timesteps as floats, `√ᾱₜ` and
+    /// `√(1 − ᾱₜ)`, in that order.
+    pub(crate) fn upload<B: Kernels>(&self, uploads: &mut impl Uploads<B>) -> Result<TrainingNoise<B>> {
         let b = self.shape[0];
-        [
-            TensorData::new(self.eps.clone(), self.shape),
-            TensorData::new(self.timesteps.clone(), [b]),
-            TensorData::new(self.signal.clone(), [b, 1, 1]),
-            TensorData::new(self.noise.clone(), [b, 1, 1]),
-        ]
+        Ok(TrainingNoise {
+            eps: uploads.float(TensorData::new(self.eps.clone(), self.shape))?,
+            timesteps: uploads.float(TensorData::new(self.timesteps.clone(), [b]))?,
+            signal: uploads.float(TensorData::new(self.signal.clone(), [b, 1, 1]))?,
+            noise: uploads.float(TensorData::new(self.noise.clone(), [b, 1, 1]))?,
+        })
     }
 }
 

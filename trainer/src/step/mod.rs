@@ -303,7 +303,7 @@ impl<B: TrainingBackend> StepRunner<B> {
         let draw = (micro * world + rank) as u64;
         let augment = step_seed(self.seed, step, Purpose::Augment) ^ draw.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let inputs = self.pipeline.draw::<B>(batch, Mode::Train { seed: augment }, self.frames.as_ref())?;
-        let noise = host_noise(
+        let noise = draw_noise(
             &self.schedule,
             inputs.action_shape(),
             step_seed(self.seed, step, Purpose::Noise),
@@ -315,13 +315,7 @@ impl<B: TrainingBackend> StepRunner<B> {
     /// What `drawn` puts on the device, through `uploads`: the batch's values, then the noise's.
     fn upload(&self, drawn: &DrawnStep<'_>, uploads: &mut impl Uploads<B>) -> Result<UploadedStep<B>> {
         let inputs = self.pipeline.upload(&drawn.inputs, uploads)?;
-        let [eps, timesteps, signal, noise] = drawn.noise.data();
-        let noise = TrainingNoise {
-            eps: uploads.float(eps)?,
-            timesteps: uploads.float(timesteps)?,
-            signal: uploads.float(signal)?,
-            noise: uploads.float(noise)?,
-        };
+        let noise = drawn.noise.upload(uploads)?;
         Ok(UploadedStep { inputs, noise })
     }
 
@@ -350,13 +344,13 @@ impl<B: TrainingBackend> StepRunner<B> {
     pub fn eval_loss(&self, batch: &Batch, step: usize, index: usize) -> Result<Tensor<B::InnerBackend, 1>> {
         let inputs = self.pipeline.train_inputs::<B::InnerBackend>(batch, Mode::Eval, None, &self.device)?;
         let [_, horizon, actions] = inputs.actions.dims();
-        let noise = draw_noise::<B::InnerBackend>(
+        let noise = draw_noise(
             &self.schedule,
             [batch.len(), horizon, actions],
             step_seed(self.seed, step, Purpose::EvalNoise) ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             SamplePositions { first: 0, stride: 1, offset: 0 },
-            &self.device,
         );
+        let noise = noise.upload::<B::InnerBackend>(&mut Fresh::new(&self.device))?;
         let mask = self.config.do_mask_loss_for_padding.then(|| inputs.action_is_pad.clone());
         let model = self.precision.cast_model(&self.model().valid());
         Ok(model.loss(&inputs.obs, inputs.actions, &noise, self.config.prediction_type, mask))
@@ -557,28 +551,11 @@ impl SamplePositions {
     }
 }
 
-/// Draws a training batch's noise ε `[B, T, A]` (standard normal) and timesteps (uniform over
-/// the schedule). Sample `i` draws from ChaCha8 stream `positions.of(i)` of `seed`, so a
-/// sample's noise depends on its position in the optimiser step's global batch only, not on
-/// how the step is split into micro-batches and replicas.
-pub(crate) fn draw_noise<B: Backend>(
-    schedule: &NoiseSchedule,
-    shape: [usize; 3],
-    seed: u64,
-    positions: SamplePositions,
-    device: &B::Device,
-) -> TrainingNoise<B> {
-    let [eps, timesteps, signal, noise] = host_noise(schedule, shape, seed, positions).data();
-    TrainingNoise {
-        eps: Tensor::from_data(eps, device),
-        timesteps: Tensor::from_data(timesteps, device),
-        signal: Tensor::from_data(signal, device),
-        noise: Tensor::from_data(noise, device),
-    }
-}
-
-/// [`draw_noise`]'s values on the host.
-fn host_noise(schedule: &NoiseSchedule, shape: [usize; 3], seed: u64, positions: SamplePositions) -> HostNoise {
+/// Draws a training batch's noise on the host: ε `[B, T, A]` (standard normal) and timesteps
+/// (uniform over the schedule). Sample `i` draws from ChaCha8 stream `positions.of(i)` of
+/// `seed`, so a sample's noise depends on its position in the optimiser step's global batch
+/// only, not on how the step is split into micro-batches and replicas.
+fn draw_noise(schedule: &NoiseSchedule, shape: [usize; 3], seed: u64, positions: SamplePositions) -> HostNoise {
     let [b, t, a] = shape;
     let mut eps = Vec::with_capacity(b * t * a);
     let mut steps = Vec::with_capacity(b);

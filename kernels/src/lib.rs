@@ -104,5 +104,5 @@ pub use ops::norm::{
 pub use ops::optimiser::{OptimiserKernels, adam_update_all_copying};
 pub use ops::portable;
 pub use ops::transposed::{conv_transpose2d_output_shape, transposed_convolution};
-pub use ops::views::{ViewPlaces, ViewTable};
+pub use ops::views::{ViewPlaces, ViewTable, ViewedWeight};
 pub use ops::yuv::{FixedPointTerm, Yuv420Terms, yuv420_frame_len};

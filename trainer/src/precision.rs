@@ -15,8 +15,8 @@ use std::str::FromStr;
 
 use burn::module::{Module, ModuleMapper, Param, ParamId};
 use burn::prelude::*;
+use burn::tensor::FloatDType;
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::{FloatDType, TensorPrimitive};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
@@ -163,8 +163,7 @@ struct FromCopies<'a, B: AutodiffBackend> {
 impl<B: AutodiffBackend> Replace<B> for FromCopies<'_, B> {
     fn replace<const D: usize>(&mut self, id: ParamId, tensor: Tensor<B, D>) -> Tensor<B, D> {
         let Some(copy) = self.copies.get(&id) else { return tensor.cast(self.dtype) };
-        let copy = Tensor::<B::InnerBackend, 1>::from_primitive(TensorPrimitive::Float(copy.clone()));
-        let leaf = Tensor::from_inner(copy.reshape(tensor.shape()));
+        let leaf = Tensor::from_inner(crate::optim::in_shape(copy.clone(), tensor.shape()));
         if tensor.is_require_grad() { leaf.require_grad() } else { leaf }
     }
 }

@@ -1,7 +1,8 @@
 //! The encoder's trunk held channels-last (the GPU's layout for cuDNN's tensor cores,
 //! `LEROBOT_RS_CHANNELS_LAST=1`) gives the features and gradients of it held channels-first, on
 //! burn's wgpu backend over Mesa's lavapipe: our GroupNorm kernels reading and writing
-//! channels-last, burn's convolutions and pooling given channels-last views, without fusion and
+//! channels-last, burn's convolutions and pooling given channels-last views, the convolutions'
+//! weights bound as the optimiser binds them (lying channels-last, KRSC), without fusion and
 //! (in a build with `kernels/gpu-fusion`, as `scripts/test.sh`'s) with it. Alone: `cargo test
 //! --release -p trainer --no-default-features --features wgpu-untuned,kernels/gpu-fusion --test
 //! channels_last`.

@@ -17,12 +17,13 @@ use trainer::optim::{ClipFactors, Clipping, FlatAdam, FlatLayout};
 /// burn's wgpu backend as cubecl gives it.
 type Direct = CubeBackend<WgpuRuntime, f32, i32, u32>;
 
-/// Parameters of several ranks and sizes, one of a single weight.
+/// Parameters of several ranks and sizes, one of a single weight, one a 2-D convolution's.
 #[derive(Module, Debug)]
 struct Weights<B: Backend> {
     matrix: Param<Tensor<B, 2>>,
     one: Param<Tensor<B, 1>>,
     kernel: Param<Tensor<B, 3>>,
+    conv: Param<Tensor<B, 4>>,
     bias: Param<Tensor<B, 1>>,
 }
 
@@ -46,6 +47,7 @@ fn model<B: AutodiffBackend>(device: &B::Device, seed: f32) -> Weights<B> {
         matrix: param([5, 301], seed, device),
         one: param([1], seed + 1.0, device),
         kernel: param([3, 4, 70], seed + 2.0, device),
+        conv: param([6, 5, 3, 2], seed + 4.0, device),
         bias: param([33], seed + 3.0, device),
     }
 }
@@ -57,6 +59,7 @@ fn read<B: Backend>(model: &Weights<B>) -> Vec<Vec<f32>> {
         flat(model.matrix.val().flatten(0, 1)),
         flat(model.one.val()),
         flat(model.kernel.val().flatten(0, 2)),
+        flat(model.conv.val().flatten(0, 3)),
         flat(model.bias.val()),
     ]
 }
@@ -76,12 +79,14 @@ struct Run<AB: AutodiffBackend<InnerBackend: Kernels>> {
 }
 
 impl<AB: AutodiffBackend<InnerBackend: Kernels>> Run<AB> {
-    fn new(device: AB::Device) -> Self {
+    /// With `channels_last`, the convolution's weights lie channels-last where they are views.
+    fn new(device: AB::Device, channels_last: bool) -> Self {
         let model = model::<AB>(&device, 5.0);
         let layout = FlatLayout::of(&model);
         let config = DiffusionConfig { optimizer_weight_decay: 1e-3, ..DiffusionConfig::new() };
         let average = layout.gather_weights(&model.valid());
-        Self { adam: FlatAdam::new(&config, layout, &device), model: Some(model), average, device }
+        let adam = FlatAdam::new(&config, layout, &device).with_channels_last_weights(channels_last);
+        Self { adam, model: Some(model), average, device }
     }
 
     /// One update from the gradients `grads` (flat), clipped as step `time` is ([`clipping`]),
@@ -95,7 +100,7 @@ impl<AB: AutodiffBackend<InnerBackend: Kernels>> Run<AB> {
         let (model, copies, factors) =
             self.adam.step(model, grads, clipping, 1e-3, Some((&mut self.average, 0.25)), copy);
         let factors = [factors.norm, factors.scale].map(|t| t.into_scalar().elem::<f32>());
-        let ids = [model.matrix.id, model.one.id, model.kernel.id, model.bias.id];
+        let ids = [model.matrix.id, model.one.id, model.kernel.id, model.conv.id, model.bias.id];
         self.model = Some(model);
         let bytes = |id| {
             let copy = Tensor::<AB::InnerBackend, 1>::from_primitive(TensorPrimitive::Float(copies[id].clone()));
@@ -125,13 +130,13 @@ fn clipping<B: Kernels>(time: usize, device: &B::Device) -> Clipping<B> {
 
 /// Four updates with an average, the second and fourth clipped by partial squares (in the
 /// update's own launch on wgpu), the third with f16 copies: the wgpu model's weights (views of
-/// one buffer) equal the CPU's after each to 1e-6, its copies are its weights cast, and a clone
+/// one buffer, the convolution's lying channels-last or not) equal the CPU's after each to 1e-6, its copies are its weights cast, and a clone
 /// of it bound by another optimiser before the update keeps the weights it had; then the
 /// wgpu model's weights are replaced (as a broadcast from another replica replaces them): after
 /// `bind` the next update starts from them, as the CPU's does.
-fn weights_kept_as_views_are_updated_as_the_cpu_updates_each<Gpu: Kernels<Device = WgpuDevice>>() {
-    let mut cpu = Run::<Autodiff<Flex>>::new(Default::default());
-    let mut gpu = Run::<Autodiff<Gpu>>::new(WgpuDevice::default());
+fn weights_kept_as_views_are_updated_as_the_cpu_updates_each<Gpu: Kernels<Device = WgpuDevice>>(channels_last: bool) {
+    let mut cpu = Run::<Autodiff<Flex>>::new(Default::default(), false);
+    let mut gpu = Run::<Autodiff<Gpu>>::new(WgpuDevice::default(), channels_last);
     let len = cpu.adam.layout().len();
     assert_eq!(gpu.weights(), cpu.weights(), "the same model on both");
     for time in 1..=4 {
@@ -145,27 +150,43 @@ fn weights_kept_as_views_are_updated_as_the_cpu_updates_each<Gpu: Kernels<Device
         let (_, cpu_factors) = cpu.step(time, &grads, copy);
         let (copies, factors) = gpu.step(time, &grads, copy);
         for (name, ours, theirs) in [("norm", factors[0], cpu_factors[0]), ("scale", factors[1], cpu_factors[1])] {
-            assert!((ours - theirs).abs() <= 1e-6 * theirs.abs(), "step {time}: the {name}, {ours} against {theirs}");
+            assert!(
+                (ours - theirs).abs() <= 1e-6 * theirs.abs(),
+                "step {time}, channels-last {channels_last}: the {name}, {ours} against {theirs}"
+            );
         }
         if time % 2 == 0 {
             let expected = [3.75f32.sqrt() / 2.0, 0.5 / (3.75f32.sqrt() / 2.0 + 1e-6) / 2.0];
             assert!(
                 factors.iter().zip(expected).all(|(a, b)| (a - b).abs() <= 1e-6 * b),
-                "step {time}: the factors {factors:?} computed by the update, against {expected:?}"
+                "step {time}, channels-last {channels_last}: the factors {factors:?} computed by the update, against {expected:?}"
             );
         }
-        assert_eq!(read(&clone.valid()), before, "step {time}: a clone bound apart keeps its weights");
+        assert_eq!(
+            read(&clone.valid()),
+            before,
+            "step {time}, channels-last {channels_last}: a clone bound apart keeps its weights"
+        );
         let (ours, theirs) = (gpu.weights(), cpu.weights());
-        assert!(max_relative(&ours, &theirs) <= 1e-6, "step {time}: the weights");
+        assert!(max_relative(&ours, &theirs) <= 1e-6, "step {time}, channels-last {channels_last}: the weights");
         assert!(max_relative(&ours, &read(&model::<Autodiff<Flex>>(&Default::default(), 5.0))) > 1e-3, "they moved");
         if copy.is_some() {
             let model = gpu.model.as_ref().unwrap().valid();
-            let weights =
-                [model.matrix.val().flatten(0, 1), model.one.val(), model.kernel.val().flatten(0, 2), model.bias.val()];
+            let weights = [
+                model.matrix.val().flatten(0, 1),
+                model.one.val(),
+                model.kernel.val().flatten(0, 2),
+                model.conv.val().flatten(0, 3),
+                model.bias.val(),
+            ];
             for (i, (weights, copy)) in weights.into_iter().zip(&copies).enumerate() {
                 let cast = weights.cast(FloatDType::F16);
                 assert_eq!(cast.dtype(), DType::F16);
-                assert_eq!(&cast.into_data().as_bytes().to_vec(), copy, "step {time}: parameter {i}'s copy");
+                assert_eq!(
+                    &cast.into_data().as_bytes().to_vec(),
+                    copy,
+                    "step {time}, channels-last {channels_last}: parameter {i}'s copy"
+                );
             }
         }
         if time == 3 {
@@ -182,11 +203,33 @@ fn weights_kept_as_views_are_updated_as_the_cpu_updates_each<Gpu: Kernels<Device
 #[test]
 fn weights_kept_as_views_are_updated_as_the_cpu_updates_each_on_wgpu() {
     assert!(Direct::weight_view_alignment(&WgpuDevice::default()).is_some(), "cubecl's backends keep views");
-    weights_kept_as_views_are_updated_as_the_cpu_updates_each::<Direct>();
+    for channels_last in [false, true] {
+        weights_kept_as_views_are_updated_as_the_cpu_updates_each::<Direct>(channels_last);
+    }
 }
 
 #[test]
 fn weights_kept_as_views_are_updated_as_the_cpu_updates_each_on_wgpu_with_fusion() {
     // burn's wgpu backend: fusion over cubecl's where the build has `kernels/gpu-fusion`.
-    weights_kept_as_views_are_updated_as_the_cpu_updates_each::<burn::backend::Wgpu>();
+    for channels_last in [false, true] {
+        weights_kept_as_views_are_updated_as_the_cpu_updates_each::<burn::backend::Wgpu>(channels_last);
+    }
+}
+
+#[test]
+fn a_convolutions_weights_bound_channels_last_lie_as_cudnns_channels_last_kernels_read_them() {
+    // `[6, 5, 3, 2]` lying `[6, 3, 2, 5]` (KRSC): strides `[30, 1, 10, 5]`, where in its own
+    // order `[30, 6, 2, 1]`; its values, and every other parameter's, the same either way.
+    let device = WgpuDevice::default();
+    let model = model::<Autodiff<Direct>>(&device, 5.0);
+    let before = read(&model.valid());
+    for (channels_last, expected) in [(false, [30, 6, 2, 1]), (true, [30, 1, 10, 5])] {
+        let adam = FlatAdam::new(&DiffusionConfig::new(), FlatLayout::of(&model), &device);
+        let bound = adam.with_channels_last_weights(channels_last).bind(model.clone());
+        let conv = bound.conv.val().inner().into_primitive().tensor();
+        assert_eq!(&conv.meta.strides()[..], expected, "channels-last {channels_last}: the convolution's strides");
+        let kernel = bound.kernel.val().inner().into_primitive().tensor();
+        assert!(kernel.is_contiguous(), "channels-last {channels_last}: a 1-D convolution's weights lie as given");
+        assert_eq!(read(&bound.valid()), before, "channels-last {channels_last}: the values");
+    }
 }

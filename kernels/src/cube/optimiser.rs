@@ -128,7 +128,7 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Optim
     }
 
     fn weight_views(flat: FloatTensor<Self>, places: &ViewPlaces) -> Vec<FloatTensor<Self>> {
-        super::views::weight_views(flat, places.starts(), places.lens())
+        super::views::weight_views(flat, places)
     }
 
     fn adam_update_views(

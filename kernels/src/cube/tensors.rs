@@ -60,6 +60,13 @@ pub(crate) fn into_channels_last<R: CubeRuntime>(t: CubeTensor<R>) -> CubeTensor
     permute(into_contiguous(permute(t, &channels_to_last(rank))), &channels_to_first(rank))
 }
 
+/// The `[N, C, d…]` view of `lying`, a tensor `[N, d…, C]` (contiguous or not): a permutation of
+/// its dimensions, no copy.
+pub(crate) fn seen_channels_first<R: CubeRuntime>(lying: CubeTensor<R>) -> CubeTensor<R> {
+    let rank = lying.meta.shape().len();
+    permute(lying, &channels_to_first(rank))
+}
+
 /// A new tensor of `shape` (`[N, C, d…]`) and `dtype` on `like`'s device, channels-last in memory
 /// (`[N, d…, C]` contiguous), its values unset.
 pub(crate) fn empty_channels_last<R: CubeRuntime>(
@@ -68,7 +75,7 @@ pub(crate) fn empty_channels_last<R: CubeRuntime>(
     dtype: DType,
 ) -> CubeTensor<R> {
     let lying: Vec<usize> = channels_to_last(shape.len()).into_iter().map(|axis| shape[axis]).collect();
-    permute(empty_like(like, Shape::from(lying), dtype), &channels_to_first(shape.len()))
+    seen_channels_first(empty_like(like, Shape::from(lying), dtype))
 }
 
 /// `t` lying channels-last ([`into_channels_last`]) or else contiguous: itself where it already

@@ -14,16 +14,20 @@ use super::launch::UNITS_PER_CUBE;
 #[cfg(doc)]
 use super::sums::sum_clip_kernel;
 use super::sums::{ClipScalars, clip_norm, clip_scalars, clip_scale, cube_total};
-use super::tensors::empty_f32;
-use crate::{AdamStep, FlatBuffers, RuntimeLibraries, ViewTable};
+use super::tensors::{empty_f32, seen_channels_first};
 #[cfg(doc)]
-use crate::{OptimiserKernels, ViewPlaces};
+use crate::OptimiserKernels;
+use crate::ViewPlaces;
+use crate::ops::views::PLACEMENT_VALUES;
+use crate::{AdamStep, FlatBuffers, RuntimeLibraries, ViewTable};
 
 /// Every parameter's update in one launch, its weights views of one buffer ([`ViewTable`]): the
 /// units stride over the flat buffers' elements `j < len`, each finding its parameter once (a
 /// binary search of `ends`) and then walking forward with its stride; the weight of element `j`
-/// is `weights[j + shifts[part]]`, updated in place ([`adam_element`]), and with `has_copies`,
-/// `copies` at the same place is the new weight cast to `H`.
+/// is `weights[j + shift]` (the parameter's `placement`), or, where the parameter lies
+/// channels-last, at its element's channels-last place ([`lying_offset`]), updated in place
+/// ([`adam_element`]), and with `has_copies`, `copies` at the same place is the new weight cast
+/// to `H`.
 ///
 /// The gradients are multiplied by `scale[0]`, or, with `totals`, by the clipping factor of the
 /// total of `partials[..partials_len]` (the gradients' partial squares), which every cube takes
@@ -35,7 +39,7 @@ fn adam_views_kernel<F: Float, H: Float, I: Int>(
     weights: &mut Tensor<F>,
     copies: &mut Tensor<H>,
     ends: &Tensor<I>,
-    shifts: &Tensor<I>,
+    placement: &Tensor<I>,
     parts: usize,
     len: usize,
     grads: &Tensor<F>,
@@ -83,7 +87,18 @@ fn adam_views_kernel<F: Float, H: Float, I: Int>(
         while usize::cast_from(ends[part]) <= j {
             part += 1;
         }
-        let at = j + usize::cast_from(shifts[part]);
+        // Three values a parameter (`PLACEMENT_VALUES`): its shift, channels and positions.
+        let shift = usize::cast_from(placement[part * 3]);
+        let channels = u32::cast_from(placement[part * 3 + 1]);
+        let mut at = j + shift;
+        if channels > 1 {
+            let mut start = 0;
+            if part > 0 {
+                start = usize::cast_from(ends[part - 1]);
+            }
+            let positions = u32::cast_from(placement[part * 3 + 2]);
+            at = at - (j - start) + usize::cast_from(lying_offset(u32::cast_from(j - start), channels, positions));
+        }
         let w = adam_element::<F>(
             weights[at],
             j,
@@ -104,22 +119,29 @@ fn adam_views_kernel<F: Float, H: Float, I: Int>(
     }
 }
 
+/// Where element `index` (row-major in `[O, C, positions]`) of a weight lying channels-last
+/// (`[O, positions, C]`) lies: [`ViewedWeight::lying_index`](crate::ViewedWeight::lying_index)
+/// on the device, in u32 (a parameter's elements are fewer than `i32::MAX`, `ViewPlaces::new`).
+#[cube]
+fn lying_offset(index: u32, channels: u32, positions: u32) -> u32 {
+    let block = channels * positions;
+    let within = index % block;
+    index - within + (within % positions) * channels + within / positions
+}
+
 /// Views of `flat` ([`OptimiserKernels::weight_views`](crate::OptimiserKernels::weight_views)): its memory, from byte `starts[k]·size` on, for
-/// `lens[k]` elements. A view's binding covers an even number of elements (wgpu binds storage
-/// in multiples of four bytes; the padding after each range leaves the room).
-pub(super) fn weight_views<R: CubeRuntime>(
-    flat: CubeTensor<R>,
-    starts: &[usize],
-    lens: &[usize],
-) -> Vec<CubeTensor<R>> {
+/// `lens[k]` elements, in the parameter's shape, a channels-last one the `[O, C, k…]` view of its
+/// `[O, k…, C]` memory ([`ViewedWeight`](crate::ViewedWeight)). A view's binding covers an even
+/// number of elements (wgpu binds storage in multiples of four bytes; the padding after each
+/// range leaves the room).
+pub(super) fn weight_views<R: CubeRuntime>(flat: CubeTensor<R>, places: &ViewPlaces) -> Vec<CubeTensor<R>> {
     let size = flat.dtype.size();
     let total = flat.meta.num_elements();
     let alignment = flat.client.properties().memory.alignment as usize;
     assert!(flat.is_contiguous() && flat.meta.num_dims() == 1, "weight views are of a contiguous 1-D buffer");
-    starts
-        .iter()
-        .zip(lens)
-        .map(|(&start, &len)| {
+    let parts = places.starts().iter().zip(places.lens()).zip(places.weights());
+    parts
+        .map(|((&start, &len), weight)| {
             let bound = len.next_multiple_of(2);
             assert!(
                 (start * size).is_multiple_of(alignment) && start + bound <= total,
@@ -130,7 +152,9 @@ pub(super) fn weight_views<R: CubeRuntime>(
                 .clone()
                 .offset_start((start * size) as u64)
                 .offset_end(((total - start - bound) * size) as u64);
-            CubeTensor::new_contiguous(flat.client.clone(), flat.device.clone(), [len].into(), handle, flat.dtype)
+            let lying = weight.lying_shape().into();
+            let view = CubeTensor::new_contiguous(flat.client.clone(), flat.device.clone(), lying, handle, flat.dtype);
+            if weight.is_channels_last() { seen_channels_first(view) } else { view }
         })
         .collect()
 }
@@ -185,7 +209,7 @@ pub(super) unsafe fn update_views<R: RuntimeLibraries, F: FloatElement, I: IntEl
         }
     };
     let norm = one();
-    let (ends, shifts) = (into_contiguous(table.ends().clone()), into_contiguous(table.shifts().clone()));
+    let (ends, placement) = (into_contiguous(table.ends().clone()), into_contiguous(table.placement().clone()));
     let client = grads.client.clone();
     let cubes = table.places().len().div_ceil(UNITS_PER_CUBE as usize).clamp(1, MAX_CUBES_PER_VIEWS_UPDATE);
     // Not written without copies: the weights stand in, of another dtype than the kernel's `H`
@@ -211,7 +235,7 @@ pub(super) unsafe fn update_views<R: RuntimeLibraries, F: FloatElement, I: IntEl
             weights.clone().into_tensor_arg(),
             copies_arg,
             ends.clone().into_tensor_arg(),
-            shifts.clone().into_tensor_arg(),
+            placement.clone().into_tensor_arg(),
             table.places().parts(),
             table.places().len(),
             grads.into_tensor_arg(),
@@ -239,6 +263,8 @@ pub(super) unsafe fn update_views<R: RuntimeLibraries, F: FloatElement, I: IntEl
 /// What [`update_views`] gives back: the views' buffer, the copies', and with [`Scaling::Clip`]
 /// the norm and the scale.
 pub(super) type ViewsUpdated<R> = (CubeTensor<R>, Option<CubeTensor<R>>, Option<[CubeTensor<R>; 2]>);
+
+const _: () = assert!(PLACEMENT_VALUES == 3, "adam_views_kernel reads three placement values a parameter");
 
 /// The most cubes of [`adam_views_kernel`]'s launch: enough to fill a large GPU (1,024 cubes of
 /// 256 units), few enough that each unit updates many elements for its one search.

@@ -14,7 +14,8 @@ use super::register::{Handles, inputs_of, put_state, register_custom, register_o
 use crate::{AdamStep, FlatBuffers, Kernels, PartialSquares, ViewPlaces, ViewTable, ViewsUpdate};
 
 /// Views of one buffer ([`OptimiserKernels::weight_views`](crate::OptimiserKernels::weight_views)) as fusion's custom operation: the buffer in, the
-/// views out, each registered as a tensor of its own that shares the buffer's memory.
+/// views out, each registered as a tensor of its own, in its parameter's shape, that shares the
+/// buffer's memory.
 #[derive(Debug, Clone)]
 struct WeightViewsOp<B> {
     desc: CustomOpIr,
@@ -31,7 +32,7 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for WeightViewsOp<B
 }
 
 /// The update of weights kept as views as fusion's custom operation: in, the views' buffer, the
-/// copies' where one is kept, the table's ends and shifts, the gradients, the two moments, the
+/// copies' where one is kept, the table's ends and placement, the gradients, the two moments, the
 /// average where one is kept, the scale (or, with `clip`, the partial squares), and the
 /// update's scalars where given; out, the views' buffer, the copies', the moments and the
 /// average, each written in place (and, with `clip`, the norm and the scale). Registered
@@ -57,8 +58,8 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for AdamViewsOp<B> 
         let weights = handles.get_float_tensor::<B>(&irs[0]);
         let copies = self.has_copies.then(|| handles.get_float_tensor::<B>(&irs[1]));
         let ends = handles.get_int_tensor::<B>(&irs[table_at]);
-        let shifts = handles.get_int_tensor::<B>(&irs[table_at + 1]);
-        let table = ViewTable::<B>::from_parts(ends, shifts, self.places.clone());
+        let placement = handles.get_int_tensor::<B>(&irs[table_at + 1]);
+        let table = ViewTable::<B>::from_parts(ends, placement, self.places.clone());
         let mut rest = irs[table_at + 2..].iter().map(|ir| handles.get_float_tensor::<B>(ir));
         let mut next = |what: &str| rest.next().unwrap_or_else(|| panic!("{what} registered as an input"));
         let (grads, moment_1, moment_2) = (next("the gradients"), next("moment 1"), next("moment 2"));
@@ -102,7 +103,7 @@ pub(super) fn register_weight_views<B: FusionBackend + Kernels>(
     flat: FloatTensor<Fusion<B>>,
     places: &ViewPlaces,
 ) -> Vec<FloatTensor<Fusion<B>>> {
-    let outputs = places.lens().iter().map(|&len| (Shape::from(vec![len]), flat.dtype)).collect();
+    let outputs = places.weights().iter().map(|weight| (Shape::from(weight.shape().to_vec()), flat.dtype)).collect();
     let make = |desc| WeightViewsOp::<B> { desc, places: places.clone(), backend: PhantomData };
     register_custom::<B, _>("lerobot_rs_weight_views", vec![flat], outputs, make)
 }
@@ -136,7 +137,7 @@ pub(super) fn register_adam_views<B: FusionBackend + Kernels>(
     }
     let mut inputs = vec![weights];
     inputs.extend(copies);
-    inputs.extend([table.ends().clone(), table.shifts().clone(), flat.grads.clone()]);
+    inputs.extend([table.ends().clone(), table.placement().clone(), flat.grads.clone()]);
     inputs.extend(state);
     let client = scaling.client.clone();
     inputs.push(scaling);

@@ -128,8 +128,9 @@ pub trait OptimiserKernels: Backend {
     }
 
     /// Views of the 1-D buffer `flat` (of the places' extent), which share its memory: the `k`-th
-    /// is 1-D, the `k`-th parameter's elements at its place ([`ViewPlaces::new`], made with
-    /// [`OptimiserKernels::weight_view_alignment`]). Only on a backend that keeps views; others panic, as
+    /// is the `k`-th parameter's elements at its place ([`ViewPlaces::new`], made with
+    /// [`OptimiserKernels::weight_view_alignment`]), in its shape, lying as its
+    /// [`ViewedWeight`](crate::ViewedWeight) says (a channels-last one a permuted view). Only on a backend that keeps views; others panic, as
     /// their alignment (`None`) says.
     fn weight_views(_flat: FloatTensor<Self>, _places: &ViewPlaces) -> Vec<FloatTensor<Self>> {
         panic!("this backend keeps no weight views: OptimiserKernels::weight_view_alignment is None")

@@ -6,7 +6,9 @@ use burn::backend::wgpu::WgpuDevice;
 use burn::prelude::*;
 use burn::tensor::ops::FloatTensor;
 use burn::tensor::{DType, TensorMetadata};
-use kernels::{AdamStep, MAX_PARTS_PER_LAUNCH, OptimiserKernels, PartialSquares, ViewPlaces, ViewTable, ViewsUpdate};
+use kernels::{
+    AdamStep, MAX_PARTS_PER_LAUNCH, OptimiserKernels, PartialSquares, ViewPlaces, ViewTable, ViewedWeight, ViewsUpdate,
+};
 
 use super::WgpuKernels;
 use super::support::{buffers, bytes, half_dtypes, max_relative, primitive, read, values};
@@ -235,7 +237,7 @@ pub(crate) fn the_update_writes_the_half_copies_burns_cast_would<Gpu: WgpuKernel
 /// what every cube should total, has totalled apart first), with and
 /// without half-precision copies (themselves views of a second buffer):
 /// every view, made before the updates, reads the same weights (and copies) as the update of each
-/// weight gives, to the bit, and a read of a view asked for before an update (still queued under
+/// weight gives, to the bit (those lying channels-last too, in their shapes' order), and a read of a view asked for before an update (still queued under
 /// fusion) sees the weights before it, one asked for after, after; the moments and the average
 /// are the same; the padding is left as it was; an update reading its scalars from a buffer
 /// given ([`kernels::FlatBuffers::scalars`]) gives what one uploading its own gives.
@@ -255,22 +257,29 @@ pub(crate) fn the_update_of_weights_kept_as_views_equals_the_update_of_each<Gpu:
     for copy in copies {
         // More weights than the launch has units (so a unit walks on to a later parameter),
         // lengths that fill their places exactly (no padding after them, the last
-        // one ending at the buffer's end) and odd ones.
+        // one ending at the buffer's end) and odd ones; convolution weights lying channels-last
+        // (`[O, kh, kw, C]`), one of a single channel (which lies as its shape says).
         let place = (alignment / 2).max(2);
-        let sizes: Vec<usize> = [300_000, 1, 4 * place]
+        let viewed: Vec<ViewedWeight> = [vec![300_000], vec![1], vec![4 * place], vec![16, 5, 3, 3], vec![6, 7, 1, 2]]
             .into_iter()
-            .chain((0..MAX_PARTS_PER_LAUNCH + 3).map(|i| 1 + i * 37 % 300))
-            .chain([place])
+            .chain([vec![4, 1, 3, 3]])
+            .map(|shape| ViewedWeight::new(shape, true))
+            .chain((0..MAX_PARTS_PER_LAUNCH + 3).map(|i| ViewedWeight::new(vec![1 + i * 37 % 300], false)))
+            .chain([ViewedWeight::new(vec![place], false)])
             .collect();
+        assert_eq!(viewed.iter().filter(|w| w.is_channels_last()).count(), 2, "two weights lie channels-last");
+        let sizes: Vec<usize> = viewed.iter().map(ViewedWeight::len).collect();
         let len: usize = sizes.iter().sum();
         let offsets = sizes.iter().scan(0, |at, &n| Some(std::mem::replace(at, *at + n))).collect::<Vec<_>>();
         let initial = |i: usize| values(sizes[i], 5.0 + i as f32);
-        let places = ViewPlaces::new(&sizes, alignment);
+        let places = ViewPlaces::new(viewed.clone(), alignment);
         let starts = places.starts();
         assert_eq!(places.extent(), starts.last().unwrap() + place, "the last parameter ends the buffer");
         let mut padded = vec![-7.0; places.extent()];
         for (i, &start) in starts.iter().enumerate() {
-            padded[start..start + sizes[i]].copy_from_slice(&initial(i));
+            for (index, value) in initial(i).into_iter().enumerate() {
+                padded[start + viewed[i].lying_index(index)] = value;
+            }
         }
         let mut weights = primitive::<Gpu>(padded.clone(), &gpu);
         let views = Gpu::weight_views(weights.clone(), &places);
@@ -341,6 +350,13 @@ pub(crate) fn the_update_of_weights_kept_as_views_equals_the_update_of_each<Gpu:
             assert_eq!(bytes::<Gpu>(view), bytes::<Gpu>(copy), "{case}: the copy's view of parameter {i}");
         }
         let after = read::<Gpu>(&weights);
+        for (i, weight) in viewed.iter().enumerate().filter(|(_, w)| w.is_channels_last()) {
+            let lies = read::<Gpu>(&separate[i])
+                .into_iter()
+                .enumerate()
+                .all(|(index, value)| after[starts[i] + weight.lying_index(index)].to_bits() == value.to_bits());
+            assert!(lies, "{case}: parameter {i}'s weights lie channels-last in the buffer");
+        }
         let inside = |k: usize| starts.iter().zip(&sizes).any(|(&s, &n)| (s..s + n).contains(&k));
         let untouched = (0..places.extent()).filter(|&k| !inside(k)).all(|k| after[k] == padded[k]);
         assert!(untouched, "{case}: the padding is left alone");

@@ -2,9 +2,9 @@
 
 use burn::prelude::*;
 use burn::record::Record;
-use burn::tensor::FloatDType;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
+use burn::tensor::{DType, FloatDType};
 use kernels::{AdamStep, FlatBuffers, Kernels, UpdatedWeights, ViewsUpdate};
 
 use super::copies::WeightCopies;
@@ -33,6 +33,8 @@ pub struct FlatAdam<B: Backend> {
     view_alignment: Option<usize>,
     /// The model's weights as views, once bound ([`FlatAdam::bind`], or else the first update).
     views: Option<WeightViews<B>>,
+    /// Whether a binding lays 2-D convolutions' weights channels-last ([`FlatAdam::with_channels_last_weights`]).
+    channels_last_weights: bool,
     beta_1: f64,
     beta_2: f64,
     epsilon: f64,
@@ -62,11 +64,24 @@ impl<B: Kernels> FlatAdam<B> {
             spare: None,
             view_alignment: B::weight_view_alignment(device),
             views: None,
+            channels_last_weights: B::prefers_channels_last(DType::F32),
             beta_1: config.optimizer_betas.0,
             beta_2: config.optimizer_betas.1,
             epsilon: config.optimizer_eps,
             weight_decay: config.optimizer_weight_decay,
         }
+    }
+
+    /// Has a binding of weights as views ([`FlatAdam::bind`]) lay 2-D convolutions' weights
+    /// channels-last (`[O, kh, kw, C]`, KRSC, as cuDNN's channels-last kernels read them), or in
+    /// their shapes' order. By default, channels-last where the backend's convolutions prefer
+    /// channels-last maps ([`kernels::ConvolutionKernels::prefers_channels_last`], which does
+    /// not depend on the precision today). Either way the model's parameters keep their shapes
+    /// and values, and the flat buffers their order; a model bound already keeps its layout
+    /// until bound again.
+    pub fn with_channels_last_weights(mut self, channels_last: bool) -> Self {
+        self.channels_last_weights = channels_last;
+        self
     }
 
     /// Where each parameter lives in the flat buffers.
@@ -185,7 +200,7 @@ impl<B: Kernels> FlatAdam<B> {
     ) -> (M, WeightCopies<B>, ClipFactors<B>) {
         let (model, mut views) = match self.views.take() {
             Some(views) => (model, views),
-            None => WeightViews::bind(model, &self.layout, alignment),
+            None => WeightViews::bind(model, &self.layout, alignment, self.channels_last_weights),
         };
         views.keep_copies(copy);
         let copies = views.copies.as_mut().map(|copies| copies.buffer.clone());
@@ -243,7 +258,7 @@ impl<B: Kernels> FlatAdam<B> {
     pub fn bind<AB: AutodiffBackend<InnerBackend = B>, M: Module<AB>>(&mut self, model: M) -> M {
         match self.view_alignment {
             Some(alignment) if !self.layout.is_empty() => {
-                let (model, views) = WeightViews::bind(model, &self.layout, alignment);
+                let (model, views) = WeightViews::bind(model, &self.layout, alignment, self.channels_last_weights);
                 self.views = Some(views);
                 model
             }

@@ -22,8 +22,8 @@ pub use copies::WeightCopies;
 pub use flat::FlatLayout;
 
 use burn::prelude::*;
-use burn::tensor::TensorPrimitive;
 use burn::tensor::ops::FloatTensor;
+use burn::tensor::{TensorMetadata, TensorPrimitive};
 use kernels::{Kernels, PartialSquares};
 
 /// diffusers' `get_cosine_schedule_with_warmup` (0.5 cycles) as a `LambdaLR` on `base`: the
@@ -87,6 +87,17 @@ pub fn clip_grad_norm<B: Kernels>(grads: &Tensor<B, 1>, max_norm: f64, grad_scal
     let squares = B::sum_of_squares(grads.clone().into_primitive().tensor());
     let [norm, scale] = B::clip_factors(squares, max_norm, grad_scale).map(float);
     ClipFactors { norm, scale }
+}
+
+/// `weights` as a tensor of `shape`: itself where it has that shape already (a view of the
+/// weights' buffer, which may lie channels-last, `views.rs`), else 1-D weights reshaped.
+pub(crate) fn in_shape<B: Backend, const D: usize>(weights: FloatTensor<B>, shape: Shape) -> Tensor<B, D> {
+    if weights.shape() == shape {
+        assert_eq!(shape.num_dims(), D, "weights of {shape:?} as a tensor of rank {D}");
+        Tensor::from_primitive(TensorPrimitive::Float(weights))
+    } else {
+        float::<B>(weights).reshape(shape)
+    }
 }
 
 /// A 1-D tensor of a backend's float primitive.

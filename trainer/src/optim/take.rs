@@ -8,7 +8,7 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
 
 use super::flat::FlatLayout;
-use super::float;
+use super::in_shape;
 use super::trainable::MapTrainable;
 
 /// Where a trainable parameter's weights were taken from ([`TakeWeights`]): their shape and
@@ -50,9 +50,9 @@ impl<AB: AutodiffBackend<InnerBackend = B>, B: Backend> MapTrainable<AB> for Tak
 }
 
 /// Puts weights (updated, or views) back where [`TakeWeights`] took them, in the same order, with their
-/// shapes and as trainable as they were.
+/// shapes ([`in_shape`]) and as trainable as they were.
 pub(super) struct PutWeights<B: Backend> {
-    /// Each place with the weights to put there, 1-D.
+    /// Each place with the weights to put there, 1-D or in the place's shape.
     pub(super) weights: std::iter::Zip<std::vec::IntoIter<Place>, std::vec::IntoIter<FloatTensor<B>>>,
 }
 
@@ -60,7 +60,7 @@ impl<AB: AutodiffBackend<InnerBackend = B>, B: Backend> MapTrainable<AB> for Put
     fn map<const D: usize>(&mut self, _index: usize, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
         let (id, _placeholder, mapper) = param.consume();
         let ((shape, require_grad), weights) = self.weights.next().expect("one tensor to put back per parameter taken");
-        let mut tensor = Tensor::<AB, D>::from_inner(float::<B>(weights).reshape(shape));
+        let mut tensor = Tensor::<AB, D>::from_inner(in_shape(weights, shape));
         if require_grad {
             tensor = tensor.require_grad();
         }

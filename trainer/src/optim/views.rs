@@ -7,6 +7,13 @@
 //! gradients' gather, the checkpoints and the average do not change; a table gives each
 //! parameter's place in both.
 //!
+//! Where the backend's convolutions prefer channels-last feature maps
+//! ([`kernels::ConvolutionKernels::prefers_channels_last`]), a 2-D convolution's weights lie
+//! channels-last in the buffer too (`[O, kh, kw, C]`, KRSC, their parameter a permuted view of
+//! them, [`kernels::ViewedWeight`]): cuDNN's channels-last kernels read them as they lie, where
+//! each pass would otherwise copy them. The flat buffers keep every parameter in its shape's
+//! order, the update finds each element's place.
+//!
 //! As with torch's optimisers, which hold the parameters they update, the binding holds while the
 //! model keeps these views: a parameter replaced by another tensor (a broadcast from another
 //! replica, a loaded record) is no longer updated until [`super::FlatAdam::bind`] binds the
@@ -18,7 +25,7 @@ use burn::prelude::*;
 use burn::tensor::FloatDType;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::FloatTensor;
-use kernels::{Kernels, ViewPlaces, ViewTable};
+use kernels::{Kernels, ViewPlaces, ViewTable, ViewedWeight};
 
 use super::copies::WeightCopies;
 use super::flat::FlatLayout;
@@ -54,23 +61,29 @@ pub(super) struct CopyViews<B: Backend> {
 impl<B: Kernels> WeightViews<B> {
     /// Moves `model`'s trainable weights into one buffer whose places are aligned to
     /// `alignment` bytes (for f32 and for half-precision copies alike), and gives back the model
-    /// with each of them a view of it, trainable as it was.
+    /// with each of them a view of it, trainable as it was; with `channels_last`, a 2-D
+    /// convolution's weights (every 4-D parameter) lie channels-last there.
     pub(super) fn bind<AB: AutodiffBackend<InnerBackend = B>, M: Module<AB>>(
         model: M,
         layout: &FlatLayout,
         alignment: usize,
+        channels_last: bool,
     ) -> (M, Self) {
         let (model, taken) = map_trainable(model, TakeWeights::<B>::new(layout));
         let weights: Vec<Tensor<B, 1>> = taken.weights.into_iter().map(float).collect();
         let device = weights.first().map(Tensor::device).expect("a model with trainable parameters");
-        let lens: Vec<usize> = weights.iter().map(|w| w.dims()[0]).collect();
-        let places = ViewPlaces::new(&lens, alignment);
+        let viewed = taken
+            .places
+            .iter()
+            .map(|(shape, _)| ViewedWeight::new(shape.to_vec(), channels_last && shape.num_dims() == 4));
+        let places = ViewPlaces::new(viewed.collect(), alignment);
+        let lens = places.lens();
         assert_eq!(places.len(), layout.len(), "every trainable weight of the layout is taken");
         let starts = lens.iter().scan(0, |end, &len| Some(std::mem::replace(end, *end + len)));
         assert!(starts.eq(taken.offsets.iter().copied()), "the layout's ranges are end to end");
         let mut pieces = Vec::with_capacity(2 * weights.len());
         for (k, part) in weights.into_iter().enumerate() {
-            pieces.push(part.cast(FloatDType::F32));
+            pieces.push(lying(part.cast(FloatDType::F32), &places.weights()[k]));
             let next = places.starts().get(k + 1).copied().unwrap_or(places.extent());
             let padding = next - places.starts()[k] - lens[k];
             if padding > 0 {
@@ -100,4 +113,15 @@ impl<B: Kernels> WeightViews<B> {
             None => self.copies = None,
         }
     }
+}
+
+/// A parameter's weights `part` (1-D, in its shape's order) in the order `weight` lies in:
+/// channels-last, `[O, C, k…]` laid out as `[O, k…, C]`, a copy; else as they are.
+fn lying<B: Backend>(part: Tensor<B, 1>, weight: &ViewedWeight) -> Tensor<B, 1> {
+    if !weight.is_channels_last() {
+        return part;
+    }
+    let (channels, positions) = weight.channels_and_positions();
+    let len = weight.len();
+    part.reshape([len / (channels * positions), channels, positions]).swap_dims(1, 2).reshape([len])
 }

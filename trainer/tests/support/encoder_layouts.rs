@@ -1,16 +1,20 @@
 //! The encoder's trunk held channels-last against channels-first, on any backend: the same
-//! features and the same gradients.
+//! features and the same gradients. Its weights are bound as the optimiser binds them for each
+//! layout (views of one buffer on the GPU backends; for channels-last, a 2-D convolution's
+//! lying channels-last, KRSC).
 
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use kernels::Kernels;
+use trainer::DiffusionConfig;
 use trainer::model::encoder::RgbEncoder;
 use trainer::model::resnet::{Layout, Norm2d};
+use trainer::optim::{FlatAdam, FlatLayout};
 
 /// The encoder's features for `images` and the gradients of a few of its parameters (the stem,
 /// a strided block's convolutions and shortcut, the last block, a GroupNorm's scale), with the
-/// trunk's feature maps held in `layout`.
-fn encoder_pass<B: AutodiffBackend + Kernels>(
+/// trunk's feature maps held in `layout`, its weights bound as the optimiser binds them for it.
+fn encoder_pass<B: AutodiffBackend<InnerBackend: Kernels> + Kernels>(
     device: &B::Device,
     group_norm: bool,
     images: &TensorData,
@@ -19,6 +23,11 @@ fn encoder_pass<B: AutodiffBackend + Kernels>(
     let encoder = trainer::model::with_seeded_generator::<B, _>(device, 7, || {
         RgbEncoder::<B>::new((images.shape[2], images.shape[3]), 32, group_norm, device)
     });
+    // Bound in either layout: a binding draws the weights (burn initialises a parameter when it
+    // is first read) in its own order, which both passes then share.
+    let encoder = FlatAdam::<B::InnerBackend>::new(&DiffusionConfig::new(), FlatLayout::of(&encoder), device)
+        .with_channels_last_weights(layout == Layout::ChannelsLast)
+        .bind(encoder);
     let features = encoder.forward_in(Tensor::<B, 4>::from_data(images.clone(), device), layout);
     // A loss that weighs every feature differently, so that each gradient is its own.
     let width = features.dims()[1];
@@ -52,7 +61,11 @@ fn apart(a: &[f32], b: &[f32]) -> f32 {
 /// Asserts that, for each of `group_norms` (GroupNorm's trunk, or BatchNorm's), the encoder of
 /// random 64×48 images held channels-last gives the features and gradients of it held
 /// channels-first, within `tolerance` of each one's largest value.
-pub fn assert_layouts_agree<B: AutodiffBackend + Kernels>(device: &B::Device, group_norms: &[bool], tolerance: f32) {
+pub fn assert_layouts_agree<B: AutodiffBackend<InnerBackend: Kernels> + Kernels>(
+    device: &B::Device,
+    group_norms: &[bool],
+    tolerance: f32,
+) {
     // Images from a formula, not the device's generator: tests running at once on one device
     // would draw from it between another's seeding and its initialisation.
     let shape = [2, 3, 64, 48];

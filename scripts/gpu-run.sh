@@ -36,7 +36,8 @@
 #                                cuDNN checks on the build that trains (bench-fusion), then the
 #                                PushT classic step in order of expected value: the combination
 #                                predicted fastest (cuDNN's graph API beside its legacy search,
-#                                the U-Net's 1-D convolutions as cuBLAS's products) in f32 and
+#                                the U-Net's 1-D convolutions as cuBLAS's products, the Linear
+#                                layers' products in cuBLAS) in f32 and
 #                                bf16 at batch 64 and 256, then bf16 with the encoder's maps
 #                                channels-last (LEROBOT_RS_CHANNELS_LAST=1), then today's default
 #                                (f32), then the real loop at 256 with its data wait. Each step's budget is
@@ -278,7 +279,7 @@ case "$stage" in
     log=$out/steps.txt
     # bash 5's $EPOCHREALTIME; a last line without its newline (a step cut short) is kept too.
     stamp() { while IFS= read -r line || [ -n "$line" ]; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done; }
-    fastest=(LEROBOT_RS_CUDNN_GRAPH=1 LEROBOT_RS_CONV1D=cublas)
+    fastest=(LEROBOT_RS_CUDNN_GRAPH=1 LEROBOT_RS_CONV1D=cublas LEROBOT_RS_LINEAR=cublas)
     loop_steps=20
     budget() { # the seconds a step may take: its own, or what is left before the deadline
       local want=$1 left=$(( deadline - $(date +%s) - 10 ))
@@ -302,7 +303,7 @@ case "$stage" in
       run_args=(gpu-check --devices cuda --work "$work/check" --only cudnn)
       run 90 "the cuDNN checks" RUST_LOG=kernels=info
       run_args=("${train_step[@]}" --batch 64,256)
-      run 150 "predicted fastest: cuDNN's graph API beside its legacy search, 1-D as cuBLAS, f32" "${fastest[@]}" \
+      run 150 "predicted fastest: cuDNN's graph API beside its legacy search, 1-D and Linear as cuBLAS, f32" "${fastest[@]}" \
         RUST_LOG=${RUST_LOG:-kernels::libraries::cudnn=debug}
       run_args=("${train_step[@]}" --batch 64,256 --precision bf16)
       run 100 "predicted fastest, bf16" "${fastest[@]}" RUST_LOG=${RUST_LOG:-kernels::libraries::cudnn=debug}

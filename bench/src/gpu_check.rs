@@ -144,6 +144,13 @@ pub fn run(args: &GpuCheckArgs) -> Result<Vec<String>> {
             checks.run("cudnn cublas 1-d tf32".into(), || on_cublas(DType::F32, true));
             checks.run("cudnn cublas 1-d bf16".into(), || on_cublas(DType::BF16, true));
             checks.run("cudnn cublas 1-d stream ordering".into(), || check_stream_ordering(&plain, Conv1dPath::Cublas));
+            // The Linear layers' products in cuBLAS (LEROBOT_RS_LINEAR=cublas,
+            // kernels/src/libraries/cudnn/linear.rs), never yet run on a GPU; synchronised
+            // around every call, as the 1-D ones above.
+            use crate::linear_check::check_linear;
+            checks.run("cudnn cublas linear exact f32".into(), || check_linear(DType::F32, false));
+            checks.run("cudnn cublas linear tf32".into(), || check_linear(DType::F32, true));
+            checks.run("cudnn cublas linear bf16".into(), || check_linear(DType::BF16, true));
         }
     }
     ensure!(checks.failures.is_empty(), "checks failed: {}", checks.failures.join(", "));

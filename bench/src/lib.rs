@@ -13,6 +13,8 @@ pub mod gpu_check;
 mod graph_check;
 #[cfg(feature = "cuda")]
 mod graph_step_check;
+#[cfg(feature = "cudnn")]
+mod linear_check;
 mod loader_bench;
 mod nccl_check;
 pub mod regress;

@@ -470,11 +470,13 @@ pub fn run(args: &TrainStepArgs) -> Result<Vec<TrainStepReport>> {
                 eprintln!(
                     "cuDNN so far: {} algorithm searches ({} chose another algorithm in their second round), \
                      {} passes on algorithms earlier runs kept; {} passes of 1-D convolutions as cuBLAS's products; \
+                     {} of the Linear layers' products in cuBLAS; \
                      {round_trips} blocking round trips for {pointers} buffers' device pointers",
                     kernels::cudnn::searches(),
                     kernels::cudnn::second_round_changes(),
                     kernels::cudnn::earlier_runs_choices(),
-                    kernels::cudnn::blas_calls()
+                    kernels::cudnn::blas_calls(),
+                    kernels::cudnn::product_calls()
                 );
             }
             if let Some(launches) = &report.launches {

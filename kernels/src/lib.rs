@@ -6,8 +6,8 @@
 //! kernels kept between runs: [`kernel_cache`]; their launches counted: [`LaunchLog`]).
 //! [`Kernels`] is implemented by every one of them, as six families of operations, each a
 //! trait: [`OptimiserKernels`] (the gradients gathered into one flat buffer, their norm and
-//! clipping, Adam's update), [`ConvolutionKernels`] (convolutions, the channel bias, max
-//! pooling), [`NormKernels`] (GroupNorm, BatchNorm, FiLM), [`FrameKernels`] (frames uploaded
+//! clipping, Adam's update), [`ConvolutionKernels`] (convolutions, the Linear layers' products,
+//! the channel bias, max pooling), [`NormKernels`] (GroupNorm, BatchNorm, FiLM), [`FrameKernels`] (frames uploaded
 //! as bytes and converted to RGB on the device), [`CollectiveKernels`] (sums and broadcasts
 //! between processes' devices, through a [`DeviceGroup`]: NCCL on CUDA) and [`GraphKernels`]
 //! (work captured as one CUDA graph and replayed: on CUDA). Each method has a portable
@@ -94,7 +94,7 @@ pub use ops::Kernels;
 pub use ops::activation::Activation;
 pub use ops::adam::{ADAM_SCALARS, AdamConstants, AdamStep, FlatBuffers, PartialSquares, UpdatedWeights, ViewsUpdate};
 pub use ops::collective::{Collective, CollectiveKernels, DeviceGroup, GroupId};
-pub use ops::convolution::{ConvolutionKernels, add_channel_bias, conv_transpose2d, conv2d, max_pool2d};
+pub use ops::convolution::{ConvolutionKernels, add_channel_bias, conv_transpose2d, conv2d, linear, max_pool2d};
 pub use ops::frames::FrameKernels;
 pub use ops::graph::{CapturedGraph, GraphKernels, GraphNodes, GraphReplay};
 pub use ops::layout::{channels_last_on, use_channels_last};

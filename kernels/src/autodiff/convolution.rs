@@ -1,5 +1,6 @@
-//! [`ConvolutionKernels`] under autodiff: the convolutions, the channel bias and max pooling, each
-//! one node of the graph whose backward pass is the inner backend's gradient.
+//! [`ConvolutionKernels`] under autodiff: the convolutions, the matrix products, the channel
+//! bias and max pooling, each one node of the graph whose backward pass is the inner backend's
+//! gradient.
 
 use burn::backend::Autodiff;
 use burn::backend::autodiff::NodeId;
@@ -54,6 +55,40 @@ impl<B: Kernels> Backward<B, 2> for ConvTranspose2dNoBias {
         }
         if let Some(node) = node_weight {
             grads.register::<B>(node.id, B::conv_transpose2d_weight_grad(x, weight, output_grad, options));
+        }
+    }
+}
+
+/// A matrix product's node, `C = op(A)·op(B)`: each operand's gradient one more product,
+/// `dA = dC·op(B)ᵀ` and `dB = op(A)ᵀ·dC`, or their transposes for an operand used transposed.
+#[derive(Debug)]
+pub(crate) struct MatrixProduct;
+
+impl<B: Kernels> Backward<B, 2> for MatrixProduct {
+    /// The operands' checkpoints, and whether each is used transposed.
+    type State = (NodeId, NodeId, [bool; 2]);
+
+    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+        let [node_a, node_b] = ops.parents;
+        let output_grad = grads.consume::<B>(&ops.node);
+        let (a, b, [a_transposed, b_transposed]) = ops.state;
+        let a = checkpointer.retrieve_node_output::<FloatTensor<B>>(a);
+        let b = checkpointer.retrieve_node_output::<FloatTensor<B>>(b);
+        if let Some(node) = node_a {
+            let da = if a_transposed {
+                B::matrix_product(b.clone(), b_transposed, output_grad.clone(), true)
+            } else {
+                B::matrix_product(output_grad.clone(), false, b.clone(), !b_transposed)
+            };
+            grads.register::<B>(node.id, da);
+        }
+        if let Some(node) = node_b {
+            let db = if b_transposed {
+                B::matrix_product(output_grad, true, a, a_transposed)
+            } else {
+                B::matrix_product(a, !a_transposed, output_grad, false)
+            };
+            grads.register::<B>(node.id, db);
         }
     }
 }
@@ -126,6 +161,29 @@ impl<B: Kernels, C: CheckpointStrategy> ConvolutionKernels for Autodiff<B, C> {
             OpsKind::UnTracked(prep) => prep.finish(output),
         };
         MaxPool2dWithIndices::new(output, indices)
+    }
+
+    fn has_matrix_products(dtype: DType) -> bool {
+        B::has_matrix_products(dtype)
+    }
+
+    fn matrix_product(
+        a: FloatTensor<Self>,
+        a_transposed: bool,
+        b: FloatTensor<Self>,
+        b_transposed: bool,
+    ) -> FloatTensor<Self> {
+        match MatrixProduct.prepare::<C>([a.node.clone(), b.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let a_state = prep.checkpoint(&a);
+                let b_state = prep.checkpoint(&b);
+                let c = B::matrix_product(a.primitive, a_transposed, b.primitive, b_transposed);
+                prep.finish((a_state, b_state, [a_transposed, b_transposed]), c)
+            }
+            OpsKind::UnTracked(prep) => {
+                prep.finish(B::matrix_product(a.primitive, a_transposed, b.primitive, b_transposed))
+            }
+        }
     }
 
     fn add_channel_bias(y: FloatTensor<Self>, bias: FloatTensor<Self>) -> FloatTensor<Self> {

@@ -30,6 +30,22 @@ impl<R: RuntimeLibraries, F: FloatElement, I: IntElement, BT: BoolElement> Convo
         crate::channels_last_on()
     }
 
+    fn has_matrix_products(dtype: DType) -> bool {
+        R::library_takes_products(dtype)
+    }
+
+    fn matrix_product(
+        a: FloatTensor<Self>,
+        a_transposed: bool,
+        b: FloatTensor<Self>,
+        b_transposed: bool,
+    ) -> FloatTensor<Self> {
+        match R::library_product(&a, a_transposed, &b, b_transposed) {
+            Some(c) => c,
+            None => portable::matrix_product::<Self>(a, a_transposed, b, b_transposed),
+        }
+    }
+
     fn conv2d_no_bias(x: FloatTensor<Self>, weight: FloatTensor<Self>, options: ConvOptions<2>) -> FloatTensor<Self> {
         match R::library_conv2d(&x, &weight, &options) {
             Some(y) => y,

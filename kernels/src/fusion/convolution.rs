@@ -1,5 +1,5 @@
-//! [`ConvolutionKernels`] under fusion: the convolutions and a channel bias's gradient as custom
-//! operations that run the inner backend's.
+//! [`ConvolutionKernels`] under fusion: the convolutions, the matrix products and a channel
+//! bias's gradient as custom operations that run the inner backend's.
 
 use std::marker::PhantomData;
 
@@ -68,7 +68,52 @@ impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for ChannelBiasGrad
     }
 }
 
+/// A matrix product as fusion's custom operation: `[a, b]` in, `op(a)·op(b)` out, each operand
+/// transposed where its flag says.
+#[derive(Debug, Clone)]
+pub(crate) struct MatrixProductOp<B> {
+    pub(crate) desc: CustomOpIr,
+    pub(crate) transposed: [bool; 2],
+    pub(crate) backend: PhantomData<B>,
+}
+
+impl<B: FusionBackend + Kernels> Operation<B::FusionRuntime> for MatrixProductOp<B> {
+    fn execute(&self, handles: &mut Handles<B>) {
+        let [a, b] =
+            <[_; 2]>::try_from(inputs_of::<B>(&self.desc, handles)).unwrap_or_else(|_| unreachable!("two inputs"));
+        let [a_transposed, b_transposed] = self.transposed;
+        register_outputs::<B>(&self.desc, handles, vec![B::matrix_product(a, a_transposed, b, b_transposed)]);
+    }
+}
+
 impl<B: FusionBackend + Kernels> ConvolutionKernels for Fusion<B> {
+    fn has_matrix_products(dtype: DType) -> bool {
+        B::has_matrix_products(dtype)
+    }
+
+    fn matrix_product(
+        a: FloatTensor<Self>,
+        a_transposed: bool,
+        b: FloatTensor<Self>,
+        b_transposed: bool,
+    ) -> FloatTensor<Self> {
+        let rows_of = |shape: &Shape, transposed: bool| {
+            <[usize; 2]>::try_from(shape.as_slice()).ok().map(|[r, c]| if transposed { [c, r] } else { [r, c] })
+        };
+        let (Some([rows, inner]), Some([inner_b, columns])) =
+            (rows_of(&a.shape, a_transposed), rows_of(&b.shape, b_transposed))
+        else {
+            // Not two matrices: burn's own product says what is wrong.
+            return crate::portable::matrix_product::<Self>(a, a_transposed, b, b_transposed);
+        };
+        if inner != inner_b || a.dtype != b.dtype {
+            return crate::portable::matrix_product::<Self>(a, a_transposed, b, b_transposed);
+        }
+        let outputs = vec![(Shape::from(vec![rows, columns]), a.dtype)];
+        let make = |desc| MatrixProductOp::<B> { desc, transposed: [a_transposed, b_transposed], backend: PhantomData };
+        register_custom::<B, _>("lerobot_rs_matrix_product", vec![a, b], outputs, make).output()
+    }
+
     fn channel_bias_grad(output_grad: FloatTensor<Self>) -> FloatTensor<Self> {
         if output_grad.shape.num_dims() < 2 {
             return crate::portable::channel_bias_grad::<Self>(output_grad);

@@ -1,5 +1,5 @@
 //! What a cubecl runtime's vendor libraries and driver give beyond burn, where the build has
-//! them (CUDA with the `cudnn` feature): the convolutions in cuDNN, and uploads of frames through
+//! them (CUDA with the `cudnn` feature): the convolutions in cuDNN, matrix products in cuBLAS, and uploads of frames through
 //! page-locked memory (`pinned_upload`); burn's own otherwise. With the `nccl` feature, the sums
 //! and broadcasts of a device group in NCCL.
 
@@ -22,6 +22,24 @@ pub trait RuntimeLibraries: CubeRuntime {
     /// Whether 1-D convolutions of `dtype`, as height-1 2-D ones, go to the library too.
     fn library_takes_conv1d(dtype: DType) -> bool {
         Self::library_takes(dtype)
+    }
+
+    /// Whether the Linear layers' matrix products of `dtype` go to the library
+    /// ([`crate::ConvolutionKernels::has_matrix_products`]).
+    fn library_takes_products(dtype: DType) -> bool {
+        let _ = dtype;
+        false
+    }
+
+    /// The matrix product `op(a)·op(b)` of 2-D `a` and `b`, each transposed where asked.
+    fn library_product(
+        a: &CubeTensor<Self>,
+        a_transposed: bool,
+        b: &CubeTensor<Self>,
+        b_transposed: bool,
+    ) -> Option<CubeTensor<Self>> {
+        let _ = (a, a_transposed, b, b_transposed);
+        None
     }
 
     /// `x` `[N, C, H, W]` convolved with `w` `[O, C / groups, kh, kw]`, without bias.
@@ -116,6 +134,19 @@ impl RuntimeLibraries for cubecl::cuda::CudaRuntime {
 
     fn library_takes_conv1d(dtype: DType) -> bool {
         super::cudnn::takes_conv1d(dtype)
+    }
+
+    fn library_takes_products(dtype: DType) -> bool {
+        super::cudnn::takes_products(dtype)
+    }
+
+    fn library_product(
+        a: &CubeTensor<Self>,
+        a_transposed: bool,
+        b: &CubeTensor<Self>,
+        b_transposed: bool,
+    ) -> Option<CubeTensor<Self>> {
+        super::cudnn::product(a, a_transposed, b, b_transposed)
     }
 
     fn library_conv2d(

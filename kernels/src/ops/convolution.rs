@@ -1,5 +1,6 @@
 //! The convolutions' family of [`Kernels`](super::Kernels): 2-D convolutions and transposed
-//! convolutions without bias and their gradients, the channel bias, and max pooling.
+//! convolutions without bias and their gradients, the Linear layers' matrix products, the
+//! channel bias, and max pooling.
 
 use burn::prelude::*;
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions, FloatTensor, IntTensor, MaxPool2dWithIndices, ModuleOps};
@@ -109,6 +110,28 @@ pub trait ConvolutionKernels: Backend {
         }
     }
 
+    /// Whether the Linear layers' products of `dtype` are this backend's own
+    /// ([`ConvolutionKernels::matrix_product`], [`linear`]): cuBLAS's on cuda where
+    /// `LEROBOT_RS_LINEAR=cublas` asks for it (`kernels::cudnn::use_linear`). Elsewhere burn's
+    /// `linear` runs, as it always did.
+    fn has_matrix_products(dtype: DType) -> bool {
+        let _ = dtype;
+        false
+    }
+
+    /// The matrix product `op(a)·op(b)` of 2-D `a` and `b`, `op` transposing where asked: burn's
+    /// `matmul` (its implementation, unless the backend has a faster one: cuBLAS on cuda where
+    /// [`ConvolutionKernels::has_matrix_products`] holds). Under autodiff one node, whose
+    /// gradients are two more such products.
+    fn matrix_product(
+        a: FloatTensor<Self>,
+        a_transposed: bool,
+        b: FloatTensor<Self>,
+        b_transposed: bool,
+    ) -> FloatTensor<Self> {
+        portable::matrix_product::<Self>(a, a_transposed, b, b_transposed)
+    }
+
     /// `y` `[N, C, ..]` plus `bias` `[C]` along its second dimension (a convolution's bias).
     /// Under autodiff one operation of the graph, whose backward pass sums the bias's gradient
     /// in one call ([`ConvolutionKernels::channel_bias_grad`]) where burn's broadcast sums it a dimension
@@ -187,6 +210,33 @@ pub fn conv_transpose2d<B: ConvolutionKernels>(
         Some(bias) => add_channel_bias(y, bias),
         None => y,
     }
+}
+
+/// burn's `Linear` forward, `x · weight + bias` over `x`'s last dimension (`weight` `[d_input,
+/// d_output]`, `bias` `[d_output]`): where the backend has its own products for `x`'s dtype
+/// ([`ConvolutionKernels::has_matrix_products`]), `x` seen as one matrix times `weight` in one
+/// [`ConvolutionKernels::matrix_product`] (each gradient one more), the bias added by burn;
+/// elsewhere burn's `linear` itself.
+pub fn linear<B: ConvolutionKernels, const D: usize>(
+    x: Tensor<B, D>,
+    weight: Tensor<B, 2>,
+    bias: Option<Tensor<B, 1>>,
+) -> Tensor<B, D> {
+    if D < 2 || x.dtype() != weight.dtype() || !B::has_matrix_products(x.dtype()) {
+        return burn::tensor::module::linear(x, weight, bias);
+    }
+    let mut shape = x.shape();
+    let [inputs, outputs] = weight.dims();
+    let rows = shape.num_elements() / inputs.max(1);
+    let matrix = x.reshape([rows, inputs]).into_primitive().tensor();
+    let product = B::matrix_product(matrix, false, weight.into_primitive().tensor(), false);
+    let y = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(product));
+    let y = match bias {
+        Some(bias) => y + bias.unsqueeze::<2>(),
+        None => y,
+    };
+    shape[D - 1] = outputs;
+    y.reshape(shape)
 }
 
 /// `y` `[N, C, ..]` plus `bias` `[C]` along its second dimension, its bias's gradient summed in

@@ -288,6 +288,18 @@ pub fn add_channel_bias<B: Backend>(y: FloatTensor<B>, bias: FloatTensor<B>) -> 
     B::float_add(y, B::float_reshape(bias, bias_shape.into()))
 }
 
+/// [`crate::ConvolutionKernels::matrix_product`]: burn's `matmul` of the operands, each
+/// transposed (a view: burn's product takes strides) where asked.
+pub fn matrix_product<B: Backend>(
+    a: FloatTensor<B>,
+    a_transposed: bool,
+    b: FloatTensor<B>,
+    b_transposed: bool,
+) -> FloatTensor<B> {
+    let op = |t: FloatTensor<B>, transposed: bool| if transposed { B::float_swap_dims(t, 0, 1) } else { t };
+    B::float_matmul(op(a, a_transposed), op(b, b_transposed))
+}
+
 /// [`crate::ConvolutionKernels::channel_bias_grad`]: `output_grad` summed over each dimension but the
 /// second, one after the other (as burn's broadcast sums a bias's gradient), then `[C]`.
 pub fn channel_bias_grad<B: Backend>(output_grad: FloatTensor<B>) -> FloatTensor<B> {

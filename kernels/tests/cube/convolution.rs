@@ -1,5 +1,6 @@
-//! The channel bias's gradient, the transposed convolution through the backend's own, and the
-//! 1-D convolution unfolded for a matrix product, against burn and the CPU.
+//! The channel bias's gradient, the transposed convolution through the backend's own, the 1-D
+//! convolution unfolded for a matrix product, and the matrix product under autodiff, against
+//! burn and the CPU.
 
 use burn::backend::Flex;
 use burn::backend::wgpu::{WgpuDevice, WgpuRuntime};
@@ -201,4 +202,60 @@ pub(crate) fn the_unfolded_1d_convolution_equals_the_cpus() {
     assert!(one_row([1, 4, 1, 8], [4, 2, 1, 3], [0, 1], 2).is_none(), "a grouped convolution");
     assert!(one_row([1, 4, 1, 8], [3, 4, 1, 3], [1, 1], 1).is_none(), "padding along the height");
     assert!(one_row([1, 4, 1, 2], [3, 4, 1, 5], [0, 1], 1).is_none(), "a kernel beyond the padded length");
+}
+
+/// The matrix product under autodiff (`ConvolutionKernels::matrix_product`, one node whose
+/// gradients are two more products; under fusion a custom operation), each operand transposed
+/// or not: on wgpu, where the backend's product is burn's, against the CPU's product and
+/// gradients through burn's `matmul` and autodiff, to 1e-5 of the largest value. (cuBLAS's
+/// products, which replace burn's on cuda with `LEROBOT_RS_LINEAR=cublas`, only `bench
+/// gpu-check` can run: `cudnn cublas linear ...`.)
+pub(crate) fn the_matrix_product_and_its_gradients_equal_burns_matmul<Gpu: WgpuKernels>() {
+    use burn::backend::Autodiff;
+
+    /// `op(a)·op(b)` and the gradients of `Σ c·g` for `a` and `b`, through the backend's product
+    /// (`ours`) or burn's `matmul` of the transposed views.
+    fn run<B: Kernels>(
+        [a, b, g]: [(&[f32], [usize; 2]); 3],
+        transposed: [bool; 2],
+        ours: bool,
+        device: &B::Device,
+    ) -> [Vec<f32>; 3] {
+        let tensor = |(values, shape): (&[f32], [usize; 2])| {
+            Tensor::<Autodiff<B>, 2>::from_data(TensorData::new(values.to_vec(), shape), device)
+        };
+        let (a, b) = (tensor(a).require_grad(), tensor(b).require_grad());
+        let op = |t: Tensor<Autodiff<B>, 2>, transposed: bool| if transposed { t.transpose() } else { t };
+        let c = if ours {
+            let [a_t, b_t] = transposed;
+            let c = <Autodiff<B> as kernels::ConvolutionKernels>::matrix_product(
+                a.clone().into_primitive().tensor(),
+                a_t,
+                b.clone().into_primitive().tensor(),
+                b_t,
+            );
+            Tensor::<Autodiff<B>, 2>::from_primitive(TensorPrimitive::Float(c))
+        } else {
+            op(a.clone(), transposed[0]).matmul(op(b.clone(), transposed[1]))
+        };
+        let grads = (c.clone() * tensor(g)).sum().backward();
+        let flat = |t: Tensor<B, 2>| t.into_data().to_vec::<f32>().unwrap();
+        [flat(c.inner()), flat(a.grad(&grads).expect("a's gradient")), flat(b.grad(&grads).expect("b's gradient"))]
+    }
+
+    let (rows, inner, columns) = (37, 70, 19);
+    for transposed in [[false, false], [false, true], [true, false], [true, true]] {
+        let a_shape = if transposed[0] { [inner, rows] } else { [rows, inner] };
+        let b_shape = if transposed[1] { [columns, inner] } else { [inner, columns] };
+        let (a, b, g) = (values(rows * inner, 1.0), values(inner * columns, 2.0), values(rows * columns, 3.0));
+        let operands = [(&a[..], a_shape), (&b[..], b_shape), (&g[..], [rows, columns])];
+        let on_gpu = run::<Gpu>(operands, transposed, true, &WgpuDevice::default());
+        let on_cpu = run::<Flex>(operands, transposed, false, &Default::default());
+        for (name, (got, expected)) in
+            ["product", "a's gradient", "b's gradient"].into_iter().zip(on_gpu.iter().zip(&on_cpu))
+        {
+            let error = max_error_relative_to_largest(got, expected);
+            assert!(error < 1e-5, "transposed {transposed:?}: the {name} {error:e} apart");
+        }
+    }
 }

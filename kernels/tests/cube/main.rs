@@ -1,5 +1,6 @@
 //! The GPU backends' kernels (`kernels/src/cube/`: the gradients' gather with their squares, the
-//! clipping factors, the optimiser pass, GroupNorm with its activation, FiLM, YUV to RGB, the crop) against the
+//! clipping factors, the optimiser pass, GroupNorm with its activation, FiLM, the matrix product
+//! under autodiff, YUV to RGB, the crop) against the
 //! CPU's, on burn's wgpu backend without fusion and, with `--features gpu-fusion`, with it too
 //! (then through fusion's custom operations, `kernels/src/fusion/`): each check is a test on
 //! each backend; tensors written in place, and captures refused on wgpu (`graph`); and what our
@@ -66,6 +67,7 @@ tests_on_each_backend!(
     convolution::the_channel_bias_gradient_equals_burns_broadcast,
     convolution::the_transposed_convolution_equals_the_cpus,
     convolution::the_channel_bias_gradient_in_half_precision_is_the_f32_sum_rounded_once,
+    convolution::the_matrix_product_and_its_gradients_equal_burns_matmul,
     frames::the_yuv_kernel_gives_the_decoders_bytes_for_every_value,
     frames::the_crop_kernel_cuts_each_images_window,
     frames::the_crop_kernel_under_autodiff_leaves_images_on_a_gradients_path,

@@ -9,6 +9,7 @@ use burn::tensor::FloatDType;
 use burn::tensor::activation::{relu, softmax};
 use kernels::Kernels;
 
+use super::linear::linear;
 use super::resnet::{Layout, ResNet18};
 
 /// Keypoints as the expected image coordinates of a softmax over each channel's map.
@@ -88,7 +89,7 @@ impl<B: Kernels> RgbEncoder<B> {
     /// [`RgbEncoder::forward`] with the trunk's feature maps held in `layout`.
     pub fn forward_in(&self, images: Tensor<B, 4>, layout: Layout) -> Tensor<B, 2> {
         let images = images.cast(self.out.weight.val().dtype());
-        relu(self.out.forward(self.pool.forward(self.backbone.forward_in(images, layout))))
+        relu(linear(&self.out, self.pool.forward(self.backbone.forward_in(images, layout))))
     }
 
     /// The feature size (`2 · keypoints`).

@@ -5,6 +5,7 @@
 pub mod conv1d;
 pub mod encoder;
 pub mod generator;
+pub mod linear;
 pub mod norm;
 pub mod resnet;
 pub mod unet;

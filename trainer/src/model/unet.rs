@@ -8,6 +8,7 @@ use burn::tensor::FloatDType;
 use kernels::{Activation, Kernels};
 
 use super::conv1d::{GemmConv1d, conv_transpose1d};
+use super::linear::linear;
 
 /// Mish, `x · tanh(softplus(x))`, with softplus written as `relu(x) + ln(1 + e^(−|x|))`
 /// ([`kernels::portable::activate`]): the same function as burn's `mish`, whose `ln(eˣ + 1)`
@@ -89,7 +90,7 @@ impl<B: Kernels> ResidualBlock<B> {
     fn forward(&self, x: Tensor<B, 3>, activated_cond: Tensor<B, 2>) -> Tensor<B, 3> {
         let out = self.conv1.forward(x.clone());
         let [b, _] = activated_cond.dims();
-        let embed = self.cond_encoder.forward(activated_cond);
+        let embed = linear(&self.cond_encoder, activated_cond);
         let out =
             if self.film_scale { kernels::film(out, embed) } else { out + embed.reshape([b, self.out_channels, 1]) };
         let out = self.conv2.forward(out);
@@ -208,7 +209,7 @@ impl<B: Kernels> ConditionalUnet1d<B> {
         let x = x.cast(dtype).swap_dims(1, 2);
         let global_cond = global_cond.cast(dtype);
         let embed = sinusoidal_embedding(timesteps, self.step_embed_dim).cast(dtype);
-        let embed = self.step_linear2.forward(mish(self.step_linear1.forward(embed)));
+        let embed = linear(&self.step_linear2, mish(linear(&self.step_linear1, embed)));
         let cond = mish(Tensor::cat(vec![embed, global_cond], 1));
         let mut skips = Vec::with_capacity(self.down.len());
         let mut x = x;

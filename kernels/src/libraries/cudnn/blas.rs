@@ -25,7 +25,7 @@ pub(super) fn loaded() -> bool {
     if let Err(why) = status
         && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed)
     {
-        tracing::warn!("{why}: the 1-D convolutions stay in cuDNN");
+        tracing::warn!("{why}: no cuBLAS products (the 1-D convolutions stay in cuDNN, the Linear layers in burn)");
     }
     status.is_ok()
 }

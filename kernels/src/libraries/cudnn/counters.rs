@@ -9,6 +9,14 @@ pub(crate) static CALLS: AtomicU64 = AtomicU64::new(0);
 /// 1-D convolution passes run as cuBLAS's products over the unfolded input.
 pub(crate) static BLAS_CALLS: AtomicU64 = AtomicU64::new(0);
 
+/// The Linear layers' matrix products run in cuBLAS (`LEROBOT_RS_LINEAR=cublas`).
+pub(crate) static PRODUCT_CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// How many of the Linear layers' matrix products cuBLAS has run in this process.
+pub fn product_calls() -> u64 {
+    PRODUCT_CALLS.load(Ordering::Relaxed)
+}
+
 /// Those of them on channels-last tensors (NHWC, KRSC filters).
 pub(crate) static CHANNELS_LAST_CALLS: AtomicU64 = AtomicU64::new(0);
 

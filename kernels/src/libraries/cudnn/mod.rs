@@ -6,7 +6,7 @@
 //! does not take, burn's own convolution runs, and the reason is logged once. [`ConvProblem`]
 //! maps burn's shapes and options to cuDNN's descriptors and is checked without a GPU. The 1-D
 //! convolutions may instead run as cuBLAS's matrix products over their unfolded input
-//! ([`Conv1dPath`]).
+//! ([`Conv1dPath`]), and the Linear layers' products in cuBLAS ([`LinearPath`]).
 
 mod algorithm;
 mod blas;
@@ -18,6 +18,7 @@ mod earlier_runs;
 mod graph;
 mod kept;
 mod library;
+mod linear;
 mod pass;
 mod plan;
 mod problem;
@@ -35,12 +36,13 @@ pub use conv::{
     use_conv1d,
 };
 pub use counters::{
-    blas_calls, calls, channels_last_calls, earlier_runs_choices, graph_calls, pointer_round_trips, searches,
-    second_round_changes,
+    blas_calls, calls, channels_last_calls, earlier_runs_choices, graph_calls, pointer_round_trips, product_calls,
+    searches, second_round_changes,
 };
 pub use graph::{GraphUse, use_graph};
 pub use kept::{KEPT_ALGORITHMS_FILE, KeptAlgorithm, KeptAlgorithms};
 pub use library::status;
+pub use linear::{LinearPath, linear_path, product, takes_products, use_linear};
 pub use problem::{ConvDataType, ConvLayout, ConvProblem, ProblemError};
 pub use profiler::profiler_range;
 pub use settings::{allow_tf32, deterministic, synchronise_every_call};

@@ -9,7 +9,8 @@ use burn::backend::{Autodiff, Flex};
 use burn::module::{AutodiffModule, Module, Param};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::{DType, FloatDType, TensorPrimitive};
+use burn::tensor::ops::{FloatTensor, FloatTensorOps};
+use burn::tensor::{DType, FloatDType, TensorMetadata, TensorPrimitive};
 use kernels::{Kernels, OptimiserKernels, PartialSquares};
 use trainer::DiffusionConfig;
 use trainer::optim::{ClipFactors, Clipping, FlatAdam, FlatLayout};
@@ -47,7 +48,7 @@ fn model<B: AutodiffBackend>(device: &B::Device, seed: f32) -> Weights<B> {
         matrix: param([5, 301], seed, device),
         one: param([1], seed + 1.0, device),
         kernel: param([3, 4, 70], seed + 2.0, device),
-        conv: param([6, 5, 3, 2], seed + 4.0, device),
+        conv: param([6, 8, 3, 2], seed + 4.0, device),
         bias: param([33], seed + 3.0, device),
     }
 }
@@ -103,7 +104,13 @@ impl<AB: AutodiffBackend<InnerBackend: Kernels>> Run<AB> {
         let ids = [model.matrix.id, model.one.id, model.kernel.id, model.conv.id, model.bias.id];
         self.model = Some(model);
         let bytes = |id| {
-            let copy = Tensor::<AB::InnerBackend, 1>::from_primitive(TensorPrimitive::Float(copies[id].clone()));
+            // In the parameter's shape where the copies are views (the convolution's lying
+            // channels-last): read in that shape's order.
+            let copy: FloatTensor<AB::InnerBackend> = copies[id].clone();
+            let n = copy.shape().num_elements();
+            let copy = Tensor::<AB::InnerBackend, 1>::from_primitive(TensorPrimitive::Float(
+                <AB::InnerBackend as FloatTensorOps<AB::InnerBackend>>::float_reshape(copy, [n].into()),
+            ));
             copy.into_data().as_bytes().to_vec()
         };
         (if copies.is_empty() { Vec::new() } else { ids.iter().map(bytes).collect() }, factors)
@@ -218,12 +225,12 @@ fn weights_kept_as_views_are_updated_as_the_cpu_updates_each_on_wgpu_with_fusion
 
 #[test]
 fn a_convolutions_weights_bound_channels_last_lie_as_cudnns_channels_last_kernels_read_them() {
-    // `[6, 5, 3, 2]` lying `[6, 3, 2, 5]` (KRSC): strides `[30, 1, 10, 5]`, where in its own
-    // order `[30, 6, 2, 1]`; its values, and every other parameter's, the same either way.
+    // `[6, 8, 3, 2]` lying `[6, 3, 2, 8]` (KRSC): strides `[48, 1, 16, 8]`, where in its own
+    // order `[48, 6, 2, 1]`; its values, and every other parameter's, the same either way.
     let device = WgpuDevice::default();
     let model = model::<Autodiff<Direct>>(&device, 5.0);
     let before = read(&model.valid());
-    for (channels_last, expected) in [(false, [30, 6, 2, 1]), (true, [30, 1, 10, 5])] {
+    for (channels_last, expected) in [(false, [48, 6, 2, 1]), (true, [48, 1, 16, 8])] {
         let adam = FlatAdam::new(&DiffusionConfig::new(), FlatLayout::of(&model), &device);
         let bound = adam.with_channels_last_weights(channels_last).bind(model.clone());
         let conv = bound.conv.val().inner().into_primitive().tensor();

@@ -227,6 +227,7 @@ pub fn linear<B: ConvolutionKernels, const D: usize>(
     }
     let mut shape = x.shape();
     let [inputs, outputs] = weight.dims();
+    assert_eq!(shape[D - 1], inputs, "a Linear layer of {inputs} inputs given {shape:?}");
     let rows = shape.num_elements() / inputs.max(1);
     let matrix = x.reshape([rows, inputs]).into_primitive().tensor();
     let product = B::matrix_product(matrix, false, weight.into_primitive().tensor(), false);

@@ -76,9 +76,10 @@ impl<B: Kernels> FlatAdam<B> {
     /// channels-last (`[O, kh, kw, C]`, KRSC, as cuDNN's channels-last kernels read them), or in
     /// their shapes' order. By default, channels-last where the backend's convolutions prefer
     /// channels-last maps ([`kernels::ConvolutionKernels::prefers_channels_last`], which does
-    /// not depend on the precision today). Either way the model's parameters keep their shapes
-    /// and values, and the flat buffers their order; a model bound already keeps its layout
-    /// until bound again.
+    /// not depend on the precision today), read when the optimiser is made: a switch changed
+    /// after that costs each pass a copy of its weights, no more. Either way the model's
+    /// parameters keep their shapes and values, and the flat buffers their order; a model bound
+    /// already keeps its layout until bound again.
     pub fn with_channels_last_weights(mut self, channels_last: bool) -> Self {
         self.channels_last_weights = channels_last;
         self

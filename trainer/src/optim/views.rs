@@ -8,8 +8,8 @@
 //! parameter's place in both.
 //!
 //! Where the backend's convolutions prefer channels-last feature maps
-//! ([`kernels::ConvolutionKernels::prefers_channels_last`]), a 2-D convolution's weights lie
-//! channels-last in the buffer too (`[O, kh, kw, C]`, KRSC, their parameter a permuted view of
+//! ([`kernels::ConvolutionKernels::prefers_channels_last`]), a 2-D convolution's weights (of 8, 16,
+//! ... input channels: not the stem's) lie channels-last in the buffer too (`[O, kh, kw, C]`, KRSC, their parameter a permuted view of
 //! them, [`kernels::ViewedWeight`]): cuDNN's channels-last kernels read them as they lie, where
 //! each pass would otherwise copy them. The flat buffers keep every parameter in its shape's
 //! order, the update finds each element's place.
@@ -54,7 +54,7 @@ pub(super) struct CopyViews<B: Backend> {
     pub(super) dtype: FloatDType,
     /// The buffer the update writes.
     pub(super) buffer: FloatTensor<B>,
-    /// The views, by parameter, 1-D.
+    /// The views, by parameter, in their parameters' shapes.
     pub(super) views: WeightCopies<B>,
 }
 
@@ -62,7 +62,7 @@ impl<B: Kernels> WeightViews<B> {
     /// Moves `model`'s trainable weights into one buffer whose places are aligned to
     /// `alignment` bytes (for f32 and for half-precision copies alike), and gives back the model
     /// with each of them a view of it, trainable as it was; with `channels_last`, a 2-D
-    /// convolution's weights (every 4-D parameter) lie channels-last there.
+    /// convolution's weights lie channels-last there ([`lies_channels_last`]).
     pub(super) fn bind<AB: AutodiffBackend<InnerBackend = B>, M: Module<AB>>(
         model: M,
         layout: &FlatLayout,
@@ -75,7 +75,7 @@ impl<B: Kernels> WeightViews<B> {
         let viewed = taken
             .places
             .iter()
-            .map(|(shape, _)| ViewedWeight::new(shape.to_vec(), channels_last && shape.num_dims() == 4));
+            .map(|(shape, _)| ViewedWeight::new(shape.to_vec(), channels_last && lies_channels_last(shape)));
         let places = ViewPlaces::new(viewed.collect(), alignment);
         let lens = places.lens();
         assert_eq!(places.len(), layout.len(), "every trainable weight of the layout is taken");
@@ -113,6 +113,15 @@ impl<B: Kernels> WeightViews<B> {
             None => self.copies = None,
         }
     }
+}
+
+/// Whether a parameter of `shape`, bound for channels-last maps, lies channels-last: a 2-D
+/// convolution's weight `[O, C, kh, kw]` whose input channels are a multiple of 8, as cuDNN's
+/// NHWC kernels take them. The trunk's stem (3 channels: the images, which reach it
+/// channels-first, so cuDNN runs it NCHW) keeps its own order, which its NCHW pass reads as it
+/// lies.
+fn lies_channels_last(shape: &Shape) -> bool {
+    shape.num_dims() == 4 && shape[1].is_multiple_of(8)
 }
 
 /// A parameter's weights `part` (1-D, in its shape's order) in the order `weight` lies in:

@@ -51,11 +51,22 @@ pub fn takes_products(dtype: DType) -> bool {
     linear_path() == LinearPath::Cublas && ConvDataType::of(dtype).is_some() && loaded()
 }
 
-/// `op(a)·op(b)` in cuBLAS, on the stream of burn's work; `None` where it is not asked for or
-/// fails (said once: burn's product from then on is the caller's).
+/// `op(a)·op(b)` in cuBLAS, on the stream of burn's work; `None` where it is not asked for, the
+/// operands are not two matrices that multiply, or cuBLAS fails (said once: burn's products
+/// from then on).
 pub fn product(a: &CudaTensor, a_transposed: bool, b: &CudaTensor, b_transposed: bool) -> Option<CudaTensor> {
     let data_type = ConvDataType::of(a.dtype)?;
-    if !takes_products(a.dtype) {
+    if !takes_products(a.dtype) || a.dtype != b.dtype {
+        return None;
+    }
+    // Operands that are not two matrices of one inner size are the caller's to refuse (burn's
+    // product says what is wrong); only a failure of cuBLAS itself turns the path off.
+    let rows = |t: &CudaTensor, transposed: bool| match t.meta.shape().as_slice() {
+        &[r, c] => Some(if transposed { [c, r] } else { [r, c] }),
+        _ => None,
+    };
+    let ([_, inner], [inner_b, _]) = (rows(a, a_transposed)?, rows(b, b_transposed)?);
+    if inner != inner_b {
         return None;
     }
     let products = Cublas { tf32: !super::conv::exact_f32(data_type) };

@@ -8,10 +8,10 @@
 //! parameter's place in both.
 //!
 //! Where the backend's convolutions prefer channels-last feature maps
-//! ([`kernels::ConvolutionKernels::prefers_channels_last`]), a 2-D convolution's weights (of 8, 16,
-//! ... input channels: not the stem's) lie channels-last in the buffer too (`[O, kh, kw, C]`, KRSC, their parameter a permuted view of
-//! them, [`kernels::ViewedWeight`]): cuDNN's channels-last kernels read them as they lie, where
-//! each pass would otherwise copy them. The flat buffers keep every parameter in its shape's
+//! ([`kernels::ConvolutionKernels::prefers_channels_last`]), a 2-D convolution's weights (of 8,
+//! 16, ... input channels: not the stem's) lie channels-last in the buffer too (`[O, kh, kw, C]`,
+//! KRSC, their parameter a permuted view of them, [`kernels::ViewedWeight`]): cuDNN's
+//! channels-last kernels read them as they lie, where each pass would otherwise copy them. The flat buffers keep every parameter in its shape's
 //! order, the update finds each element's place.
 //!
 //! As with torch's optimisers, which hold the parameters they update, the binding holds while the

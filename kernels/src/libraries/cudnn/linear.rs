@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use burn::tensor::DType;
 
-use super::blas::{Cublas, loaded};
+use super::blas::{ColumnMajorGemm, Cublas, loaded};
 use super::choice::Choice;
 use super::context::CudaTensor;
 use super::counters::PRODUCT_CALLS;
@@ -59,16 +59,10 @@ pub fn product(a: &CudaTensor, a_transposed: bool, b: &CudaTensor, b_transposed:
     if !takes_products(a.dtype) || a.dtype != b.dtype {
         return None;
     }
-    // Operands that are not two matrices of one inner size are the caller's to refuse (burn's
-    // product says what is wrong); only a failure of cuBLAS itself turns the path off.
-    let rows = |t: &CudaTensor, transposed: bool| match t.meta.shape().as_slice() {
-        &[r, c] => Some(if transposed { [c, r] } else { [r, c] }),
-        _ => None,
-    };
-    let ([_, inner], [inner_b, _]) = (rows(a, a_transposed)?, rows(b, b_transposed)?);
-    if inner != inner_b {
-        return None;
-    }
+    // Operands that are not two matrices cuBLAS's call can multiply are the caller's to refuse
+    // (burn's product says what is wrong); only a failure of cuBLAS itself turns the path off.
+    let stored = |t: &CudaTensor| <[usize; 2]>::try_from(t.meta.shape().as_slice()).ok();
+    ColumnMajorGemm::of_row_major(stored(a)?, a_transposed, stored(b)?, b_transposed).ok()?;
     let products = Cublas { tf32: !super::conv::exact_f32(data_type) };
     match crate::cube::unfold::Product::product(&products, a, a_transposed, b, b_transposed) {
         Ok(c) => {
